@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+type createOptions struct {
+	f      *Factory
+	ID     string
+	Colony string
+	Rank   string
+	Swarm  string
+	Role   string
+	Wake   bool
+	Spec   state.Spec
+}
+
+func newCmdCreate(f *Factory) *cobra.Command {
+	o := &createOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "create ID",
+		Short: "Create a spore (asleep unless --wake)",
+		Long: `Create a spore in the store. Its id becomes its pod name: 1-57 lowercase letters,
+digits and '-', starting with a letter and ending with a letter or digit.`,
+		Args: sporeIDs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ID = args[0]
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Colony, "colony", "default", "colony the spore belongs to")
+	fl.StringVar(&o.Rank, "rank", "spore", "rank: spore|swarm|colony|arch")
+	fl.StringVar(&o.Swarm, "swarm", "", "swarm the spore belongs to")
+	fl.StringVar(&o.Role, "role", "", "role within the swarm (needs --swarm)")
+	fl.BoolVar(&o.Wake, "wake", false, "create it awake (desired Running)")
+	fl.StringVar(&o.Spec.Image, "image", "", "image (default: the store's)")
+	fl.StringVar(&o.Spec.CPU, "cpu", "", "CPU, e.g. 2 or 500m (default: the store's)")
+	fl.StringVar(&o.Spec.Memory, "memory", "", "memory, e.g. 3Gi (default: the store's)")
+	fl.StringVar(&o.Spec.Storage, "storage", "", "size of the home, e.g. 5Gi (default: the store's)")
+	return cmd
+}
+
+func (o *createOptions) validate() error {
+	if _, err := state.ParseRank(o.Rank); err != nil {
+		return usageErrorf("invalid value %q for --rank: use spore, swarm, colony or arch", o.Rank)
+	}
+	if err := state.ValidateName("--colony", o.Colony); err != nil {
+		return err
+	}
+	if o.Swarm != "" {
+		if err := state.ValidateName("--swarm", o.Swarm); err != nil {
+			return err
+		}
+	}
+	if o.Role != "" {
+		if o.Swarm == "" {
+			return usageErrorf("--role needs --swarm")
+		}
+		if err := state.ValidateName("--role", o.Role); err != nil {
+			return err
+		}
+	}
+	for flag, v := range map[string]string{"cpu": o.Spec.CPU, "memory": o.Spec.Memory, "storage": o.Spec.Storage} {
+		if err := validateQuantity(flag, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *createOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := o.f.Now().UTC()
+	desired := state.Paused
+	if o.Wake {
+		desired = state.Running
+	}
+	sp := state.Spore{
+		ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role,
+		Desired: desired, Spec: o.Spec, Created: now, Updated: now,
+	}
+	err = st.Update(ctx, func(tx state.Tx) error {
+		if err := checkRankUnique(ctx, tx, sp); err != nil {
+			return err
+		}
+		if err := tx.CreateSpore(ctx, sp); err != nil {
+			return err
+		}
+		_, err := tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindLifecycle, Action: "created", At: now,
+			Text: fmt.Sprintf("created in colony %s as %s, desired %s", sp.Colony, sp.Rank, sp.Desired)}})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return o.f.Print(actionResults{Results: []actionResult{{Kind: "spore", ID: o.ID, Action: "created"}}})
+}
+
+// checkRankUnique keeps the ranks that must be single: one arch in the
+// store, one colony mycologist per colony.
+func checkRankUnique(ctx context.Context, tx state.Tx, sp state.Spore) error {
+	if sp.Rank != state.RankArch && sp.Rank != state.RankColony {
+		return nil
+	}
+	all, err := tx.Spores(ctx)
+	if err != nil {
+		return err
+	}
+	for _, o := range all {
+		switch {
+		case sp.Rank == state.RankArch && o.Rank == state.RankArch:
+			return fmt.Errorf("spore %s is already the arch mycologist; there is one per store: %w", o.ID, state.ErrExists)
+		case sp.Rank == state.RankColony && o.Rank == state.RankColony && o.Colony == sp.Colony:
+			return fmt.Errorf("spore %s is already colony %s's mycologist: %w", o.ID, sp.Colony, state.ErrExists)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+type eventsOptions struct {
+	f     *Factory
+	ID    string
+	Since uint64
+	Limit int
+	Tail  int
+}
+
+func newCmdEvents(f *Factory) *cobra.Command {
+	o := &eventsOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "events ID",
+		Short: "Print a spore's event log from the store",
+		Args:  sporeIDs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ID = args[0]
+			if o.Limit < 0 {
+				return usageErrorf("invalid value %d for --limit: must be 0 (no limit) or more", o.Limit)
+			}
+			if o.Tail < 0 {
+				return usageErrorf("invalid value %d for --tail: must be 0 (off) or more", o.Tail)
+			}
+			if o.Tail > 0 && cmd.Flags().Changed("since") {
+				return usageErrorf("--tail and --since cannot be used together")
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	fl := cmd.Flags()
+	fl.Uint64Var(&o.Since, "since", 0, "only events with a sequence number greater than this")
+	fl.IntVar(&o.Limit, "limit", 0, "at most this many events (0: all)")
+	fl.IntVar(&o.Tail, "tail", 0, "only the last N events")
+	return cmd
+}
+
+func (o *eventsOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	out := eventList{Spore: o.ID}
+	err = st.View(ctx, func(tx state.Tx) error {
+		h, err := tx.Head(ctx, o.ID)
+		if err != nil {
+			return err
+		}
+		out.LastSeq = h.LastSeq
+		if o.Tail > 0 {
+			out.Events, err = tx.Tail(ctx, o.ID, o.Tail)
+		} else {
+			out.Events, err = tx.Events(ctx, o.ID, o.Since, o.Limit)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if out.Events == nil {
+		out.Events = []state.Event{}
+	}
+	return o.f.Print(out)
+}
+
+type eventList struct {
+	Spore   string        `json:"spore"`
+	LastSeq uint64        `json:"last_seq"`
+	Events  []state.Event `json:"events"`
+}
+
+func (l eventList) Table(wide bool) ([]string, [][]string) {
+	h := []string{"SEQ", "AT", "KIND", "FROM", "SUMMARY"}
+	rows := make([][]string, 0, len(l.Events))
+	for _, e := range l.Events {
+		rows = append(rows, []string{strconv.FormatUint(e.Seq, 10), e.At.UTC().Format(time.RFC3339), string(e.Kind), orDash(e.From), summary(e, wide)})
+	}
+	return h, rows
+}
+
+func (l eventList) Names() []string {
+	out := make([]string, len(l.Events))
+	for i, e := range l.Events {
+		out[i] = "event/" + l.Spore + "/" + strconv.FormatUint(e.Seq, 10)
+	}
+	return out
+}
+
+// summary is one printable line for an event; wide does not truncate.
+func summary(e state.Event, wide bool) string {
+	var s string
+	switch {
+	case e.Kind == state.KindAgent && len(e.Line) > 0:
+		s = agentSummary(e.Line)
+	case e.Action != "" && e.Text != "":
+		s = e.Action + ": " + e.Text
+	case e.Action != "":
+		s = e.Action
+	default:
+		s = e.Text
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if !wide && len(s) > 80 {
+		cut := 77
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return orDash(s)
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// agentSummary names the line's type; the bridge package parses lines
+// fully, this only needs a label.
+func agentSummary(line json.RawMessage) string {
+	var v struct {
+		Type    string `json:"type"`
+		Subtype string `json:"subtype"`
+	}
+	if json.Unmarshal(line, &v) != nil || v.Type == "" {
+		return string(line)
+	}
+	if v.Subtype != "" {
+		return v.Type + "/" + v.Subtype
+	}
+	return v.Type
+}

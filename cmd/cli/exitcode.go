@@ -1,0 +1,112 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// Exit codes, documented in docs/exit-codes.md. This file is the only
+// place that turns an error into one.
+const (
+	ExitOK           = 0
+	ExitError        = 1 // anything not classified below
+	ExitUsage        = 2 // bad flags, arguments, ids or output format
+	ExitUnhealthy    = 3 // ran fine, but something is not healthy (for cron)
+	ExitNotFound     = 4 // a named spore does not exist
+	ExitConflict     = 5 // it exists already
+	ExitStore        = 6 // the store is missing, unreachable, locked or out of space
+	ExitCorrupt      = 7 // stored data breaks the format; `check` found problems
+	ExitIncompatible = 8 // the store's format is newer than this binary
+	ExitInterrupted  = 130
+)
+
+// UsageError is a mistake on the command line.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usageErrorf(format string, a ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, a...)}
+}
+
+// UnhealthyError reports that the command did its work and found some
+// spores not healthy; its message has already been printed as data.
+type UnhealthyError struct{ Msg string }
+
+func (e *UnhealthyError) Error() string { return e.Msg }
+
+// exitCode classifies err. Order matters: the most specific kinds first.
+func exitCode(err error) int {
+	var (
+		usage   *UsageError
+		invalid *state.InvalidError
+		unh     *UnhealthyError
+		corrupt *state.CorruptError
+		incompat *state.IncompatibleError
+		unavail *state.UnavailableError
+	)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &usage), errors.As(err, &invalid):
+		return ExitUsage
+	case errors.As(err, &incompat):
+		return ExitIncompatible
+	case errors.As(err, &corrupt):
+		return ExitCorrupt
+	case errors.Is(err, state.ErrNotFound):
+		return ExitNotFound
+	case errors.Is(err, state.ErrExists):
+		return ExitConflict
+	case errors.Is(err, state.ErrNoStore), errors.As(err, &unavail):
+		return ExitStore
+	case errors.As(err, &unh):
+		return ExitUnhealthy
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case isCobraUsage(err):
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// isCobraUsage recognises the errors cobra raises itself for an unknown
+// command or a flag it could not parse before our hooks run.
+func isCobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "required flag", "accepts ", "requires at least", "requires at most"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// reportError prints err once on stderr and returns its exit code.
+func reportError(err error, errOut io.Writer) int {
+	code := exitCode(err)
+	if code == ExitOK {
+		return code
+	}
+	var unh *UnhealthyError
+	if errors.As(err, &unh) {
+		// The unhealthy spores were printed as data already.
+		if unh.Msg != "" {
+			fmt.Fprintln(errOut, unh.Msg)
+		}
+		return code
+	}
+	fmt.Fprintf(errOut, "error: %v\n", err)
+	if code == ExitUsage {
+		fmt.Fprintln(errOut, "Run 'sporectl --help' for usage.")
+	}
+	if errors.Is(err, state.ErrNoStore) {
+		fmt.Fprintln(errOut, "Run 'sporectl init' to create one.")
+	}
+	return code
+}

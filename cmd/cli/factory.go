@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
+)
+
+// EnvStore names the store when --store is not given.
+const EnvStore = "SPORECTL_STORE"
+
+// GlobalOptions are the flags every command accepts.
+type GlobalOptions struct {
+	Store      string
+	Output     string
+	NoHeaders  bool
+	Verbose    int
+	Kubeconfig string
+	Context    string
+	Namespace  string
+}
+
+// Factory hands commands their dependencies lazily, so that --help and
+// completion never open a store or dial a cluster.
+type Factory struct {
+	IO      IOStreams
+	Global  GlobalOptions
+	Version string
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// Getenv reads the environment; tests replace it.
+	Getenv func(string) string
+
+	logOnce sync.Once
+	logger  *slog.Logger
+}
+
+// NewFactory returns a factory over io and the real environment.
+func NewFactory(io IOStreams) *Factory {
+	return &Factory{IO: io, Version: version, Now: time.Now, Getenv: os.Getenv}
+}
+
+// Logger logs to stderr at a level set by -v.
+func (f *Factory) Logger() *slog.Logger {
+	f.logOnce.Do(func() {
+		level := slog.LevelWarn
+		switch {
+		case f.Global.Verbose >= 2:
+			level = slog.LevelDebug
+		case f.Global.Verbose == 1:
+			level = slog.LevelInfo
+		}
+		f.logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+	})
+	return f.logger
+}
+
+// StoreLocation resolves --store, then $SPORECTL_STORE, then the default
+// directory under the user's state home.
+func (f *Factory) StoreLocation() (string, error) {
+	if f.Global.Store != "" {
+		return f.Global.Store, nil
+	}
+	if v := f.Getenv(EnvStore); v != "" {
+		return v, nil
+	}
+	if v := f.Getenv("XDG_STATE_HOME"); v != "" {
+		return filepath.Join(v, "sporectl"), nil
+	}
+	home := f.Getenv("HOME")
+	if home == "" {
+		return "", usageErrorf("no store given: pass --store or set %s ($HOME is not set either)", EnvStore)
+	}
+	return filepath.Join(home, ".local", "state", "sporectl"), nil
+}
+
+// Store opens the existing store. A location without one is ErrNoStore.
+func (f *Factory) Store(ctx context.Context) (state.Store, error) {
+	loc, err := f.StoreLocation()
+	if err != nil {
+		return nil, err
+	}
+	if isPostgres(loc) {
+		return nil, &state.UnavailableError{Op: "open store", Err: fmt.Errorf("the PostgreSQL backend is not available in this build")}
+	}
+	return dirstore.Open(ctx, loc, dirstore.Options{Logger: f.Logger()})
+}
+
+// InitStore creates the store, or opens and upgrades an existing one.
+func (f *Factory) InitStore(ctx context.Context, settings state.Settings) (state.Store, bool, error) {
+	loc, err := f.StoreLocation()
+	if err != nil {
+		return nil, false, err
+	}
+	if isPostgres(loc) {
+		return nil, false, &state.UnavailableError{Op: "init store", Err: fmt.Errorf("the PostgreSQL backend is not available in this build")}
+	}
+	return dirstore.Init(ctx, loc, settings, dirstore.Options{Logger: f.Logger()})
+}
+
+func isPostgres(loc string) bool {
+	return strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://")
+}

@@ -1,0 +1,19 @@
+package cli
+
+import (
+	"io"
+	"os"
+)
+
+// IOStreams are where a command reads and writes: data to Out, progress,
+// logs and errors to ErrOut.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// SystemIO is the process's own standard streams.
+func SystemIO() IOStreams {
+	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+}

@@ -1,0 +1,39 @@
+package cli
+
+import "strings"
+
+// actionResult is what a command that changes one object prints, in
+// kubectl's manner: "spore/x created".
+type actionResult struct {
+	Kind   string `json:"kind"`
+	ID     string `json:"id"`
+	Action string `json:"action"`
+}
+
+type actionResults struct {
+	Results []actionResult `json:"results"`
+}
+
+func (r actionResults) Table(bool) ([]string, [][]string) {
+	rows := make([][]string, len(r.Results))
+	for i, x := range r.Results {
+		rows[i] = []string{x.ref() + " " + x.Action}
+	}
+	return nil, rows
+}
+
+func (r actionResults) Names() []string {
+	out := make([]string, len(r.Results))
+	for i, x := range r.Results {
+		out[i] = x.ref()
+	}
+	return out
+}
+
+// ref is kubectl's kind/name, or "kind name" when the name is a path.
+func (r actionResult) ref() string {
+	if strings.Contains(r.ID, "/") {
+		return r.Kind + " " + r.ID
+	}
+	return r.Kind + "/" + r.ID
+}

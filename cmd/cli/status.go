@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+type statusOptions struct {
+	f   *Factory
+	IDs []string
+}
+
+func newCmdStatus(f *Factory) *cobra.Command {
+	o := &statusOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "status [ID...]",
+		Short: "Show desired, observed and effective health per spore",
+		Long: `Show each spore's desired state, what is observed of it, and the effective health
+that follows. In this build nothing is observed yet: observed and effective are
+null and the reason says so.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			return sporeIDs(-1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.IDs = args
+			return o.run(cmd.Context())
+		},
+	}
+	return cmd
+}
+
+// notObserved is the reason given while no runtime observes spores.
+const notObserved = "not observed: this build has no runtime observation yet"
+
+func (o *statusOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var out statusList
+	var missing []error
+	err = st.View(ctx, func(tx state.Tx) error {
+		var spores []state.Spore
+		if len(o.IDs) == 0 {
+			var err error
+			if spores, err = tx.Spores(ctx); err != nil {
+				return err
+			}
+		} else {
+			for _, id := range o.IDs {
+				s, err := tx.Spore(ctx, id)
+				if errors.Is(err, state.ErrNotFound) {
+					missing = append(missing, err)
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				spores = append(spores, s)
+			}
+		}
+		heads, err := tx.Heads(ctx)
+		if err != nil {
+			return err
+		}
+		out.Spores = make([]sporeStatus, 0, len(spores))
+		for _, s := range spores {
+			out.Spores = append(out.Spores, sporeStatus{
+				ID: s.ID, Colony: s.Colony, Rank: s.Rank, Desired: s.Desired,
+				Reason: notObserved, LastSeq: heads[s.ID].LastSeq,
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := o.f.Print(out); err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("status: %w", errors.Join(missing...))
+	}
+	return nil
+}
+
+// sporeStatus is one entry of `status -o json` (DESIGN "Commands").
+type sporeStatus struct {
+	ID        string              `json:"id"`
+	Colony    string              `json:"colony"`
+	Rank      state.Rank          `json:"rank"`
+	Desired   state.Desired       `json:"desired"`
+	Observed  *reconcile.Observed `json:"observed"`
+	Effective *string             `json:"effective"`
+	Reason    string              `json:"reason"`
+	LastSeq   uint64              `json:"last_seq"`
+}
+
+type statusList struct {
+	Spores []sporeStatus `json:"spores"`
+}
+
+func (l statusList) Table(wide bool) ([]string, [][]string) {
+	h := []string{"ID", "COLONY", "RANK", "DESIRED", "OBSERVED", "EFFECTIVE", "LAST-SEQ", "REASON"}
+	rows := make([][]string, 0, len(l.Spores))
+	for _, s := range l.Spores {
+		obs, eff := "-", "-"
+		if s.Observed != nil {
+			obs = string(s.Observed.Pod) + "/" + string(s.Observed.Bridge)
+		}
+		if s.Effective != nil {
+			eff = *s.Effective
+		}
+		rows = append(rows, []string{s.ID, s.Colony, string(s.Rank), string(s.Desired), obs, eff, strconv.FormatUint(s.LastSeq, 10), orDash(s.Reason)})
+	}
+	return h, rows
+}
+
+func (l statusList) Names() []string {
+	out := make([]string, len(l.Spores))
+	for i, s := range l.Spores {
+		out[i] = "spore/" + s.ID
+	}
+	return out
+}

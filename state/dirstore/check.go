@@ -1,0 +1,198 @@
+package dirstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// Check verifies every invariant of format §8 without writing anything
+// and without taking the write lock.
+func (s *Store) Check(ctx context.Context) (*state.CheckReport, error) {
+	rep := &state.CheckReport{Problems: []state.Problem{}, Notes: []state.Problem{}}
+	problem := func(where, format string, a ...any) {
+		rep.Problems = append(rep.Problems, state.Problem{Where: where, Message: fmt.Sprintf(format, a...)})
+	}
+	note := func(where, format string, a ...any) {
+		rep.Notes = append(rep.Notes, state.Problem{Where: where, Message: fmt.Sprintf(format, a...)})
+	}
+	if err := readFormat(s.root); err != nil {
+		var ce *state.CorruptError
+		if errors.As(err, &ce) {
+			problem(ce.File+":"+strconv.Itoa(ce.Line), "%s", ce.Reason)
+			return rep, nil
+		}
+		return nil, err
+	}
+	l, err := s.loadState(ctx)
+	if err != nil {
+		var ce *state.CorruptError
+		if errors.As(err, &ce) {
+			problem(corruptWhere(ce), "%s", ce.Reason)
+			return rep, nil
+		}
+		return nil, err
+	}
+	if l.torn != "" {
+		note(txlogName(l.m.gen), "torn tail after byte %d (%s): a commit that never finished; the next writer saves it to %s/ and drops it", l.logOff, l.torn, tornDir)
+	}
+	s.checkFiles(l.m, problem, note)
+
+	for _, id := range l.m.ids() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r := l.m.rows[id]
+		where := "spore " + id
+		if err := r.Spore.Validate(); err != nil {
+			problem(where, "%v", err)
+		}
+		seen := map[string]bool{}
+		for i, e := range r.Outbox {
+			if e.Spore != id {
+				problem(where, "outbox entry %d is addressed to %q", i+1, e.Spore)
+			}
+			if seen[e.ID] {
+				problem(where, "outbox entry id %q appears twice", e.ID)
+			}
+			seen[e.ID] = true
+			if err := validateEntry(&e); err != nil {
+				problem(where, "outbox entry %d: %v", i+1, err)
+			}
+		}
+		if r.Token != "" && !r.Token.Valid() {
+			problem(where, "stored token hash is not a SHA-256 in hex")
+		}
+		n, err := s.checkLog(id, r.Log, problem, note)
+		if err != nil {
+			return nil, err
+		}
+		rep.Events += n
+	}
+	rep.Spores = len(l.m.rows)
+	return rep, nil
+}
+
+func corruptWhere(ce *state.CorruptError) string {
+	w := ce.File
+	if ce.Line > 0 {
+		w += ":" + strconv.Itoa(ce.Line)
+	} else if ce.Offset >= 0 {
+		w += " at byte " + strconv.FormatInt(ce.Offset, 10)
+	}
+	return w
+}
+
+// checkFiles looks for files the model does not account for.
+func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any)) {
+	entries, err := os.ReadDir(s.root)
+	if err != nil {
+		problem(s.root, "cannot list: %v", err)
+		return
+	}
+	for _, e := range entries {
+		g, ok := parseTxlogName(e.Name())
+		switch {
+		case ok && g < m.gen:
+			note(e.Name(), "commit log of an earlier snapshot, left by an interrupted compaction; the next writer removes it")
+		case ok && g > m.gen:
+			if fi, err := e.Info(); err == nil && fi.Size() > 0 {
+				problem(e.Name(), "commit log newer than the snapshot (gen %d) holds %d bytes", m.gen, fi.Size())
+			} else {
+				note(e.Name(), "empty commit log left by an interrupted compaction")
+			}
+		case e.Name() == tornDir:
+			torn, _ := os.ReadDir(s.path(tornDir))
+			for _, t := range torn {
+				note(filepath.Join(tornDir, t.Name()), "torn commit tail saved during recovery; not part of the store")
+			}
+		}
+	}
+	if _, err := os.Stat(s.path(txlogName(m.gen))); err != nil {
+		problem(txlogName(m.gen), "live commit log is missing: %v", err)
+	}
+	files := map[string]bool{}
+	for _, r := range m.rows {
+		files[r.Log.File] = true
+	}
+	logs, err := os.ReadDir(s.path(eventsDir))
+	if err != nil {
+		problem(eventsDir, "cannot list: %v", err)
+		return
+	}
+	for _, e := range logs {
+		if !files[e.Name()] {
+			note(eventsDir+"/"+e.Name(), "event log of no current spore (left by a delete interrupted before cleanup)")
+		}
+	}
+}
+
+// checkLog reads a whole event log: lines 1..LastSeq, each well framed,
+// ending exactly at the committed size.
+func (s *Store) checkLog(id string, h logHead, problem, note func(string, string, ...any)) (uint64, error) {
+	name := eventsDir + "/" + h.File
+	if !strings.HasPrefix(h.File, id+".") || !strings.HasSuffix(h.File, ".log") || strings.ContainsAny(h.File, "/\\") {
+		problem("spore "+id, "event log name %q does not belong to it", h.File)
+		return 0, nil
+	}
+	f, err := os.Open(s.path(eventsDir, h.File))
+	if errors.Is(err, os.ErrNotExist) {
+		if h.Size > 0 || h.LastSeq > 0 {
+			problem(name, "missing, but %d events (%d bytes) are committed", h.LastSeq, h.Size)
+		}
+		return 0, nil
+	}
+	if err != nil {
+		return 0, ioErr("check "+name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, ioErr("check "+name, err)
+	}
+	if fi.Size() < h.Size {
+		problem(name, "has %d bytes but %d are committed", fi.Size(), h.Size)
+		return 0, nil
+	}
+	if fi.Size() > h.Size {
+		note(name, "%d bytes past the committed end (a transaction that never committed); the next append drops them", fi.Size()-h.Size)
+	}
+	lr := newLineReader(f, 0, h.Size)
+	var seq uint64
+	var off int64
+	for {
+		line, err := lr.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			problem(name+":"+strconv.FormatUint(seq+1, 10), "committed part ends inside a line")
+			return seq, nil
+		}
+		if err != nil {
+			return seq, ioErr("check "+name, err)
+		}
+		off += int64(len(line)) + 1
+		e, bad := decodeEventLine(line, seq+1)
+		if bad != "" {
+			problem(name+":"+strconv.FormatUint(seq+1, 10), "%s", bad)
+			return seq, nil
+		}
+		if !utf8.ValidString(e.Text) {
+			problem(name+":"+strconv.FormatUint(seq+1, 10), "text is not valid UTF-8")
+		}
+		seq++
+	}
+	if seq != h.LastSeq {
+		problem(name, "holds %d events but the store says %d are committed", seq, h.LastSeq)
+	}
+	return seq, nil
+}

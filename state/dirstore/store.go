@@ -1,0 +1,231 @@
+package dirstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// Options tune a Store; the zero value is the production setting.
+type Options struct {
+	Logger *slog.Logger
+	// LockTimeout bounds how long Update waits for another writer.
+	LockTimeout time.Duration
+	// CompactBytes is the commit-log size past which a writer folds it
+	// into a new snapshot (format §7).
+	CompactBytes int64
+	// Now is the clock used to stamp events; tests fix it.
+	Now func() time.Time
+}
+
+// Store is the directory backend.
+type Store struct {
+	root string
+	opts Options
+
+	wmu sync.Mutex // one writer per process; flock orders processes
+
+	mu    sync.Mutex
+	cache *loaded
+}
+
+var _ state.Store = (*Store)(nil)
+
+// loaded is a model with where it was read from, so the next read only
+// parses what the commit log gained since.
+type loaded struct {
+	m        *model
+	snapInfo os.FileInfo
+	logOff   int64  // end of the last good record in txlog.<gen>
+	logLines int    // good records before logOff
+	torn     string // why bytes past logOff are a torn tail
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = time.Minute
+	}
+	if o.CompactBytes <= 0 {
+		o.CompactBytes = 4 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Open opens an existing store at root. A missing store is state.ErrNoStore;
+// a store of a newer format is a *state.IncompatibleError.
+func Open(ctx context.Context, root string, opts Options) (*Store, error) {
+	opts.defaults()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := readFormat(root); err != nil {
+		return nil, err
+	}
+	s := &Store{root: root, opts: opts}
+	if _, err := s.load(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Info says what and where the store is.
+func (s *Store) Info() state.Info {
+	return state.Info{Backend: "dir", Location: s.root, FormatVersion: formatVersion}
+}
+
+// Close releases nothing: a dir store holds no open files between calls.
+func (s *Store) Close() error { return nil }
+
+// View runs fn over the latest committed state without taking any lock.
+func (s *Store) View(ctx context.Context, fn func(state.Tx) error) error {
+	m, err := s.load(ctx)
+	if err != nil {
+		return err
+	}
+	return fn(newTx(s, m, false))
+}
+
+// Update runs fn as the only writer and commits what it wrote (format §5).
+func (s *Store) Update(ctx context.Context, fn func(state.Tx) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	lk, err := acquireLock(ctx, filepath.Join(s.root, lockFile), s.opts.LockTimeout)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		return &state.UnavailableError{Op: "lock store for writing", Err: err}
+	}
+	defer lk.release()
+	l, err := s.recover(ctx)
+	if err != nil {
+		return err
+	}
+	t := newTx(s, l.m, true)
+	if err := fn(t); err != nil {
+		return err
+	}
+	if !t.dirty() {
+		return nil
+	}
+	return s.commit(ctx, l, t)
+}
+
+// load returns the latest committed model. A compaction may remove the
+// commit log between our reading the snapshot and opening the log; the
+// new snapshot then holds everything, so we simply read again.
+func (s *Store) load(ctx context.Context) (*model, error) {
+	l, err := s.loadState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.m, nil
+}
+
+func (s *Store) loadState(ctx context.Context) (*loaded, error) {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		l, err := s.tryLoad()
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, errRaced) || attempt >= 50 {
+			return nil, err
+		}
+	}
+}
+
+var errRaced = errors.New("store compacted while reading; read again")
+
+func (s *Store) tryLoad() (*loaded, error) {
+	fi, err := os.Stat(filepath.Join(s.root, snapshotFile))
+	if err != nil {
+		return nil, ioErr("read snapshot", err)
+	}
+	s.mu.Lock()
+	c := s.cache
+	s.mu.Unlock()
+	if c != nil && os.SameFile(fi, c.snapInfo) && fi.ModTime().Equal(c.snapInfo.ModTime()) {
+		return s.extend(c)
+	}
+	m, snapInfo, err := readSnapshot(s.root)
+	if err != nil {
+		return nil, err
+	}
+	base := &loaded{m: m, snapInfo: snapInfo}
+	l, err := s.extend(base)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// extend reads what the live commit log holds past c and returns the
+// newer state (c itself when nothing was added).
+func (s *Store) extend(c *loaded) (*loaded, error) {
+	name := txlogName(c.m.gen)
+	f, err := os.Open(filepath.Join(s.root, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, errRaced
+	}
+	if err != nil {
+		return nil, ioErr("read commit log", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, ioErr("read commit log", err)
+	}
+	if fi.Size() < c.logOff {
+		return nil, &state.CorruptError{File: name, Offset: fi.Size(), Reason: fmt.Sprintf("commit log is shorter (%d bytes) than what was committed (%d bytes)", fi.Size(), c.logOff)}
+	}
+	if fi.Size() == c.logOff && c.torn == "" {
+		return c, nil
+	}
+	data := make([]byte, fi.Size()-c.logOff)
+	if _, err := f.ReadAt(data, c.logOff); err != nil {
+		return nil, ioErr("read commit log", err)
+	}
+	sc, err := parseTxlog(name, data, c.m.txid, c.logLines+1)
+	if err != nil {
+		return nil, err
+	}
+	n := &loaded{m: c.m, snapInfo: c.snapInfo, logOff: c.logOff + sc.good, logLines: c.logLines + sc.lines, torn: sc.torn}
+	if len(sc.records) > 0 {
+		m := c.m.clone()
+		for _, rec := range sc.records {
+			m.applyInPlace(rec)
+		}
+		n.m = m
+	}
+	s.publish(n)
+	return n, nil
+}
+
+// publish caches l unless a newer state is cached already.
+func (s *Store) publish(l *loaded) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cache == nil || l.m.gen > s.cache.m.gen || (l.m.gen == s.cache.m.gen && l.logOff >= s.cache.logOff) {
+		s.cache = l
+	}
+}
+
+func (s *Store) path(parts ...string) string {
+	return filepath.Join(append([]string{s.root}, parts...)...)
+}

@@ -1,0 +1,386 @@
+package dirstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// tx is a transaction over an immutable base model. Writes go to an
+// overlay of whole rows and to per-spore buffers of encoded event lines;
+// nothing touches disk before commit.
+type tx struct {
+	s     *Store
+	base  *model
+	write bool
+	now   time.Time
+	txid  uint64
+
+	rows     map[string]*row // replaced rows; nil marks a deletion
+	settings *state.Settings
+	pending  map[string]*pendingLog
+	removed  []string // event log files to remove after commit
+}
+
+// pendingLog is a spore's events appended in this transaction.
+type pendingLog struct {
+	committed logHead // the log as committed before this transaction
+	buf       []byte
+	events    []state.Event
+}
+
+var _ state.Tx = (*tx)(nil)
+
+func newTx(s *Store, m *model, write bool) *tx {
+	return &tx{s: s, base: m, write: write, now: s.opts.Now().UTC(), txid: m.txid + 1}
+}
+
+func (t *tx) dirty() bool { return len(t.rows) > 0 || t.settings != nil }
+
+func (t *tx) record() *txRecord {
+	return &txRecord{TxID: t.txid, At: nowString(t.now), Settings: t.settings, Rows: t.rows}
+}
+
+func (t *tx) get(id string) (*row, bool) {
+	if r, ok := t.rows[id]; ok {
+		return r, r != nil
+	}
+	r, ok := t.base.rows[id]
+	return r, ok
+}
+
+func (t *tx) mustGet(id string) (*row, error) {
+	r, ok := t.get(id)
+	if !ok {
+		return nil, fmt.Errorf("spore %s: %w", id, state.ErrNotFound)
+	}
+	return r, nil
+}
+
+func (t *tx) put(r *row) {
+	if t.rows == nil {
+		t.rows = map[string]*row{}
+	}
+	t.rows[r.Spore.ID] = r
+}
+
+func (t *tx) writable() error {
+	if !t.write {
+		return state.ErrReadOnly
+	}
+	return nil
+}
+
+func (t *tx) Settings(ctx context.Context) (state.Settings, error) {
+	if t.settings != nil {
+		return *t.settings, nil
+	}
+	return t.base.settings, nil
+}
+
+func (t *tx) PutSettings(ctx context.Context, s state.Settings) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	t.settings = &s
+	return nil
+}
+
+func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
+	r, err := t.mustGet(id)
+	if err != nil {
+		return state.Spore{}, err
+	}
+	return r.Spore, nil
+}
+
+func (t *tx) ids() []string {
+	if len(t.rows) == 0 {
+		return t.base.ids()
+	}
+	ids := slices.Clone(t.base.ids())
+	for id, r := range t.rows {
+		_, inBase := t.base.rows[id]
+		switch {
+		case r == nil && inBase:
+			if i, ok := slices.BinarySearch(ids, id); ok {
+				ids = slices.Delete(ids, i, i+1)
+			}
+		case r != nil && !inBase:
+			if i, ok := slices.BinarySearch(ids, id); !ok {
+				ids = slices.Insert(ids, i, id)
+			}
+		}
+	}
+	return ids
+}
+
+func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
+	ids := t.ids()
+	out := make([]state.Spore, 0, len(ids))
+	for _, id := range ids {
+		r, _ := t.get(id)
+		out = append(out, r.Spore)
+	}
+	return out, nil
+}
+
+func (t *tx) CreateSpore(ctx context.Context, s state.Spore) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if _, ok := t.get(s.ID); ok {
+		return fmt.Errorf("spore %s: %w", s.ID, state.ErrExists)
+	}
+	// The log file carries the creating transaction's id, so a spore
+	// deleted and created again never meets its predecessor's bytes.
+	t.put(&row{Spore: s, Log: logHead{File: s.ID + "." + strconv.FormatUint(t.txid, 10) + ".log"}})
+	delete(t.pending, s.ID)
+	return nil
+}
+
+func (t *tx) UpdateSpore(ctx context.Context, s state.Spore) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	r, err := t.mustGet(s.ID)
+	if err != nil {
+		return err
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	n := *r
+	n.Spore = s
+	t.put(&n)
+	return nil
+}
+
+func (t *tx) DeleteSpore(ctx context.Context, id string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if _, err := t.mustGet(id); err != nil {
+		return err
+	}
+	if b, ok := t.base.rows[id]; ok && b.Log.Size > 0 && !slices.Contains(t.removed, b.Log.File) {
+		t.removed = append(t.removed, b.Log.File)
+	}
+	if t.rows == nil {
+		t.rows = map[string]*row{}
+	}
+	t.rows[id] = nil
+	delete(t.pending, id)
+	return nil
+}
+
+func (t *tx) Head(ctx context.Context, id string) (state.SporeHead, error) {
+	r, err := t.mustGet(id)
+	if err != nil {
+		return state.SporeHead{}, err
+	}
+	return state.SporeHead{LastSeq: r.Log.LastSeq}, nil
+}
+
+func (t *tx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
+	ids := t.ids()
+	out := make(map[string]state.SporeHead, len(ids))
+	for _, id := range ids {
+		r, _ := t.get(id)
+		out[id] = state.SporeHead{LastSeq: r.Log.LastSeq}
+	}
+	return out, nil
+}
+
+func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.Event, error) {
+	if err := t.writable(); err != nil {
+		return nil, err
+	}
+	r, err := t.mustGet(id)
+	if err != nil {
+		return nil, err
+	}
+	for i := range evs {
+		if err := validateEvent(&evs[i]); err != nil {
+			return nil, fmt.Errorf("append event %d of %d to %s: %w", i+1, len(evs), id, err)
+		}
+	}
+	if t.pending == nil {
+		t.pending = map[string]*pendingLog{}
+	}
+	p := t.pending[id]
+	if p == nil {
+		p = &pendingLog{committed: r.Log}
+		t.pending[id] = p
+	}
+	n := *r
+	out := make([]state.Event, len(evs))
+	for i, e := range evs {
+		e.Seq = n.Log.LastSeq + 1
+		if e.At.IsZero() {
+			e.At = t.now
+		}
+		before := len(p.buf)
+		p.buf, err = encodeEvent(p.buf, &e)
+		if err != nil {
+			return nil, err
+		}
+		n.Log.LastSeq = e.Seq
+		n.Log.Size += int64(len(p.buf) - before)
+		p.events = append(p.events, e)
+		out[i] = e
+	}
+	t.put(&n)
+	return out, nil
+}
+
+func (t *tx) Events(ctx context.Context, id string, after uint64, limit int) ([]state.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	r, err := t.mustGet(id)
+	if err != nil {
+		return nil, err
+	}
+	head := r.Log
+	p := t.pending[id]
+	if p != nil {
+		head = p.committed
+	}
+	out, err := readEvents(t.s.path(eventsDir, head.File), eventsDir+"/"+head.File, head, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", id, err)
+	}
+	if p != nil {
+		for _, e := range p.events {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			if e.Seq > after {
+				out = append(out, e)
+			}
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) Tail(ctx context.Context, id string, n int) ([]state.Event, error) {
+	r, err := t.mustGet(id)
+	if err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, nil
+	}
+	after := uint64(0)
+	if r.Log.LastSeq > uint64(n) {
+		after = r.Log.LastSeq - uint64(n)
+	}
+	return t.Events(ctx, id, after, 0)
+}
+
+func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error) {
+	r, err := t.mustGet(id)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(r.Outbox), nil
+}
+
+// ValidateEntryID: outbox ids are idempotency keys chosen by callers.
+func validateEntry(e *state.OutboxEntry) error {
+	if e.ID == "" || len(e.ID) > 128 {
+		return &state.InvalidError{Field: "message id", Value: e.ID, Reason: "must be 1 to 128 characters"}
+	}
+	for i := 0; i < len(e.ID); i++ {
+		if c := e.ID[i]; c <= ' ' || c >= 0x7f {
+			return &state.InvalidError{Field: "message id", Value: e.ID, Reason: "must be printable ASCII without spaces"}
+		}
+	}
+	if !utf8.ValidString(e.Text) || !utf8.ValidString(e.From) {
+		return &state.InvalidError{Field: "message text", Value: "(binary)", Reason: "is not valid UTF-8"}
+	}
+	return nil
+}
+
+func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
+	if err := t.writable(); err != nil {
+		return false, err
+	}
+	if err := validateEntry(&e); err != nil {
+		return false, err
+	}
+	r, err := t.mustGet(e.Spore)
+	if err != nil {
+		return false, err
+	}
+	for _, q := range r.Outbox {
+		if q.ID == e.ID {
+			return false, nil
+		}
+	}
+	if e.At.IsZero() {
+		e.At = t.now
+	}
+	n := *r
+	n.Outbox = append(slices.Clip(slices.Clone(r.Outbox)), e)
+	t.put(&n)
+	return true, nil
+}
+
+func (t *tx) Dequeue(ctx context.Context, spore, entryID string) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	r, err := t.mustGet(spore)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(r.Outbox, func(q state.OutboxEntry) bool { return q.ID == entryID })
+	if i < 0 {
+		return fmt.Errorf("message %s for %s: %w", entryID, spore, state.ErrNotFound)
+	}
+	n := *r
+	n.Outbox = slices.Delete(slices.Clone(r.Outbox), i, i+1)
+	if len(n.Outbox) == 0 {
+		n.Outbox = nil
+	}
+	t.put(&n)
+	return nil
+}
+
+func (t *tx) TokenHash(ctx context.Context, id string) (state.TokenHash, error) {
+	r, err := t.mustGet(id)
+	if err != nil {
+		return "", err
+	}
+	if r.Token == "" {
+		return "", fmt.Errorf("token of %s: %w", id, state.ErrNotFound)
+	}
+	return r.Token, nil
+}
+
+func (t *tx) SetTokenHash(ctx context.Context, id string, h state.TokenHash) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	if !h.Valid() {
+		return &state.InvalidError{Field: "token hash", Value: "(redacted)", Reason: "must be 64 lowercase hex digits (a SHA-256); plaintext tokens are never stored"}
+	}
+	r, err := t.mustGet(id)
+	if err != nil {
+		return err
+	}
+	n := *r
+	n.Token = h
+	t.put(&n)
+	return nil
+}

@@ -1,0 +1,82 @@
+package state
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+var (
+	// ErrNotFound: the spore (or other record) does not exist in the store.
+	ErrNotFound = errors.New("not found")
+	// ErrExists: a create named a spore that already exists.
+	ErrExists = errors.New("already exists")
+	// ErrReadOnly: a write was attempted inside a read-only transaction.
+	ErrReadOnly = errors.New("write in a read-only transaction")
+	// ErrNoStore: the location holds no store yet (run `sporectl init`).
+	ErrNoStore = errors.New("no store here")
+)
+
+// InvalidError is input that breaks a documented grammar or range. It is
+// raised before anything is written.
+type InvalidError struct {
+	Field  string // what was being validated, e.g. "spore id", "--rank"
+	Value  string
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("invalid %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// CorruptError is stored data that is not what the format says. It names
+// the file (or table) and line (or row) so a person can look at it; no
+// code path repairs such data by overwriting it.
+type CorruptError struct {
+	File   string
+	Line   int   // 1-based line number; 0 when not line-oriented
+	Offset int64 // byte offset of the line's start, -1 when unknown
+	Reason string
+}
+
+func (e *CorruptError) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc += ":" + strconv.Itoa(e.Line)
+	}
+	if e.Offset >= 0 && e.Line == 0 {
+		loc += " at byte " + strconv.FormatInt(e.Offset, 10)
+	}
+	return fmt.Sprintf("corrupt store data: %s: %s", loc, e.Reason)
+}
+
+// IncompatibleError is a store written in a format this binary does not
+// know (usually a newer sporectl). Nothing is read past the version check.
+type IncompatibleError struct {
+	Where   string
+	Found   int
+	Newest  int
+	Details string
+}
+
+func (e *IncompatibleError) Error() string {
+	msg := fmt.Sprintf("store %s has format version %d; this sporectl understands up to version %d", e.Where, e.Found, e.Newest)
+	if e.Found > e.Newest {
+		msg += " (upgrade sporectl)"
+	}
+	if e.Details != "" {
+		msg += ": " + e.Details
+	}
+	return msg
+}
+
+// UnavailableError is a store that cannot be reached or opened right now
+// (I/O error, disk full, lock not acquired in time, server down). The
+// command failed without changing the store.
+type UnavailableError struct {
+	Op  string
+	Err error
+}
+
+func (e *UnavailableError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *UnavailableError) Unwrap() error { return e.Err }

@@ -1,0 +1,73 @@
+package state
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventKind names what an event records.
+type EventKind string
+
+const (
+	// KindLifecycle: the store changed the spore (created, woke, slept,
+	// stopped, reset, …); Action says which.
+	KindLifecycle EventKind = "lifecycle"
+	// KindPrompt: a person's prompt, with From naming who sent it.
+	KindPrompt EventKind = "prompt"
+	// KindAgent: one line the agent wrote, as numbered by the bridge.
+	KindAgent EventKind = "agent"
+	// KindMessage: a message from another spore, delivered as a prompt.
+	KindMessage EventKind = "message"
+	// KindBreaker: the circuit breaker opened, closed or backed off.
+	KindBreaker EventKind = "breaker"
+)
+
+// ValidKind reports whether k is one of the kinds above.
+func ValidKind(k EventKind) bool {
+	switch k {
+	case KindLifecycle, KindPrompt, KindAgent, KindMessage, KindBreaker:
+		return true
+	}
+	return false
+}
+
+// Event is one entry of a spore's log. Seq is assigned by the store:
+// per spore it starts at 1 and has no gaps.
+type Event struct {
+	Seq  uint64    `json:"seq"`
+	At   time.Time `json:"at"`
+	Kind EventKind `json:"kind"`
+	// Action qualifies lifecycle and breaker events ("created", "opened").
+	Action string `json:"action,omitempty"`
+	// From is the sender of a prompt or message ("user:alice", "spore:x").
+	From string `json:"from,omitempty"`
+	// Text is a prompt's or message's text, or a lifecycle note.
+	Text string `json:"text,omitempty"`
+	// BridgeSeq is the bridge's own number for an agent line.
+	BridgeSeq uint64 `json:"bridge_seq,omitempty"`
+	// Line is the agent's line as it came: JSON, or a JSON string where the
+	// agent did not write JSON.
+	Line json.RawMessage `json:"line,omitempty"`
+}
+
+// OutboxEntry is a prompt waiting to be delivered to a spore. ID is an
+// idempotency key: the bridge treats a redelivered ID as a no-op.
+type OutboxEntry struct {
+	ID    string    `json:"id"`
+	Spore string    `json:"spore"`
+	From  string    `json:"from"`
+	Text  string    `json:"text"`
+	At    time.Time `json:"at"`
+	// Wake asks reconcile to wake a sleeping spore to deliver this.
+	Wake bool `json:"wake,omitempty"`
+}
+
+// Settings are store-wide: which runtime the colony uses and its defaults.
+type Settings struct {
+	Runtime      string `json:"runtime"`                 // "local" or "kube"
+	Agent        string `json:"agent,omitempty"`         // "claude" (default) or "echo"
+	Namespace    string `json:"namespace,omitempty"`     // kube runtime
+	StorageClass string `json:"storage_class,omitempty"` // kube runtime
+	Image        string `json:"image,omitempty"`         // default spore image
+	DefaultSpec  Spec   `json:"default_spec"`
+}

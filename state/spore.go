@@ -1,0 +1,126 @@
+package state
+
+import (
+	"strings"
+	"time"
+)
+
+// Desired is the only health input that is persisted (DESIGN "Health").
+type Desired string
+
+const (
+	Running Desired = "Running" // the spore should be alive
+	Paused  Desired = "Paused"  // asleep: nothing runs, the home is kept
+	Stopped Desired = "Stopped" // off until a person says otherwise
+)
+
+// ParseDesired accepts the state names case-insensitively.
+func ParseDesired(s string) (Desired, error) {
+	for _, d := range []Desired{Running, Paused, Stopped} {
+		if strings.EqualFold(s, string(d)) {
+			return d, nil
+		}
+	}
+	return "", &InvalidError{Field: "desired state", Value: s, Reason: "must be one of Running, Paused, Stopped"}
+}
+
+// Rank orders spores: arch > colony > swarm > spore.
+type Rank string
+
+const (
+	RankSpore  Rank = "spore"
+	RankSwarm  Rank = "swarm"
+	RankColony Rank = "colony"
+	RankArch   Rank = "arch"
+)
+
+// Level is the rank's height; a higher level sees and steers lower ones.
+func (r Rank) Level() int {
+	switch r {
+	case RankSpore:
+		return 0
+	case RankSwarm:
+		return 1
+	case RankColony:
+		return 2
+	case RankArch:
+		return 3
+	}
+	return -1
+}
+
+// ParseRank accepts spore, swarm, colony and arch.
+func ParseRank(s string) (Rank, error) {
+	r := Rank(s)
+	if r.Level() < 0 {
+		return "", &InvalidError{Field: "rank", Value: s, Reason: "must be one of spore, swarm, colony, arch"}
+	}
+	return r, nil
+}
+
+// Spec is what a spore runs with. Empty fields mean the store's defaults.
+type Spec struct {
+	Image   string `json:"image,omitempty"`
+	CPU     string `json:"cpu,omitempty"`     // Kubernetes quantity, e.g. "2"
+	Memory  string `json:"memory,omitempty"`  // e.g. "3Gi"
+	Storage string `json:"storage,omitempty"` // size of the home, e.g. "5Gi"
+}
+
+// Spore is the desired state of one agent. Observed state (pods, bridge,
+// activity) is never part of it.
+type Spore struct {
+	ID      string    `json:"id"`
+	Colony  string    `json:"colony"`
+	Rank    Rank      `json:"rank"`
+	Swarm   string    `json:"swarm,omitempty"`
+	Role    string    `json:"role,omitempty"`
+	Desired Desired   `json:"desired"`
+	Spec    Spec      `json:"spec"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+
+	// Recovery bookkeeping kept by reconcile (DESIGN "Health"): timers are
+	// timestamps so a cron reconcile acts when they are due.
+	Restarts     int       `json:"restarts,omitempty"`
+	Failures     []time.Time `json:"failures,omitempty"` // recent crash times inside the breaker window
+	NotBefore    time.Time `json:"not_before,omitzero"`  // next respawn allowed at
+	BreakerOpen  bool      `json:"breaker_open,omitempty"`
+	BridgeSeq    uint64    `json:"bridge_seq,omitempty"` // last bridge line ingested
+}
+
+// Validate checks every field that has a grammar.
+func (s *Spore) Validate() error {
+	if err := ValidateID(s.ID); err != nil {
+		return err
+	}
+	if err := ValidateName("colony", s.Colony); err != nil {
+		return err
+	}
+	if s.Rank.Level() < 0 {
+		return &InvalidError{Field: "rank", Value: string(s.Rank), Reason: "must be one of spore, swarm, colony, arch"}
+	}
+	if s.Swarm != "" {
+		if err := ValidateName("swarm", s.Swarm); err != nil {
+			return err
+		}
+	}
+	if s.Role != "" {
+		if err := ValidateName("role", s.Role); err != nil {
+			return err
+		}
+		if s.Swarm == "" {
+			return &InvalidError{Field: "role", Value: s.Role, Reason: "needs a swarm"}
+		}
+	}
+	if _, err := ParseDesired(string(s.Desired)); err != nil || s.Desired == "" {
+		return &InvalidError{Field: "desired state", Value: string(s.Desired), Reason: "must be one of Running, Paused, Stopped"}
+	}
+	return nil
+}
+
+// SporeHead is what the store knows about a spore's event log without
+// reading it: the last sequence number assigned.
+type SporeHead struct {
+	LastSeq uint64
+}
+

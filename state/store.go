@@ -1,0 +1,93 @@
+package state
+
+import "context"
+
+// Store is a colony's durable state. Every read happens inside View and
+// every write inside Update, so a command sees one consistent snapshot and
+// its writes land all or nothing.
+//
+// Implementations: dirstore (a directory, the embedded default) and the
+// PostgreSQL backend. Both must pass storetest.Run.
+type Store interface {
+	// View runs fn in a read-only transaction over a consistent snapshot.
+	// It never waits for writers. Writes inside fn fail with ErrReadOnly.
+	View(ctx context.Context, fn func(Tx) error) error
+	// Update runs fn in a read-write transaction. If fn returns nil every
+	// write it made becomes visible at once and survives a crash that
+	// follows Update's return; if fn returns an error, or the process dies
+	// before Update returns, none of them does. Writers are serialized at
+	// least per spore; an Update may wait for another to finish.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// Check verifies every invariant of the stored data without writing.
+	Check(ctx context.Context) (*CheckReport, error)
+	// Info says what and where the store is.
+	Info() Info
+	Close() error
+}
+
+// Tx is one transaction. Spore lists are sorted by ID; event slices by Seq.
+type Tx interface {
+	Settings(ctx context.Context) (Settings, error)
+	PutSettings(ctx context.Context, s Settings) error
+
+	// Spore returns ErrNotFound (wrapped) when id does not exist.
+	Spore(ctx context.Context, id string) (Spore, error)
+	Spores(ctx context.Context) ([]Spore, error)
+	// CreateSpore returns ErrExists when the id is taken.
+	CreateSpore(ctx context.Context, s Spore) error
+	// UpdateSpore replaces an existing spore's record.
+	UpdateSpore(ctx context.Context, s Spore) error
+	// DeleteSpore removes the spore with its events, outbox and token.
+	DeleteSpore(ctx context.Context, id string) error
+
+	// Head reads the spore's log counters without reading the log.
+	Head(ctx context.Context, id string) (SporeHead, error)
+	// Heads returns every spore's head, keyed by id.
+	Heads(ctx context.Context) (map[string]SporeHead, error)
+	// Append assigns the next sequence numbers to evs (ignoring any Seq they
+	// carry), stamps a zero At with the transaction's time, and returns them.
+	Append(ctx context.Context, id string, evs []Event) ([]Event, error)
+	// Events returns up to limit events with Seq > after (limit <= 0: all).
+	// Its cost does not depend on how many events precede after.
+	Events(ctx context.Context, id string, after uint64, limit int) ([]Event, error)
+	// Tail returns the last n events, read from the end of the log.
+	Tail(ctx context.Context, id string, n int) ([]Event, error)
+
+	// Outbox lists the spore's undelivered messages in the order queued.
+	Outbox(ctx context.Context, id string) ([]OutboxEntry, error)
+	// Enqueue adds e to its spore's outbox; an entry with the same ID
+	// already queued makes it a no-op that reports added=false.
+	Enqueue(ctx context.Context, e OutboxEntry) (added bool, err error)
+	// Dequeue removes a delivered entry; a missing entry is ErrNotFound.
+	Dequeue(ctx context.Context, spore, entryID string) error
+
+	// TokenHash returns the stored hash, or ErrNotFound when none is set.
+	TokenHash(ctx context.Context, id string) (TokenHash, error)
+	SetTokenHash(ctx context.Context, id string, h TokenHash) error
+}
+
+// Info describes a store for `sporectl version`, `check` and errors.
+type Info struct {
+	Backend       string `json:"backend"`  // "dir" or "postgres"
+	Location      string `json:"location"` // path, or URL without password
+	FormatVersion int    `json:"format_version"`
+}
+
+// CheckReport is what Check found. Problems are violations of an
+// invariant; Notes are states the format allows and the next writer
+// clears (an uncommitted tail after a crash, for instance).
+type CheckReport struct {
+	Spores   int       `json:"spores"`
+	Events   uint64    `json:"events"`
+	Problems []Problem `json:"problems"`
+	Notes    []Problem `json:"notes"`
+}
+
+// Problem names where and what.
+type Problem struct {
+	Where   string `json:"where"` // file[:line], or table/row
+	Message string `json:"message"`
+}
+
+// OK reports whether no invariant is violated.
+func (r *CheckReport) OK() bool { return len(r.Problems) == 0 }

@@ -1,0 +1,591 @@
+// Package storetest is the contract every state.Store backend must meet.
+// A backend's tests call Run with a function that returns a fresh, empty,
+// initialised store; the same suite runs against the directory store and
+// PostgreSQL so callers can never tell them apart.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// NewStore returns a fresh, initialised, empty store; it must arrange its
+// own cleanup with t.Cleanup.
+type NewStore func(t *testing.T) state.Store
+
+// Run runs the whole contract suite.
+func Run(t *testing.T, newStore NewStore) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, state.Store)
+	}{
+		{"Empty", testEmpty},
+		{"Settings", testSettings},
+		{"CreateAndRead", testCreateAndRead},
+		{"CreateRejects", testCreateRejects},
+		{"UpdateSpore", testUpdateSpore},
+		{"ReadOnlyView", testReadOnlyView},
+		{"RollbackOnError", testRollbackOnError},
+		{"AppendSequence", testAppendSequence},
+		{"AppendRejects", testAppendRejects},
+		{"EventsPaging", testEventsPaging},
+		{"Tail", testTail},
+		{"ReadYourWrites", testReadYourWrites},
+		{"HostileText", testHostileText},
+		{"Outbox", testOutbox},
+		{"Tokens", testTokens},
+		{"DeleteSpore", testDeleteSpore},
+		{"ReaderNotBlockedNorDirty", testReaderNotBlocked},
+		{"ConcurrentAppends", testConcurrentAppends},
+		{"CheckClean", testCheckClean},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStore(t)
+			tc.fn(t, s)
+			// Like bbolt's test helper: every test ends with a full
+			// consistency check.
+			rep, err := s.Check(context.Background())
+			require.NoError(t, err)
+			require.Empty(t, rep.Problems, "check after %s", tc.name)
+		})
+	}
+}
+
+var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+
+// Spore returns a valid spore named id.
+func Spore(id string) state.Spore {
+	return state.Spore{
+		ID: id, Colony: "default", Rank: state.RankSpore, Desired: state.Paused,
+		Spec:    state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"},
+		Created: t0, Updated: t0,
+	}
+}
+
+func create(t *testing.T, s state.Store, ids ...string) {
+	t.Helper()
+	err := s.Update(context.Background(), func(tx state.Tx) error {
+		for _, id := range ids {
+			if err := tx.CreateSpore(context.Background(), Spore(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+func appendN(t *testing.T, s state.Store, id string, n int) []state.Event {
+	t.Helper()
+	var out []state.Event
+	err := s.Update(context.Background(), func(tx state.Tx) error {
+		evs := make([]state.Event, n)
+		for i := range evs {
+			evs[i] = state.Event{Kind: state.KindPrompt, From: "user:test", Text: fmt.Sprintf("prompt %d", i)}
+		}
+		var err error
+		out, err = tx.Append(context.Background(), id, evs)
+		return err
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func view[T any](t *testing.T, s state.Store, fn func(context.Context, state.Tx) (T, error)) T {
+	t.Helper()
+	var v T
+	err := s.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		v, err = fn(context.Background(), tx)
+		return err
+	})
+	require.NoError(t, err)
+	return v
+}
+
+func testEmpty(t *testing.T, s state.Store) {
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Empty(t, spores)
+	err := s.View(context.Background(), func(tx state.Tx) error {
+		_, err := tx.Spore(context.Background(), "nope")
+		return err
+	})
+	require.ErrorIs(t, err, state.ErrNotFound)
+	require.NotEmpty(t, s.Info().Backend)
+	require.Positive(t, s.Info().FormatVersion)
+}
+
+func testSettings(t *testing.T, s state.Store) {
+	want := state.Settings{Runtime: "kube", Agent: "echo", Namespace: "spores", StorageClass: "fast", Image: "img:1",
+		DefaultSpec: state.Spec{CPU: "1", Memory: "2Gi", Storage: "9Gi"}}
+	require.NoError(t, s.Update(context.Background(), func(tx state.Tx) error {
+		return tx.PutSettings(context.Background(), want)
+	}))
+	got := view(t, s, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
+	require.Equal(t, want, got)
+}
+
+func testCreateAndRead(t *testing.T, s state.Store) {
+	create(t, s, "zeta", "alpha", "mid-1")
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Len(t, spores, 3)
+	require.Equal(t, []string{"alpha", "mid-1", "zeta"}, []string{spores[0].ID, spores[1].ID, spores[2].ID})
+	got := view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "alpha") })
+	want := Spore("alpha")
+	require.True(t, want.Created.Equal(got.Created))
+	got.Created, got.Updated = want.Created, want.Updated
+	require.Equal(t, want, got)
+	heads := view(t, s, func(ctx context.Context, tx state.Tx) (map[string]state.SporeHead, error) { return tx.Heads(ctx) })
+	require.Len(t, heads, 3)
+	require.Zero(t, heads["zeta"].LastSeq)
+}
+
+func testCreateRejects(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	err := s.Update(context.Background(), func(tx state.Tx) error {
+		return tx.CreateSpore(context.Background(), Spore("one"))
+	})
+	require.ErrorIs(t, err, state.ErrExists)
+
+	bad := Spore("Bad_ID")
+	err = s.Update(context.Background(), func(tx state.Tx) error { return tx.CreateSpore(context.Background(), bad) })
+	var inv *state.InvalidError
+	require.ErrorAs(t, err, &inv)
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Len(t, spores, 1)
+}
+
+func testUpdateSpore(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	require.NoError(t, s.Update(context.Background(), func(tx state.Tx) error {
+		sp, err := tx.Spore(context.Background(), "one")
+		if err != nil {
+			return err
+		}
+		sp.Desired = state.Running
+		sp.Restarts = 3
+		sp.NotBefore = t0.Add(time.Minute)
+		return tx.UpdateSpore(context.Background(), sp)
+	}))
+	got := view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
+	require.Equal(t, state.Running, got.Desired)
+	require.Equal(t, 3, got.Restarts)
+	require.True(t, got.NotBefore.Equal(t0.Add(time.Minute)))
+
+	err := s.Update(context.Background(), func(tx state.Tx) error {
+		return tx.UpdateSpore(context.Background(), Spore("ghost"))
+	})
+	require.ErrorIs(t, err, state.ErrNotFound)
+}
+
+func testReadOnlyView(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	ctx := context.Background()
+	err := s.View(ctx, func(tx state.Tx) error {
+		require.ErrorIs(t, tx.CreateSpore(ctx, Spore("two")), state.ErrReadOnly)
+		_, err := tx.Append(ctx, "one", []state.Event{{Kind: state.KindPrompt, Text: "x"}})
+		require.ErrorIs(t, err, state.ErrReadOnly)
+		_, err = tx.Enqueue(ctx, state.OutboxEntry{ID: "m1", Spore: "one", From: "user:x", Text: "x"})
+		require.ErrorIs(t, err, state.ErrReadOnly)
+		require.ErrorIs(t, tx.DeleteSpore(ctx, "one"), state.ErrReadOnly)
+		return nil
+	})
+	require.NoError(t, err)
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Len(t, spores, 1)
+}
+
+func testRollbackOnError(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	appendN(t, s, "one", 2)
+	boom := errors.New("boom")
+	ctx := context.Background()
+	err := s.Update(ctx, func(tx state.Tx) error {
+		require.NoError(t, tx.CreateSpore(ctx, Spore("two")))
+		_, err := tx.Append(ctx, "one", []state.Event{{Kind: state.KindPrompt, Text: "lost"}})
+		require.NoError(t, err)
+		_, err = tx.Enqueue(ctx, state.OutboxEntry{ID: "m1", Spore: "one", From: "user:x", Text: "lost"})
+		require.NoError(t, err)
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Len(t, spores, 1)
+	evs := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "one", 0, 0) })
+	require.Len(t, evs, 2)
+	out := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "one") })
+	require.Empty(t, out)
+	// The next append continues the sequence as if the failed one never was.
+	next := appendN(t, s, "one", 1)
+	require.Equal(t, uint64(3), next[0].Seq)
+}
+
+func testAppendSequence(t *testing.T, s state.Store) {
+	create(t, s, "one", "two")
+	a := appendN(t, s, "one", 3)
+	b := appendN(t, s, "two", 2)
+	c := appendN(t, s, "one", 2)
+	require.Equal(t, []uint64{1, 2, 3}, seqs(a))
+	require.Equal(t, []uint64{1, 2}, seqs(b))
+	require.Equal(t, []uint64{4, 5}, seqs(c))
+	for _, e := range a {
+		require.False(t, e.At.IsZero(), "At is stamped")
+	}
+	evs := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "one", 0, 0) })
+	require.Equal(t, []uint64{1, 2, 3, 4, 5}, seqs(evs))
+	require.Equal(t, "prompt 1", evs[1].Text)
+	heads := view(t, s, func(ctx context.Context, tx state.Tx) (map[string]state.SporeHead, error) { return tx.Heads(ctx) })
+	require.Equal(t, uint64(5), heads["one"].LastSeq)
+	require.Equal(t, uint64(2), heads["two"].LastSeq)
+
+	// Seq carried by the caller is ignored; At given by the caller is kept.
+	at := t0.Add(time.Hour)
+	var got []state.Event
+	require.NoError(t, s.Update(context.Background(), func(tx state.Tx) error {
+		var err error
+		got, err = tx.Append(context.Background(), "two", []state.Event{{Seq: 99, At: at, Kind: state.KindAgent, BridgeSeq: 7, Line: []byte(`{"type":"assistant"}`)}})
+		return err
+	}))
+	require.Equal(t, uint64(3), got[0].Seq)
+	evs = view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "two", 2, 0) })
+	require.Len(t, evs, 1)
+	require.True(t, evs[0].At.Equal(at))
+	require.Equal(t, uint64(7), evs[0].BridgeSeq)
+	require.JSONEq(t, `{"type":"assistant"}`, string(evs[0].Line))
+}
+
+func testAppendRejects(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	ctx := context.Background()
+	err := s.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Append(ctx, "ghost", []state.Event{{Kind: state.KindPrompt, Text: "x"}})
+		return err
+	})
+	require.ErrorIs(t, err, state.ErrNotFound)
+	var inv *state.InvalidError
+	err = s.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Append(ctx, "one", []state.Event{{Kind: "nonsense"}})
+		return err
+	})
+	require.ErrorAs(t, err, &inv)
+	err = s.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Append(ctx, "one", []state.Event{{Kind: state.KindAgent, Line: []byte(`{not json`)}})
+		return err
+	})
+	require.ErrorAs(t, err, &inv)
+	err = s.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Append(ctx, "one", []state.Event{{Kind: state.KindPrompt, Text: "bad \xff utf8"}})
+		return err
+	})
+	require.ErrorAs(t, err, &inv)
+	evs := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "one", 0, 0) })
+	require.Empty(t, evs)
+}
+
+func testEventsPaging(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	for i := 0; i < 5; i++ {
+		appendN(t, s, "one", 20)
+	}
+	var all []uint64
+	after := uint64(0)
+	for {
+		page := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "one", after, 7) })
+		if len(page) == 0 {
+			break
+		}
+		require.LessOrEqual(t, len(page), 7)
+		all = append(all, seqs(page)...)
+		after = page[len(page)-1].Seq
+	}
+	require.Len(t, all, 100)
+	for i, q := range all {
+		require.Equal(t, uint64(i+1), q)
+	}
+	past := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "one", 100, 0) })
+	require.Empty(t, past)
+	mid := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "one", 57, 3) })
+	require.Equal(t, []uint64{58, 59, 60}, seqs(mid))
+}
+
+func testTail(t *testing.T, s state.Store) {
+	create(t, s, "one", "empty")
+	appendN(t, s, "one", 30)
+	tail := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Tail(ctx, "one", 4) })
+	require.Equal(t, []uint64{27, 28, 29, 30}, seqs(tail))
+	all := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Tail(ctx, "one", 100) })
+	require.Len(t, all, 30)
+	none := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Tail(ctx, "empty", 5) })
+	require.Empty(t, none)
+}
+
+func testReadYourWrites(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	ctx := context.Background()
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		require.NoError(t, tx.CreateSpore(ctx, Spore("two")))
+		got, err := tx.Spore(ctx, "two")
+		require.NoError(t, err)
+		require.Equal(t, "two", got.ID)
+		_, err = tx.Append(ctx, "two", []state.Event{{Kind: state.KindLifecycle, Action: "created"}})
+		require.NoError(t, err)
+		_, err = tx.Append(ctx, "two", []state.Event{{Kind: state.KindPrompt, Text: "hi"}})
+		require.NoError(t, err)
+		h, err := tx.Head(ctx, "two")
+		require.NoError(t, err)
+		require.Equal(t, uint64(2), h.LastSeq)
+		evs, err := tx.Events(ctx, "two", 0, 0)
+		require.NoError(t, err)
+		require.Equal(t, []uint64{1, 2}, seqs(evs))
+		tail, err := tx.Tail(ctx, "two", 1)
+		require.NoError(t, err)
+		require.Equal(t, "hi", tail[0].Text)
+		require.NoError(t, tx.DeleteSpore(ctx, "one"))
+		_, err = tx.Spore(ctx, "one")
+		require.ErrorIs(t, err, state.ErrNotFound)
+		return nil
+	}))
+}
+
+func testHostileText(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	texts := []string{
+		`'; DROP TABLE events; --`,
+		"quote \" backslash \\ newline \n tab \t",
+		"nul \x00 byte",
+		"emoji 🍄 and \u2028 separators",
+		strings.Repeat("x", 1<<20),
+	}
+	ctx := context.Background()
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		evs := make([]state.Event, len(texts))
+		for i, txt := range texts {
+			evs[i] = state.Event{Kind: state.KindPrompt, From: "user:o'brien", Text: txt}
+		}
+		_, err := tx.Append(ctx, "one", evs)
+		return err
+	}))
+	evs := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "one", 0, 0) })
+	require.Len(t, evs, len(texts))
+	for i, txt := range texts {
+		require.Equal(t, txt, evs[i].Text, "event %d", i+1)
+		require.Equal(t, "user:o'brien", evs[i].From)
+	}
+}
+
+func testOutbox(t *testing.T, s state.Store) {
+	create(t, s, "one", "two")
+	ctx := context.Background()
+	var added []bool
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		for _, e := range []state.OutboxEntry{
+			{ID: "m1", Spore: "one", From: "user:a", Text: "first", At: t0},
+			{ID: "m2", Spore: "one", From: "spore:two", Text: "second", At: t0},
+			{ID: "m1", Spore: "one", From: "user:a", Text: "first again", At: t0},
+			{ID: "m1", Spore: "two", From: "user:a", Text: "other spore", At: t0, Wake: true},
+		} {
+			ok, err := tx.Enqueue(ctx, e)
+			if err != nil {
+				return err
+			}
+			added = append(added, ok)
+		}
+		return nil
+	}))
+	require.Equal(t, []bool{true, true, false, true}, added)
+	out := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "one") })
+	require.Len(t, out, 2)
+	require.Equal(t, "first", out[0].Text)
+	require.Equal(t, "second", out[1].Text)
+	other := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "two") })
+	require.Len(t, other, 1)
+	require.True(t, other[0].Wake)
+
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.Dequeue(ctx, "one", "m1") }))
+	out = view(t, s, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "one") })
+	require.Len(t, out, 1)
+	require.Equal(t, "m2", out[0].ID)
+	err := s.Update(ctx, func(tx state.Tx) error { return tx.Dequeue(ctx, "one", "m1") })
+	require.ErrorIs(t, err, state.ErrNotFound)
+	err = s.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Enqueue(ctx, state.OutboxEntry{ID: "x", Spore: "ghost", From: "user:a", Text: "t"})
+		return err
+	})
+	require.ErrorIs(t, err, state.ErrNotFound)
+	// Order survives a later enqueue after a dequeue.
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Enqueue(ctx, state.OutboxEntry{ID: "m3", Spore: "one", From: "user:a", Text: "third", At: t0})
+		return err
+	}))
+	out = view(t, s, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "one") })
+	require.Equal(t, []string{"m2", "m3"}, []string{out[0].ID, out[1].ID})
+}
+
+func testTokens(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	ctx := context.Background()
+	err := s.View(ctx, func(tx state.Tx) error {
+		_, err := tx.TokenHash(ctx, "one")
+		return err
+	})
+	require.ErrorIs(t, err, state.ErrNotFound)
+	tok, h, err := state.NewToken()
+	require.NoError(t, err)
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, "one", h) }))
+	got := view(t, s, func(ctx context.Context, tx state.Tx) (state.TokenHash, error) { return tx.TokenHash(ctx, "one") })
+	require.True(t, got.Matches(tok))
+	require.False(t, got.Matches(tok+"x"))
+	var inv *state.InvalidError
+	err = s.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, "one", state.TokenHash(tok)) })
+	require.ErrorAs(t, err, &inv, "a plaintext token is refused as a hash")
+	err = s.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, "ghost", h) })
+	require.ErrorIs(t, err, state.ErrNotFound)
+}
+
+func testDeleteSpore(t *testing.T, s state.Store) {
+	create(t, s, "one", "two")
+	appendN(t, s, "one", 5)
+	ctx := context.Background()
+	_, h, _ := state.NewToken()
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		if _, err := tx.Enqueue(ctx, state.OutboxEntry{ID: "m", Spore: "one", From: "user:a", Text: "t"}); err != nil {
+			return err
+		}
+		return tx.SetTokenHash(ctx, "one", h)
+	}))
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.DeleteSpore(ctx, "one") }))
+	err := s.Update(ctx, func(tx state.Tx) error { return tx.DeleteSpore(ctx, "one") })
+	require.ErrorIs(t, err, state.ErrNotFound)
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Len(t, spores, 1)
+	// A spore created again under the same id starts a fresh history.
+	create(t, s, "one")
+	evs := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "one", 0, 0) })
+	require.Empty(t, evs)
+	out := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "one") })
+	require.Empty(t, out)
+	err = s.View(ctx, func(tx state.Tx) error { _, err := tx.TokenHash(ctx, "one"); return err })
+	require.ErrorIs(t, err, state.ErrNotFound)
+	require.Equal(t, []uint64{1}, seqs(appendN(t, s, "one", 1)))
+}
+
+// testReaderNotBlocked holds a write transaction open and shows that a
+// reader neither waits for it nor sees any of its writes.
+func testReaderNotBlocked(t *testing.T, s state.Store) {
+	create(t, s, "one")
+	appendN(t, s, "one", 3)
+	ctx := context.Background()
+	inside := make(chan struct{})
+	release := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(ctx, func(tx state.Tx) error {
+			if err := tx.CreateSpore(ctx, Spore("two")); err != nil {
+				return err
+			}
+			if _, err := tx.Append(ctx, "one", []state.Event{{Kind: state.KindPrompt, Text: "pending"}}); err != nil {
+				return err
+			}
+			close(inside)
+			<-release
+			return nil
+		})
+	}()
+	<-inside
+	readDone := make(chan struct{})
+	var spores []state.Spore
+	var evs []state.Event
+	go func() {
+		defer close(readDone)
+		_ = s.View(ctx, func(tx state.Tx) error {
+			spores, _ = tx.Spores(ctx)
+			evs, _ = tx.Events(ctx, "one", 0, 0)
+			return nil
+		})
+	}()
+	select {
+	case <-readDone:
+	case <-time.After(10 * time.Second):
+		close(release)
+		t.Fatal("a reader waited for a writer")
+	}
+	require.Len(t, spores, 1, "reader saw an uncommitted spore")
+	require.Len(t, evs, 3, "reader saw an uncommitted event")
+	close(release)
+	require.NoError(t, <-done)
+	spores = view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Len(t, spores, 2)
+}
+
+func testConcurrentAppends(t *testing.T, s state.Store) {
+	ids := []string{"a", "b", "c"}
+	create(t, s, ids...)
+	const writers, rounds, batch = 6, 10, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*rounds)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for r := 0; r < rounds; r++ {
+				id := ids[(w+r)%len(ids)]
+				err := s.Update(context.Background(), func(tx state.Tx) error {
+					evs := make([]state.Event, batch)
+					for i := range evs {
+						evs[i] = state.Event{Kind: state.KindPrompt, From: fmt.Sprintf("w%d", w), Text: fmt.Sprintf("w%d r%d i%d", w, r, i)}
+					}
+					_, err := tx.Append(context.Background(), id, evs)
+					return err
+				})
+				if err != nil {
+					errs <- err
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	seen := map[string]bool{}
+	total := 0
+	for _, id := range ids {
+		evs := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, id, 0, 0) })
+		for i, e := range evs {
+			require.Equal(t, uint64(i+1), e.Seq, "spore %s gapless", id)
+			require.False(t, seen[e.Text], "duplicate %q", e.Text)
+			seen[e.Text] = true
+		}
+		total += len(evs)
+	}
+	require.Equal(t, writers*rounds*batch, total)
+}
+
+func testCheckClean(t *testing.T, s state.Store) {
+	create(t, s, "one", "two")
+	appendN(t, s, "one", 10)
+	rep, err := s.Check(context.Background())
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "problems: %v", rep.Problems)
+	require.Equal(t, 2, rep.Spores)
+	require.Equal(t, uint64(10), rep.Events)
+}
+
+func seqs(evs []state.Event) []uint64 {
+	out := make([]uint64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Seq
+	}
+	return out
+}

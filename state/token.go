@@ -1,0 +1,52 @@
+package state
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+)
+
+// TokenHash is the only form in which a spore's API token is kept at rest:
+// the hex SHA-256 of the token. Tokens are 32 random bytes, so a plain hash
+// is enough; there is nothing to brute-force.
+type TokenHash string
+
+// NewToken returns a fresh token and its hash. The plaintext must go only
+// to the spore (its Secret or home) and never into a log, view or error.
+func NewToken() (token string, hash TokenHash, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("generate token: %w", err)
+	}
+	token = "spt_" + base64.RawURLEncoding.EncodeToString(b)
+	return token, HashToken(token), nil
+}
+
+// HashToken hashes a presented token for storage or comparison.
+func HashToken(token string) TokenHash {
+	sum := sha256.Sum256([]byte(token))
+	return TokenHash(hex.EncodeToString(sum[:]))
+}
+
+// Matches compares a presented token with the stored hash in constant time.
+func (h TokenHash) Matches(token string) bool {
+	got := HashToken(token)
+	return len(h) == len(got) && subtle.ConstantTimeCompare([]byte(h), []byte(got)) == 1
+}
+
+// Valid reports whether h looks like a stored hash (64 lowercase hex).
+func (h TokenHash) Valid() bool {
+	if len(h) != 64 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
