@@ -81,11 +81,11 @@ type Spore struct {
 
 	// Recovery bookkeeping kept by reconcile (DESIGN "Health"): timers are
 	// timestamps so a cron reconcile acts when they are due.
-	Restarts     int       `json:"restarts,omitempty"`
-	Failures     []time.Time `json:"failures,omitempty"` // recent crash times inside the breaker window
-	NotBefore    time.Time `json:"not_before,omitzero"`  // next respawn allowed at
-	BreakerOpen  bool      `json:"breaker_open,omitempty"`
-	BridgeSeq    uint64    `json:"bridge_seq,omitempty"` // last bridge line ingested
+	Restarts    int         `json:"restarts,omitempty"`
+	Failures    []time.Time `json:"failures,omitempty"`  // recent crash times inside the breaker window
+	NotBefore   time.Time   `json:"not_before,omitzero"` // next respawn allowed at
+	BreakerOpen bool        `json:"breaker_open,omitempty"`
+	BridgeSeq   uint64      `json:"bridge_seq,omitempty"` // last bridge line ingested
 }
 
 // Validate checks every field that has a grammar.
@@ -123,4 +123,3 @@ func (s *Spore) Validate() error {
 type SporeHead struct {
 	LastSeq uint64
 }
-

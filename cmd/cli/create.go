@@ -93,14 +93,19 @@ func (o *createOptions) run(ctx context.Context) error {
 		Desired: desired, Spec: o.Spec, Created: now, Updated: now,
 	}
 	err = st.Update(ctx, func(tx state.Tx) error {
+		settings, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		sp.Spec = withDefaults(sp.Spec, settings)
 		if err := checkRankUnique(ctx, tx, sp); err != nil {
 			return err
 		}
 		if err := tx.CreateSpore(ctx, sp); err != nil {
 			return err
 		}
-		_, err := tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindLifecycle, Action: "created", At: now,
-			Text: fmt.Sprintf("created in colony %s as %s, desired %s", sp.Colony, sp.Rank, sp.Desired)}})
+		_, err = tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindLifecycle, Action: "created", At: now,
+			Text: fmt.Sprintf("colony %s, rank %s, desired %s", sp.Colony, sp.Rank, sp.Desired)}})
 		return err
 	})
 	if err != nil {
@@ -128,4 +133,19 @@ func checkRankUnique(ctx context.Context, tx state.Tx, sp state.Spore) error {
 		}
 	}
 	return nil
+}
+
+// withDefaults fills what the flags left empty from the store's settings,
+// so a spore's spec is explicit and does not change when defaults do.
+func withDefaults(s state.Spec, st state.Settings) state.Spec {
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	fill(&s.Image, st.Image)
+	fill(&s.CPU, st.DefaultSpec.CPU)
+	fill(&s.Memory, st.DefaultSpec.Memory)
+	fill(&s.Storage, st.DefaultSpec.Storage)
+	return s
 }

@@ -43,12 +43,12 @@ func (e *UnhealthyError) Error() string { return e.Msg }
 // exitCode classifies err. Order matters: the most specific kinds first.
 func exitCode(err error) int {
 	var (
-		usage   *UsageError
-		invalid *state.InvalidError
-		unh     *UnhealthyError
-		corrupt *state.CorruptError
+		usage    *UsageError
+		invalid  *state.InvalidError
+		unh      *UnhealthyError
+		corrupt  *state.CorruptError
 		incompat *state.IncompatibleError
-		unavail *state.UnavailableError
+		unavail  *state.UnavailableError
 	)
 	switch {
 	case err == nil:

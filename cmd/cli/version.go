@@ -2,10 +2,12 @@ package cli
 
 import (
 	"encoding/json"
-	"strconv"
 	"runtime"
+	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/state/dirstore"
 )
 
 func newCmdVersion(f *Factory) *cobra.Command {
@@ -14,7 +16,7 @@ func newCmdVersion(f *Factory) *cobra.Command {
 		Short: "Print the version of sporectl",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return f.Print(versionInfo{Version: f.Version, Go: runtime.Version(), StoreFormat: 1})
+			return f.Print(versionInfo{Version: f.Version, Go: runtime.Version(), StoreFormat: dirstore.FormatVersion})
 		},
 	}
 }

@@ -13,8 +13,11 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
+// FormatVersion is the newest on-disk format this package reads and writes.
+const FormatVersion = 1
+
 const (
-	formatVersion = 1
+	formatVersion = FormatVersion
 	formatFile    = "FORMAT"
 	snapshotFile  = "state.json"
 	lockFile      = "lock"

@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/bridge/agent"
+	"github.com/sporectl/sporectl/bridge/server"
+)
+
+// EnvClaudeBin names the claude executable when --claude-bin is not given.
+const EnvClaudeBin = "SPORECTL_CLAUDE_BIN"
+
+type bridgeOptions struct {
+	f              *Factory
+	Addr           string
+	Home           string
+	Agent          string
+	ClaudeBin      string
+	PermissionMode string
+	ExtraArgs      []string
+}
+
+func newCmdBridge(f *Factory) *cobra.Command {
+	o := &bridgeOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "bridge [--addr :8080] [--home DIR] [--agent claude|echo] [-- extra agent args]",
+		Short: "Run the bridge around Claude Code inside a spore",
+		Long: `Run the bridge: the HTTP server inside a spore that queues prompts, runs them one
+turn at a time through Claude Code on one resumed session, numbers every line the
+agent writes into a durable log in the home, and serves status and events.
+
+The bearer token comes from $SPORECTL_BRIDGE_TOKEN or HOME/.sporectl-bridge/token.
+--agent echo runs a built-in demo agent instead of Claude Code: it answers every
+prompt with "echo: <prompt>" and needs no key. The HTTP API is in docs/bridge.md.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if n := cmd.ArgsLenAtDash(); n == 0 || (n < 0 && len(args) == 0) {
+				return nil
+			}
+			return usageErrorf("bridge takes no arguments; put agent arguments after --")
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ExtraArgs = args
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Addr, "addr", ":8080", "address to serve HTTP on")
+	fl.StringVar(&o.Home, "home", "", "the spore's home (default $HOME)")
+	fl.StringVar(&o.Agent, "agent", "claude", "agent: claude, or echo (built-in demo, not Claude)")
+	fl.StringVar(&o.ClaudeBin, "claude-bin", "", "claude executable (default $"+EnvClaudeBin+", else claude on $PATH)")
+	fl.StringVar(&o.PermissionMode, "permission-mode", "acceptEdits", "Claude Code --permission-mode for every turn (empty: do not pass one)")
+	return cmd
+}
+
+func (o *bridgeOptions) validate() error {
+	switch o.Agent {
+	case "claude", "echo":
+	default:
+		return usageErrorf("invalid value %q for --agent: use claude or echo", o.Agent)
+	}
+	if o.Agent == "echo" && len(o.ExtraArgs) > 0 {
+		return usageErrorf("the echo agent takes no agent arguments")
+	}
+	if o.Home == "" {
+		o.Home = o.f.Getenv("HOME")
+	}
+	if o.Home == "" {
+		return usageErrorf("no home: pass --home or set $HOME")
+	}
+	return nil
+}
+
+func (o *bridgeOptions) starter() (agent.Starter, error) {
+	if o.Agent == "echo" {
+		return agent.Echo{}, nil
+	}
+	bin := o.ClaudeBin
+	if bin == "" {
+		bin = o.f.Getenv(EnvClaudeBin)
+	}
+	if bin == "" {
+		p, err := exec.LookPath("claude")
+		if err != nil {
+			return nil, usageErrorf("no claude executable: pass --claude-bin, set $%s, or use --agent echo", EnvClaudeBin)
+		}
+		bin = p
+	}
+	var args []string
+	if o.PermissionMode != "" {
+		args = append(args, "--permission-mode", o.PermissionMode)
+	}
+	return &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.f.Logger()}, nil
+}
+
+func (o *bridgeOptions) run(ctx context.Context) error {
+	logger := o.f.Logger()
+	ag, err := o.starter()
+	if err != nil {
+		return err
+	}
+	token, err := server.LoadToken(o.Home, o.f.Getenv(server.TokenEnv))
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	if err := os.MkdirAll(o.Home, 0o700); err != nil {
+		return fmt.Errorf("create home %s: %w", o.Home, err)
+	}
+	s, err := server.New(ctx, server.Config{Home: o.Home, Token: token, Agent: ag, Logger: logger})
+	if err != nil {
+		return fmt.Errorf("start bridge on %s: %w", o.Home, err)
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		_ = s.Close()
+		return fmt.Errorf("listen on %s: %w", o.Addr, err)
+	}
+	if o.Agent == "echo" {
+		logger.Warn("running the built-in echo agent: answers are not from Claude")
+	}
+	logger.Info("bridge serving", "addr", ln.Addr().String(), "home", o.Home, "agent", ag.Name())
+	runErr := s.Run(ctx, ln)
+	if errors.Is(runErr, context.Canceled) {
+		runErr = nil
+	}
+	return errors.Join(runErr, s.Close())
+}
