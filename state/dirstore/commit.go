@@ -148,12 +148,22 @@ func (s *Store) commit(ctx context.Context, l *loaded, t *tx) error {
 			s.opts.Logger.Warn("could not remove event log of deleted spore", "file", file, "err", err)
 		}
 	}
-	if n.logOff >= s.opts.CompactBytes {
+	if n.logOff >= s.compactThreshold(n) {
 		if err := s.compact(n); err != nil {
 			s.opts.Logger.Warn("compaction failed; the commit log keeps growing until one succeeds", "err", err)
 		}
 	}
 	return nil
+}
+
+// minCompactBytes keeps small stores from compacting at every commit.
+const minCompactBytes = 64 << 10
+
+func (s *Store) compactThreshold(l *loaded) int64 {
+	if s.opts.CompactBytes > 0 {
+		return s.opts.CompactBytes
+	}
+	return max(minCompactBytes, l.snapInfo.Size())
 }
 
 // appendLog writes buf at the committed end of an event log. Bytes past

@@ -148,7 +148,10 @@ type lineReader struct {
 }
 
 func newLineReader(f *os.File, off, end int64) *lineReader {
-	return &lineReader{r: bufio.NewReaderSize(io.NewSectionReader(f, off, end-off), 64<<10)}
+	// Most reads are a page of short lines: a small buffer, grown only by
+	// lines longer than it.
+	size := int(min(end-off, 16<<10))
+	return &lineReader{r: bufio.NewReaderSize(io.NewSectionReader(f, off, end-off), max(size, 16))}
 }
 
 // next returns the next line without its LF; io.EOF at the end, and

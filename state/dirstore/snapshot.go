@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"sync"
 
 	"github.com/google/renameio/v2"
 
@@ -71,54 +73,67 @@ func writeSnapshot(root string, m *model) error {
 	return nil
 }
 
-// decodeSnapshot parses state.json; name is used in errors.
+// decodeSnapshot parses state.json; name is used in errors. Checksums are
+// verified line by line; rows are then decoded in parallel, since a large
+// fleet's snapshot is what every command reads first (format §9).
 func decodeSnapshot(name string, data []byte) (*model, error) {
-	lines := 0
-	var m *model
-	want := -1
-	for len(data) > 0 {
-		lines++
+	var lines [][]byte
+	for n := 1; len(data) > 0; n++ {
 		nl := bytes.IndexByte(data, '\n')
 		if nl < 0 {
 			// A snapshot is replaced whole by rename, so a missing final
 			// newline is damage, not a write in flight.
-			return nil, &state.CorruptError{File: name, Line: lines, Offset: -1, Reason: "line has no end (file truncated?)"}
+			return nil, &state.CorruptError{File: name, Line: n, Offset: -1, Reason: "line has no end (file truncated?)"}
 		}
-		line := data[:nl]
-		data = data[nl+1:]
-		payload, bad := unframe(line)
+		payload, bad := unframe(data[:nl])
 		if bad != "" {
-			return nil, &state.CorruptError{File: name, Line: lines, Offset: -1, Reason: bad}
+			return nil, &state.CorruptError{File: name, Line: n, Offset: -1, Reason: bad}
 		}
-		if m == nil {
-			var h snapHeader
-			if err := strictUnmarshal(payload, &h); err != nil {
-				return nil, &state.CorruptError{File: name, Line: lines, Offset: -1, Reason: "header: " + err.Error()}
-			}
-			if h.Format != formatVersion {
-				return nil, &state.IncompatibleError{Where: name, Found: h.Format, Newest: formatVersion}
-			}
-			m = &model{gen: h.Gen, txid: h.TxID, settings: h.Settings, rows: make(map[string]*row, h.Rows)}
-			want = h.Rows
-			continue
-		}
-		r := new(row)
-		if err := strictUnmarshal(payload, r); err != nil {
-			return nil, &state.CorruptError{File: name, Line: lines, Offset: -1, Reason: err.Error()}
-		}
-		if r.Spore.ID == "" {
-			return nil, &state.CorruptError{File: name, Line: lines, Offset: -1, Reason: "row has no spore id"}
-		}
-		if _, dup := m.rows[r.Spore.ID]; dup {
-			return nil, &state.CorruptError{File: name, Line: lines, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", r.Spore.ID)}
-		}
-		m.rows[r.Spore.ID] = r
+		lines = append(lines, payload)
+		data = data[nl+1:]
 	}
-	if m == nil {
+	if len(lines) == 0 {
 		return nil, &state.CorruptError{File: name, Line: 1, Offset: -1, Reason: "empty snapshot (no header)"}
 	}
-	if len(m.rows) != want {
-		return nil, &state.CorruptError{File: name, Line: lines, Offset: -1, Reason: fmt.Sprintf("header says %d rows, found %d", want, len(m.rows))}
+	var h snapHeader
+	if err := strictUnmarshal(lines[0], &h); err != nil {
+		return nil, &state.CorruptError{File: name, Line: 1, Offset: -1, Reason: "header: " + err.Error()}
+	}
+	if h.Format != formatVersion {
+		return nil, &state.IncompatibleError{Where: name, Found: h.Format, Newest: formatVersion}
+	}
+	rows := lines[1:]
+	if len(rows) != h.Rows {
+		return nil, &state.CorruptError{File: name, Line: len(lines), Offset: -1, Reason: fmt.Sprintf("header says %d rows, found %d", h.Rows, len(rows))}
+	}
+	decoded := make([]row, len(rows))
+	errs := make([]error, len(rows))
+	workers := min(runtime.GOMAXPROCS(0), 1+len(rows)/512)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(rows); i += workers {
+				errs[i] = json.Unmarshal(rows[i], &decoded[i])
+			}
+		}(w)
+	}
+	wg.Wait()
+	m := &model{gen: h.Gen, txid: h.TxID, settings: h.Settings, rows: make(map[string]*row, h.Rows)}
+	for i := range decoded {
+		line := i + 2
+		if errs[i] != nil {
+			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: errs[i].Error()}
+		}
+		r := &decoded[i]
+		if r.Spore.ID == "" {
+			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: "row has no spore id"}
+		}
+		if _, dup := m.rows[r.Spore.ID]; dup {
+			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", r.Spore.ID)}
+		}
+		m.rows[r.Spore.ID] = r
 	}
 	return m, nil
 }

@@ -19,8 +19,11 @@ type Options struct {
 	Logger *slog.Logger
 	// LockTimeout bounds how long Update waits for another writer.
 	LockTimeout time.Duration
-	// CompactBytes is the commit-log size past which a writer folds it
-	// into a new snapshot (format §7).
+	// CompactBytes, when set, is the commit-log size past which a writer
+	// folds it into a new snapshot. Zero means the default policy of
+	// format §7: once the log is larger than both 64 KiB and the snapshot,
+	// so that reading the state never costs more than about twice reading
+	// the snapshot, however many transactions came before.
 	CompactBytes int64
 	// Now is the clock used to stamp events; tests fix it.
 	Now func() time.Time
@@ -55,9 +58,6 @@ func (o *Options) defaults() {
 	}
 	if o.LockTimeout <= 0 {
 		o.LockTimeout = time.Minute
-	}
-	if o.CompactBytes <= 0 {
-		o.CompactBytes = 4 << 20
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -58,7 +58,7 @@ func decodeTxRecord(raw []byte, lastTx uint64) (*txRecord, string) {
 		return nil, bad
 	}
 	rec := new(txRecord)
-	if err := strictUnmarshal(payload, rec); err != nil {
+	if err := json.Unmarshal(payload, rec); err != nil {
 		return nil, "transaction record: " + err.Error()
 	}
 	if rec.TxID <= lastTx {

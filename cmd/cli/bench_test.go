@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/storetest"
+)
+
+// Command-level benchmarks: the whole command as a user runs it, minus
+// process start (see docs/performance.md for that).
+
+func benchRun(b *testing.B, store string, args ...string) {
+	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	f.Getenv = func(k string) string {
+		if k == EnvStore {
+			return store
+		}
+		return ""
+	}
+	if code := RunWith(context.Background(), f, args); code != 0 {
+		b.Fatalf("sporectl %v exited %d", args, code)
+	}
+}
+
+func buildFleet(b *testing.B, root string, spores int) {
+	ctx := context.Background()
+	s, _, err := dirstore.Init(ctx, root, state.Settings{Runtime: "local"}, dirstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Created in transactions of 100, as a colony grows, so the store is
+	// in the state its compaction policy leaves it.
+	for done := 0; done < spores; done += 100 {
+		err := s.Update(ctx, func(tx state.Tx) error {
+			for i := done; i < min(done+100, spores); i++ {
+				sp := storetest.Spore(fmt.Sprintf("spore-%05d", i))
+				sp.Colony = fmt.Sprintf("colony-%d", i%10)
+				if err := tx.CreateSpore(ctx, sp); err != nil {
+					return err
+				}
+				if _, err := tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindLifecycle, Action: "created"}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkStatusFleet runs `status -o json` and `status` (table) over a
+// fleet of 100 (the baseline) and 10,000 spores.
+func BenchmarkStatusFleet(b *testing.B) {
+	dir := b.TempDir()
+	for _, n := range []int{100, 10000} {
+		root := filepath.Join(dir, strconv.Itoa(n))
+		buildFleet(b, root, n)
+		for _, o := range []string{"json", "table"} {
+			b.Run(fmt.Sprintf("spores=%d/o=%s", n, o), func(b *testing.B) {
+				for b.Loop() {
+					benchRun(b, root, "status", "-o", o)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkHistoryCommands runs `status ID` and `events ID --since N` for
+// the newest 50 events of a spore with 1,000 and 1,000,000 events.
+func BenchmarkHistoryCommands(b *testing.B) {
+	dir, err := os.MkdirTemp("", "cli-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	for _, n := range []int{1000, 1000000} {
+		root := filepath.Join(dir, strconv.Itoa(n))
+		s, _, err := dirstore.Init(ctx, root, state.Settings{Runtime: "local"}, dirstore.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("talker")) }); err != nil {
+			b.Fatal(err)
+		}
+		batch := n / 100 // the same number of transactions for each size
+		for done := 0; done < n; done += batch {
+			err := s.Update(ctx, func(tx state.Tx) error {
+				evs := make([]state.Event, batch)
+				for i := range evs {
+					evs[i] = state.Event{Kind: state.KindAgent, BridgeSeq: uint64(done + i + 1),
+						Line: []byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"line ` + strconv.Itoa(done+i) + `"}]}}`)}
+				}
+				_, err := tx.Append(ctx, "talker", evs)
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(fmt.Sprintf("status/events=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				benchRun(b, root, "status", "talker", "-o", "json")
+			}
+		})
+		b.Run(fmt.Sprintf("events-since/events=%d", n), func(b *testing.B) {
+			for b.Loop() {
+				benchRun(b, root, "events", "talker", "--since", strconv.Itoa(n-50), "-o", "json")
+			}
+		})
+	}
+}
