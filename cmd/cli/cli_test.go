@@ -53,7 +53,7 @@ func fixture(t *testing.T) string {
 	t.Helper()
 	store := filepath.Join(t.TempDir(), "store")
 	mustRun(t, store, "init")
-	mustRun(t, store, "create", "arch-1", "--rank", "arch", "--colony", "hq", "--wake")
+	mustRun(t, store, "create", "arch-1", "--rank", "arch", "--colony", "hq")
 	mustRun(t, store, "create", "lab-myco", "--rank", "colony", "--colony", "lab")
 	mustRun(t, store, "create", "worker-7", "--colony", "lab", "--swarm", "build", "--role", "tester", "--cpu", "500m", "--memory", "1Gi")
 	return store
@@ -104,7 +104,7 @@ func TestStatusJSONShape(t *testing.T) {
 	store := fixture(t)
 	out := mustRun(t, store, "status", "-o", "json", "worker-7")
 	require.JSONEq(t, `{"spores":[{"id":"worker-7","colony":"lab","rank":"spore","desired":"Paused",
-		"observed":null,"effective":null,"reason":"`+notObserved+`","last_seq":1}]}`, out)
+		"observed":{"pod":"Absent","bridge":"Down","restarts":0},"effective":"Paused","reason":"","last_seq":1}]}`, out)
 }
 
 func TestExitCodes(t *testing.T) {

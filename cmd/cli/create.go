@@ -41,7 +41,7 @@ digits and '-', starting with a letter and ending with a letter or digit.`,
 	fl.StringVar(&o.Rank, "rank", "spore", "rank: spore|swarm|colony|arch")
 	fl.StringVar(&o.Swarm, "swarm", "", "swarm the spore belongs to")
 	fl.StringVar(&o.Role, "role", "", "role within the swarm (needs --swarm)")
-	fl.BoolVar(&o.Wake, "wake", false, "create it awake (desired Running)")
+	fl.BoolVar(&o.Wake, "wake", false, "wake it right away (desired Running, started now)")
 	fl.StringVar(&o.Spec.Image, "image", "", "image (default: the store's)")
 	fl.StringVar(&o.Spec.CPU, "cpu", "", "CPU, e.g. 2 or 500m (default: the store's)")
 	fl.StringVar(&o.Spec.Memory, "memory", "", "memory, e.g. 3Gi (default: the store's)")
@@ -84,10 +84,9 @@ func (o *createOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	now := o.f.Now().UTC()
+	// Created asleep; --wake then wakes it like `wake` does, so the token
+	// and the start follow one path.
 	desired := state.Paused
-	if o.Wake {
-		desired = state.Running
-	}
 	sp := state.Spore{
 		ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role,
 		Desired: desired, Spec: o.Spec, Created: now, Updated: now,
@@ -111,7 +110,14 @@ func (o *createOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.f.Print(actionResults{Results: []actionResult{{Kind: "spore", ID: o.ID, Action: "created"}}})
+	if err := o.f.Print(actionResults{Results: []actionResult{{Kind: "spore", ID: o.ID, Action: "created"}}}); err != nil {
+		return err
+	}
+	if o.Wake {
+		w := &lifecycleOptions{f: o.f, verb: "wake", desired: state.Running, action: "woken", IDs: []string{o.ID}}
+		return w.run(ctx)
+	}
+	return nil
 }
 
 // checkRankUnique keeps the ranks that must be single: one arch in the

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -9,8 +10,9 @@ import (
 )
 
 type deleteOptions struct {
-	f   *Factory
-	IDs []string
+	f         *Factory
+	IDs       []string
+	PurgeHome bool
 }
 
 func newCmdDelete(f *Factory) *cobra.Command {
@@ -18,14 +20,17 @@ func newCmdDelete(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete ID...",
 		Short: "Delete spores from the store with their event logs and queued messages",
-		Long: `Delete spores from the store: their desired state, event log, outbox and token,
-all in one transaction. If any id does not exist nothing is deleted.`,
+		Long: `Delete spores: end their processes (pod, or process tree) and remove them from
+the store — desired state, event log, outbox and token — in one transaction.
+Their homes are kept unless --purge-home. If any id does not exist nothing is
+deleted.`,
 		Args: sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
 			return o.run(cmd.Context())
 		},
 	}
+	cmd.Flags().BoolVar(&o.PurgeHome, "purge-home", false, "also delete the spores' homes (files, git work, Claude's session)")
 	return cmd
 }
 
@@ -35,6 +40,30 @@ func (o *deleteOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
+	// Check every id first, so a typo deletes nothing anywhere.
+	err = st.View(ctx, func(tx state.Tx) error {
+		for _, id := range o.IDs {
+			if _, err := tx.Spore(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	rt, err := o.f.Runtime(ctx, st)
+	if err != nil {
+		return err
+	}
+	// The runtime goes first: a spore still in the store with nothing
+	// running is retried safely; a running spore missing from the store
+	// would be an orphan.
+	for _, id := range o.IDs {
+		if err := rt.Delete(ctx, id, o.PurgeHome); err != nil {
+			return fmt.Errorf("delete %s: %w", id, err)
+		}
+	}
 	err = st.Update(ctx, func(tx state.Tx) error {
 		for _, id := range o.IDs {
 			if err := tx.DeleteSpore(ctx, id); err != nil {

@@ -38,6 +38,9 @@ type Factory struct {
 	Now func() time.Time
 	// Getenv reads the environment; tests replace it.
 	Getenv func(string) string
+	// Executable is the sporectl binary local bridges run (default: this
+	// process's own executable).
+	Executable string
 
 	logOnce sync.Once
 	logger  *slog.Logger
@@ -72,6 +75,11 @@ func (f *Factory) StoreLocation() (string, error) {
 	if v := f.Getenv(EnvStore); v != "" {
 		return v, nil
 	}
+	return f.defaultStateDir()
+}
+
+// defaultStateDir is sporectl's directory under the user's state home.
+func (f *Factory) defaultStateDir() (string, error) {
 	if v := f.Getenv("XDG_STATE_HOME"); v != "" {
 		return filepath.Join(v, "sporectl"), nil
 	}

@@ -73,8 +73,12 @@ decided in one transaction, and exits.`,
 		newCmdStatus(f),
 		newCmdEvents(f),
 		newCmdDelete(f),
+		newCmdWake(f),
+		newCmdSleep(f),
+		newCmdStop(f),
 		newCmdCheck(f),
 		newCmdVersion(f),
+		newCmdBridge(f),
 	)
 	return root
 }

@@ -22,9 +22,11 @@ func newCmdStatus(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [ID...]",
 		Short: "Show desired, observed and effective health per spore",
-		Long: `Show each spore's desired state, what is observed of it, and the effective health
-that follows. In this build nothing is observed yet: observed and effective are
-null and the reason says so.`,
+		Long: `Show each spore's desired state, what is observed of it right now (its pod or
+process tree, its bridge, the agent's activity), and the effective health that
+follows (docs/health.md). Nothing observed is stored.
+
+Exits 3 when any spore shown is Dead, Diverged, Suspect, Blocked or Error.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil
@@ -38,9 +40,6 @@ null and the reason says so.`,
 	}
 	return cmd
 }
-
-// notObserved is the reason given while no runtime observes spores.
-const notObserved = "not observed: this build has no runtime observation yet"
 
 func (o *statusOptions) run(ctx context.Context) error {
 	st, err := o.f.Store(ctx)
@@ -78,7 +77,7 @@ func (o *statusOptions) run(ctx context.Context) error {
 		for _, s := range spores {
 			out.Spores = append(out.Spores, sporeStatus{
 				ID: s.ID, Colony: s.Colony, Rank: s.Rank, Desired: s.Desired,
-				Reason: notObserved, LastSeq: heads[s.ID].LastSeq,
+				LastSeq: heads[s.ID].LastSeq, breaker: s.BreakerOpen,
 			})
 		}
 		return nil
@@ -86,13 +85,52 @@ func (o *statusOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	obsErr := o.observe(ctx, st, out.Spores)
 	if err := o.f.Print(out); err != nil {
 		return err
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("status: %w", errors.Join(missing...))
 	}
+	if obsErr != nil {
+		return &UnhealthyError{Msg: "status: observation failed: " + obsErr.Error()}
+	}
+	bad := 0
+	for _, s := range out.Spores {
+		if s.Effective == nil || !reconcile.Effective(*s.Effective).OK() {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return &UnhealthyError{Msg: fmt.Sprintf("%d of %d spores need attention", bad, len(out.Spores))}
+	}
 	return nil
+}
+
+// observe fills observed and effective health. When the runtime cannot be
+// observed every spore is Unknown and Suspect, and the error is returned
+// after the table is printed.
+func (o *statusOptions) observe(ctx context.Context, st state.Store, spores []sporeStatus) error {
+	ids := make([]string, len(spores))
+	for i, s := range spores {
+		ids[i] = s.ID
+	}
+	var observed map[string]reconcile.Observed
+	rt, err := o.f.Runtime(ctx, st)
+	if err == nil {
+		observed, _, err = reconcile.Observe(ctx, rt, ids)
+	}
+	for i := range spores {
+		s := &spores[i]
+		obs, ok := observed[s.ID]
+		if err != nil || !ok {
+			obs = reconcile.Observed{Pod: reconcile.PodUnknown, Bridge: reconcile.BridgeUnknown, Reason: "ObservationFailed"}
+		}
+		eff, reason := reconcile.Health(s.Desired, obs, s.breaker)
+		e := string(eff)
+		s.Observed, s.Effective, s.Reason = &obs, &e, reason
+	}
+	return err
 }
 
 // sporeStatus is one entry of `status -o json` (DESIGN "Commands").
@@ -105,6 +143,7 @@ type sporeStatus struct {
 	Effective *string             `json:"effective"`
 	Reason    string              `json:"reason"`
 	LastSeq   uint64              `json:"last_seq"`
+	breaker   bool
 }
 
 type statusList struct {
@@ -118,6 +157,9 @@ func (l statusList) Table(wide bool) ([]string, [][]string) {
 		obs, eff := "-", "-"
 		if s.Observed != nil {
 			obs = string(s.Observed.Pod) + "/" + string(s.Observed.Bridge)
+			if s.Observed.Activity != "" {
+				obs += "/" + s.Observed.Activity
+			}
 		}
 		if s.Effective != nil {
 			eff = *s.Effective

@@ -1,0 +1,149 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Claude runs Claude Code headless, one process per turn:
+//
+//	claude -p --output-format stream-json --verbose (--session-id|--resume) ID [Args…]
+//
+// with the prompt on stdin (no argv length limit, not visible in ps).
+type Claude struct {
+	// Bin is the claude executable.
+	Bin string
+	// Args are added after the bridge's own (e.g. --permission-mode).
+	Args []string
+	// Env is extra environment (KEY=VALUE) on top of the bridge's own.
+	Env []string
+	// Logger receives the agent's stderr, line by line.
+	Logger *slog.Logger
+	// KillAfter is how long an interrupted turn may take to exit before
+	// its process group is killed.
+	KillAfter time.Duration
+}
+
+// TokenEnv is never passed on to an agent.
+const TokenEnv = "SPORECTL_BRIDGE_TOKEN"
+
+var _ Starter = (*Claude)(nil)
+
+// Name is "claude".
+func (c *Claude) Name() string { return "claude" }
+
+// Args returns the command line of a turn, without the binary.
+func (c *Claude) args(t Turn) []string {
+	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+	if t.Resume {
+		args = append(args, "--resume", t.SessionID)
+	} else {
+		args = append(args, "--session-id", t.SessionID)
+	}
+	return append(args, c.Args...)
+}
+
+// Start starts one turn.
+func (c *Claude) Start(ctx context.Context, t Turn) (Process, error) {
+	cmd := exec.Command(c.Bin, c.args(t)...)
+	cmd.Dir = t.Home
+	cmd.Env = agentEnv(os.Environ(), t.Home, c.Env)
+	cmd.Stdin = strings.NewReader(t.Prompt)
+	// Its own process group, so an interrupt reaches the tools it runs;
+	// Pdeathsig so a SIGKILLed bridge does not leave it writing into the
+	// session behind the next bridge's back.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start claude: %w", err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start claude: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start claude %s: %w", c.Bin, err)
+	}
+	p := &osProcess{cmd: cmd, stdout: stdout, killAfter: c.KillAfter, stderrDone: make(chan struct{})}
+	if p.killAfter == 0 {
+		p.killAfter = 5 * time.Second
+	}
+	logger := c.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	go func() {
+		defer close(p.stderrDone)
+		logStderr(logger, cmd.Process.Pid, stderr)
+	}()
+	return p, nil
+}
+
+// agentEnv is the bridge's environment with HOME set to the spore's home,
+// extra added, and the bridge token removed.
+func agentEnv(base []string, home string, extra []string) []string {
+	out := make([]string, 0, len(base)+len(extra)+1)
+	for _, kv := range base {
+		if strings.HasPrefix(kv, TokenEnv+"=") || strings.HasPrefix(kv, "HOME=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out, "HOME="+home)
+	return append(out, extra...)
+}
+
+func logStderr(logger *slog.Logger, pid int, r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if len(line) > 2000 {
+			line = line[:2000] + "…"
+		}
+		logger.Info("agent stderr", "pid", pid, "line", line)
+	}
+	_, _ = io.Copy(io.Discard, r)
+}
+
+type osProcess struct {
+	cmd        *exec.Cmd
+	stdout     io.Reader
+	killAfter  time.Duration
+	stderrDone chan struct{}
+}
+
+func (p *osProcess) Stdout() io.Reader { return p.stdout }
+func (p *osProcess) PID() int          { return p.cmd.Process.Pid }
+
+// Interrupt sends SIGINT to the turn's process group, and SIGKILL if it
+// is still there after KillAfter.
+func (p *osProcess) Interrupt() error {
+	pid := p.cmd.Process.Pid
+	if err := syscall.Kill(-pid, syscall.SIGINT); err != nil {
+		return fmt.Errorf("interrupt agent %d: %w", pid, err)
+	}
+	go func() {
+		time.Sleep(p.killAfter)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}()
+	return nil
+}
+
+// Kill ends the turn's whole process group at once.
+func (p *osProcess) Kill() error {
+	return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+func (p *osProcess) Wait() error {
+	<-p.stderrDone
+	return p.cmd.Wait()
+}

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+
+	"github.com/sporectl/sporectl/bridge/agent"
+)
+
+// The bridge-restart tests run the bridge as a separate process: this
+// test binary, re-executed with helperEnv set, becomes a bridge.
+const (
+	helperEnv       = "SPORECTL_BRIDGE_TEST_HELPER"
+	helperHomeEnv   = "SPORECTL_BRIDGE_TEST_HOME"
+	helperAddrEnv   = "SPORECTL_BRIDGE_TEST_ADDR"
+	helperClaudeEnv = "SPORECTL_BRIDGE_TEST_CLAUDE"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		os.Exit(helperMain())
+	}
+	os.Exit(m.Run())
+}
+
+func helperMain() int {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ag := &agent.Claude{Bin: os.Getenv(helperClaudeEnv), Args: []string{"--permission-mode", "acceptEdits"}, Logger: logger}
+	s, err := New(ctx, Config{Home: os.Getenv(helperHomeEnv), Token: os.Getenv(TokenEnv), Agent: ag, Logger: logger})
+	if err != nil {
+		logger.Error("helper bridge", "err", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", os.Getenv(helperAddrEnv))
+	if err != nil {
+		logger.Error("helper bridge", "err", err)
+		return 1
+	}
+	runErr := s.Run(ctx, ln)
+	if err := s.Close(); err != nil || (runErr != nil && ctx.Err() == nil) {
+		logger.Error("helper bridge", "run", runErr, "close", err)
+		return 1
+	}
+	return 0
+}
+
+// claudeBin is the real Claude Code. Without it the test is skipped —
+// except in CI, where it fails.
+func claudeBin(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("SPORECTL_CLAUDE_BIN")
+	if bin == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI is set but SPORECTL_CLAUDE_BIN is not: export SPORECTL_CLAUDE_BIN=$(bash .ci/claude-code.sh)")
+		}
+		t.Skip("SPORECTL_CLAUDE_BIN is not set (export SPORECTL_CLAUDE_BIN=$(bash .ci/claude-code.sh))")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("SPORECTL_CLAUDE_BIN: %v", err)
+	}
+	return bin
+}
+
+// claudeEnv points Claude Code at the fake Messages API.
+func claudeEnv(apiURL string) []string {
+	return []string{
+		"ANTHROPIC_BASE_URL=" + apiURL,
+		"ANTHROPIC_API_KEY=sk-fake-for-tests",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1",
+	}
+}

@@ -1,0 +1,239 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sporectl/sporectl/bridge"
+)
+
+// maxEventsBytes bounds the lines of one page of events.
+const maxEventsBytes = 4 << 20
+
+// maxIDBytes bounds prompt ids and senders.
+const maxIDBytes = 256
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/healthz", method(http.MethodGet, s.healthz))
+	mux.Handle("/v1/status", s.auth(method(http.MethodGet, s.status)))
+	mux.Handle("/v1/prompts", s.auth(method(http.MethodPost, s.postPrompt)))
+	mux.Handle("/v1/prompts/{id}", s.auth(method(http.MethodGet, s.getPrompt)))
+	mux.Handle("/v1/events", s.auth(method(http.MethodGet, s.events)))
+	mux.Handle("/v1/compact", s.auth(method(http.MethodPost, s.compact)))
+	mux.Handle("/v1/interrupt", s.auth(method(http.MethodPost, s.interrupt)))
+	mux.Handle("/v1/", s.auth(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route %s", r.URL.Path)
+	})))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no route %s", r.URL.Path)
+	})
+	return mux
+}
+
+func method(m string, h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != m {
+			w.Header().Set("Allow", m)
+			writeError(w, http.StatusMethodNotAllowed, "%s needs %s", r.URL.Path, m)
+			return
+		}
+		h(w, r)
+	})
+}
+
+// auth checks the bearer token in constant time.
+func (s *Server) auth(h http.Handler) http.Handler {
+	want := []byte("Bearer " + s.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sporectl-bridge"`)
+			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	st := s.Status()
+	if !st.Healthy {
+		writeError(w, http.StatusServiceUnavailable, "cannot append to the event log: %s", st.Error)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "state": st.State, "last_seq": st.LastSeq})
+}
+
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.Status())
+}
+
+func (s *Server) postPrompt(w http.ResponseWriter, r *http.Request) {
+	var req bridge.PromptRequest
+	if !decode(w, r, bridge.MaxPromptBytes*6+64<<10, &req) {
+		return
+	}
+	switch {
+	case req.ID == "" || len(req.ID) > maxIDBytes:
+		writeError(w, http.StatusBadRequest, "prompt needs an id of 1 to %d bytes", maxIDBytes)
+		return
+	case req.From == "" || len(req.From) > maxIDBytes:
+		writeError(w, http.StatusBadRequest, "prompt needs a sender (from) of 1 to %d bytes", maxIDBytes)
+		return
+	case strings.TrimSpace(req.Text) == "":
+		writeError(w, http.StatusBadRequest, "prompt text is empty")
+		return
+	case len(req.Text) > bridge.MaxPromptBytes:
+		writeError(w, http.StatusRequestEntityTooLarge, "prompt text is %d bytes; the limit is %d", len(req.Text), bridge.MaxPromptBytes)
+		return
+	}
+	s.enqueue(w, Prompt{ID: req.ID, From: req.From, Text: req.Text, At: s.cfg.Now().UTC()})
+}
+
+func (s *Server) enqueue(w http.ResponseWriter, p Prompt) {
+	pos, dup, err := s.queue.add(p)
+	if err != nil {
+		s.cfg.Logger.Error("queue prompt", "prompt", p.ID, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, bridge.PromptAccepted{ID: p.ID, Position: pos, Duplicate: dup})
+}
+
+func (s *Server) getPrompt(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	running := s.running
+	s.mu.Unlock()
+	info, ok := s.queue.lookup(id, running)
+	if !ok {
+		writeError(w, http.StatusNotFound, "unknown prompt id %q", id)
+		return
+	}
+	writeJSON(w, http.StatusOK, bridge.PromptState{ID: id, State: info.State, Position: info.Position})
+}
+
+// compact queues /compact behind what is already queued, so it runs on
+// the session between turns. An optional body {"id"} makes it idempotent.
+func (s *Server) compact(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID string `json:"id"`
+	}
+	if r.ContentLength != 0 && !decode(w, r, 64<<10, &req) {
+		return
+	}
+	if len(req.ID) > maxIDBytes {
+		writeError(w, http.StatusBadRequest, "id longer than %d bytes", maxIDBytes)
+		return
+	}
+	if req.ID == "" {
+		req.ID = "compact-" + newUUID()
+	}
+	s.enqueue(w, Prompt{ID: req.ID, From: "bridge:compact", Text: "/compact", At: s.cfg.Now().UTC()})
+}
+
+func (s *Server) interrupt(w http.ResponseWriter, r *http.Request) {
+	ok, err := s.Interrupt()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"interrupted": ok})
+}
+
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	after, err := parseUint(q.Get("after"), 0)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "after: %v", err)
+		return
+	}
+	limit, err := parseUint(q.Get("limit"), bridge.DefaultLimit)
+	if err != nil || limit == 0 {
+		writeError(w, http.StatusBadRequest, "limit: want 1 to %d", bridge.MaxLimit)
+		return
+	}
+	limit = min(limit, bridge.MaxLimit)
+	var wait time.Duration
+	if v := q.Get("wait"); v != "" {
+		wait, err = time.ParseDuration(v)
+		if err != nil || wait < 0 {
+			writeError(w, http.StatusBadRequest, "wait: want a duration such as 30s, got %q", v)
+			return
+		}
+		wait = min(wait, bridge.MaxWait)
+	}
+	if last := s.log.Last(); after > last {
+		writeError(w, http.StatusConflict, "after %d is beyond the last line %d: this log is not the one you read", after, last)
+		return
+	}
+	if wait > 0 {
+		ctx, cancel := contextWithTimeout(r, wait)
+		_, _ = s.log.Wait(ctx, after)
+		cancel()
+	}
+	recs, last, err := s.log.Read(r.Context(), after, int(limit), maxEventsBytes)
+	if err != nil {
+		s.cfg.Logger.Error("read events", "after", after, "err", err)
+		writeError(w, http.StatusInternalServerError, "read events: %v", err)
+		return
+	}
+	page := bridge.Events{Events: make([]bridge.Event, len(recs)), LastSeq: last}
+	for i, rec := range recs {
+		page.Events[i] = bridge.Event{Seq: rec.Seq, At: rec.At, Line: rec.Line}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func parseUint(v string, def uint64) (uint64, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("want a whole number ≥ 0, got %q", v)
+	}
+	return n, nil
+}
+
+// decode reads a JSON body of at most limit bytes.
+func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", limit)
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "request body: %v", err)
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if !utf8.ValidString(msg) {
+		msg = strings.ToValidUTF8(msg, "?")
+	}
+	writeJSON(w, status, bridge.ErrorBody{Error: msg})
+}
+
+func contextWithTimeout(r *http.Request, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), d)
+}

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/sporectl/sporectl/local"
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+// Runtime returns the runtime the store's settings name. Nothing is
+// started or dialled until a method of the runtime is called.
+func (f *Factory) Runtime(ctx context.Context, st state.Store) (reconcile.Runtime, error) {
+	var settings state.Settings
+	if err := st.View(ctx, func(tx state.Tx) error {
+		var err error
+		settings, err = tx.Settings(ctx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	switch settings.Runtime {
+	case "local", "":
+		return f.localRuntime(st, settings)
+	case "kube":
+		return f.kubeRuntime(ctx, settings)
+	}
+	return nil, &state.CorruptError{File: st.Info().Location, Offset: -1, Reason: fmt.Sprintf("settings name an unknown runtime %q", settings.Runtime)}
+}
+
+func (f *Factory) localRuntime(st state.Store, settings state.Settings) (reconcile.Runtime, error) {
+	root := st.Info().Location
+	if st.Info().Backend != "dir" {
+		loc, err := f.defaultStateDir()
+		if err != nil {
+			return nil, err
+		}
+		root = loc + "/local"
+	}
+	bin := f.Executable
+	if bin == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the sporectl binary to run bridges: %w", err)
+		}
+		bin = exe
+	}
+	return local.New(local.Config{Root: root, Binary: bin, Agent: settings.Agent, Env: bridgeEnv(os.Environ()), Logger: f.Logger()})
+}
+
+// bridgeEnv is what a local bridge inherits from the command that starts
+// it: how to run Claude Code and reach the model, nothing else.
+func bridgeEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_"), k == "SPORECTL_CLAUDE_BIN",
+			k == "HTTPS_PROXY", k == "HTTP_PROXY", k == "NO_PROXY", k == "LANG", k == "TZ":
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+type statusDoc struct {
+	Spores []struct {
+		ID       string `json:"id"`
+		Desired  string `json:"desired"`
+		Observed struct {
+			Pod      string `json:"pod"`
+			Bridge   string `json:"bridge"`
+			Activity string `json:"activity"`
+		} `json:"observed"`
+		Effective string `json:"effective"`
+		Reason    string `json:"reason"`
+	} `json:"spores"`
+}
+
+// status runs `status -o json ID` and returns the entry and exit code.
+func status(t *testing.T, store, id string) (statusDoc, int) {
+	t.Helper()
+	cmd := sporectl(store, "status", "-o", "json", id)
+	out, err := cmd.Output()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	var doc statusDoc
+	require.NoError(t, json.Unmarshal(out, &doc), "status output: %s", out)
+	require.Len(t, doc.Spores, 1)
+	return doc, code
+}
+
+func bridgePID(t *testing.T, store, id string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(store, "run", id+".json"))
+	require.NoError(t, err)
+	var rf struct{ PID int }
+	require.NoError(t, json.Unmarshal(b, &rf))
+	return rf.PID
+}
+
+// TestLocalLifecycle drives a spore through wake, sleep, stop and delete
+// on the local runtime with the echo agent, observing for real each time.
+func TestLocalLifecycle(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	runOK(t, store, "init", "--agent", "echo")
+	t.Cleanup(func() { _ = sporectl(store, "delete", "echo-1").Run() })
+	runOK(t, store, "create", "echo-1", "--wake")
+
+	doc, code := status(t, store, "echo-1")
+	require.Equal(t, 0, code)
+	s := doc.Spores[0]
+	require.Equal(t, "Running", s.Desired)
+	require.Equal(t, "Running", s.Observed.Pod)
+	require.Equal(t, "Up", s.Observed.Bridge)
+	require.Equal(t, "Healthy", s.Effective)
+
+	// SIGKILL the bridge: observed for real, not remembered.
+	pid := bridgePID(t, store, "echo-1")
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	require.Eventually(t, func() bool {
+		doc, code := status(t, store, "echo-1")
+		return code == 3 && doc.Spores[0].Effective == "Dead"
+	}, 5*time.Second, 50*time.Millisecond)
+
+	runOK(t, store, "wake", "echo-1")
+	doc, _ = status(t, store, "echo-1")
+	require.Equal(t, "Healthy", doc.Spores[0].Effective)
+	require.NotEqual(t, pid, bridgePID(t, store, "echo-1"))
+
+	runOK(t, store, "sleep", "echo-1")
+	doc, code = status(t, store, "echo-1")
+	require.Equal(t, 0, code)
+	require.Equal(t, "Paused", doc.Spores[0].Effective)
+	require.Equal(t, "Absent", doc.Spores[0].Observed.Pod)
+	require.DirExists(t, filepath.Join(store, "homes", "echo-1"), "sleep keeps the home")
+
+	runOK(t, store, "stop", "echo-1")
+	doc, _ = status(t, store, "echo-1")
+	require.Equal(t, "Stopped", doc.Spores[0].Effective)
+
+	runOK(t, store, "delete", "echo-1", "--purge-home")
+	require.NoDirExists(t, filepath.Join(store, "homes", "echo-1"))
+	runOK(t, store, "check")
+}
+
+// TestConcurrentWakes: wakes racing from several processes start one bridge.
+func TestConcurrentWakes(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	runOK(t, store, "init", "--agent", "echo")
+	runOK(t, store, "create", "racer")
+	t.Cleanup(func() { _ = sporectl(store, "delete", "racer").Run() })
+	var wg sync.WaitGroup
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := sporectl(store, "wake", "racer").CombinedOutput()
+			if err != nil {
+				t.Errorf("wake: %v: %s", err, out)
+			}
+		}()
+	}
+	wg.Wait()
+	pid := bridgePID(t, store, "racer")
+	// Count bridges serving this spore's home.
+	n := 0
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && containsEnv(env, "SPORECTL_SPORE_ID=racer") {
+			n++
+			require.Equal(t, pid, p, "a bridge other than the recorded one runs")
+		}
+	}
+	require.Equal(t, 1, n)
+}
+
+func containsEnv(environ []byte, kv string) bool {
+	start := 0
+	for i, b := range environ {
+		if b == 0 {
+			if string(environ[start:i]) == kv {
+				return true
+			}
+			start = i + 1
+		}
+	}
+	return false
+}

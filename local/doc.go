@@ -1,0 +1,15 @@
+// Package local is the one-machine runtime, the embedded default: a spore
+// is a process tree on this machine — `sporectl bridge` started in its own
+// session, with Claude Code and its tools below it — and its home is a
+// directory.
+//
+// It observes, it never remembers: a run file records the bridge's pid,
+// the kernel's start time of that pid and the boot id, and is believed only
+// when all three still match a live process. A stale run file (the process
+// died, the pid was reused, the machine rebooted) means the spore is not
+// running, and the next start simply replaces it.
+//
+// It must never signal a process it cannot prove is the spore's: a pid is
+// only trusted with its start time and boot id, and the process tree is
+// found by the bridge's session id.
+package local

@@ -1,0 +1,95 @@
+package local
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// procStat is what /proc/PID/stat says about identity: the session a
+// process belongs to and when it started (clock ticks after boot).
+type procStat struct {
+	PID       int
+	Session   int
+	StartTime uint64
+	State     byte
+}
+
+// readProcStat parses /proc/PID/stat. The command name may contain spaces
+// and parentheses, so fields are counted from the last ')'.
+func readProcStat(pid int) (procStat, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return procStat{}, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	f := strings.Fields(string(b[i+2:]))
+	// After the command: state(3) ppid(4) pgrp(5) session(6) … starttime(22).
+	if len(f) < 20 {
+		return procStat{}, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	sid, err1 := strconv.Atoi(f[3])
+	start, err2 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	return procStat{PID: pid, Session: sid, StartTime: start, State: f[0][0]}, nil
+}
+
+// bootID changes at every boot, so a run file from before a reboot is
+// recognised as stale even if its pid is alive again.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// sessionMembers lists live processes in session sid (zombies excluded).
+func sessionMembers(sid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := readProcStat(pid)
+		if err != nil || st.State == 'Z' {
+			continue
+		}
+		if st.Session == sid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// markEnv is set in every bridge's environment and inherited by Claude
+// Code and its tools: the ownership mark of a spore's processes.
+const markEnv = "SPORECTL_SPORE_ID"
+
+// hasMark reports whether pid's environment names spore id.
+func hasMark(pid int, id string) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return false
+	}
+	want := []byte(markEnv + "=" + id)
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if bytes.Equal(kv, want) {
+			return true
+		}
+	}
+	return false
+}

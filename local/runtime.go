@@ -1,0 +1,406 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+// Config says where spores live and how to start their bridges.
+type Config struct {
+	// Root holds homes/<id>/ and run/<id>.{json,lock,log}.
+	Root string
+	// Binary is the sporectl executable whose `bridge` command is run.
+	Binary string
+	// Agent is the bridge's agent: "claude" or "echo".
+	Agent string
+	// Env is extra environment for bridges (e.g. SPORECTL_CLAUDE_BIN,
+	// ANTHROPIC_BASE_URL); the home and PATH are set here.
+	Env []string
+	// StartTimeout bounds how long Start waits for /healthz.
+	StartTimeout time.Duration
+	// StopTimeout is the grace between SIGTERM and SIGKILL.
+	StopTimeout time.Duration
+	Logger      *slog.Logger
+	HTTPClient  *http.Client
+}
+
+// Runtime runs spores as process trees on this machine.
+type Runtime struct {
+	cfg Config
+}
+
+var _ reconcile.Runtime = (*Runtime)(nil)
+
+// New checks cfg and returns the runtime. It starts nothing.
+func New(cfg Config) (*Runtime, error) {
+	if cfg.Root == "" || cfg.Binary == "" {
+		return nil, errors.New("local runtime: root and binary are required")
+	}
+	if cfg.Agent == "" {
+		cfg.Agent = "claude"
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 15 * time.Second
+	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 2 * time.Second}
+	}
+	return &Runtime{cfg: cfg}, nil
+}
+
+func (r *Runtime) home(id string) string         { return filepath.Join(r.cfg.Root, "homes", id) }
+func (r *Runtime) runPath(id, ext string) string { return filepath.Join(r.cfg.Root, "run", id+ext) }
+
+// tokenPath is where the bridge reads its token when the environment has
+// none (bridge/server.LoadToken).
+func tokenPath(home string) string { return filepath.Join(home, ".sporectl-bridge", "token") }
+
+// apiTokenPath is the spore's own token for `sporectl serve`.
+func apiTokenPath(home string) string { return filepath.Join(home, ".sporectl-bridge", "api-token") }
+
+// Start makes the spore's bridge run. Under the spore's lock it first
+// checks for a live bridge (then it is done), so two starts at once never
+// run two bridges for one spore.
+func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.Credentials) error {
+	unlock, err := r.lock(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	home := r.home(s.ID)
+	if err := os.MkdirAll(filepath.Dir(tokenPath(home)), 0o700); err != nil {
+		return fmt.Errorf("create home of %s: %w", s.ID, err)
+	}
+	// The API token is read by the spore's tools at each call, so it is
+	// replaced even under a running bridge; the bridge token only when a
+	// new bridge starts, since a running one keeps the token it read.
+	if creds.APIToken != "" {
+		if err := writeSecret(apiTokenPath(home), creds.APIToken); err != nil {
+			return fmt.Errorf("write api token of %s: %w", s.ID, err)
+		}
+	}
+	rf, err := readRunFile(r.runPath(s.ID, ".json"))
+	if err != nil {
+		return err
+	}
+	if rf.alive() {
+		return nil
+	}
+	if err := writeSecret(tokenPath(home), creds.BridgeToken); err != nil {
+		return fmt.Errorf("write bridge token of %s: %w", s.ID, err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.ID, err)
+	}
+	logf, err := os.OpenFile(r.runPath(s.ID, ".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("open log of %s: %w", s.ID, err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(r.cfg.Binary, "bridge", "--addr", addr, "--home", home, "--agent", r.cfg.Agent)
+	cmd.Dir = home
+	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), markEnv + "=" + s.ID}, r.cfg.Env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own session: it outlives this command, and its whole tree can be
+	// found (and ended) by session id.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start bridge of %s: %w", s.ID, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }() // reap it if we live longer than it
+	st, err := readProcStat(cmd.Process.Pid)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("start bridge of %s: %w", s.ID, err)
+	}
+	rf = &runFile{PID: cmd.Process.Pid, StartTime: st.StartTime, BootID: bootID(), Addr: addr, Started: time.Now().UTC()}
+	if err := writeRunFile(r.runPath(s.ID, ".json"), rf); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return fmt.Errorf("record bridge of %s: %w", s.ID, err)
+	}
+	r.cfg.Logger.Info("started bridge", "spore", s.ID, "pid", rf.PID, "addr", addr)
+	return r.waitHealthy(ctx, s.ID, rf, exited)
+}
+
+func (r *Runtime) waitHealthy(ctx context.Context, id string, rf *runFile, exited <-chan struct{}) error {
+	deadline := time.Now().Add(r.cfg.StartTimeout)
+	for {
+		if r.healthy(ctx, rf.Addr) {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("bridge of %s exited during start; see %s", id, r.runPath(id, ".log"))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bridge of %s not healthy after %s; see %s", id, r.cfg.StartTimeout, r.runPath(id, ".log"))
+		}
+	}
+}
+
+func (r *Runtime) healthy(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := r.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// Stop ends the spore's whole process tree and keeps its home.
+func (r *Runtime) Stop(ctx context.Context, id string) error {
+	unlock, err := r.lock(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return r.stopLocked(ctx, id)
+}
+
+func (r *Runtime) stopLocked(ctx context.Context, id string) error {
+	rf, err := readRunFile(r.runPath(id, ".json"))
+	if err != nil {
+		return err
+	}
+	if rf == nil {
+		return nil
+	}
+	// The session outlives its leader: children of a bridge that already
+	// died still carry its session id. Only a run file from this boot
+	// names a session that can still exist.
+	if rf.BootID == bootID() {
+		owned := func(pid int) bool { return true }
+		if !rf.alive() {
+			// The leader is gone and its pid may belong to someone else
+			// now: signal only processes that carry this spore's mark.
+			owned = func(pid int) bool { return hasMark(pid, id) }
+		}
+		if err := endSession(ctx, rf.PID, owned, r.cfg.StopTimeout); err != nil {
+			return fmt.Errorf("stop %s: %w", id, err)
+		}
+	}
+	if err := os.Remove(r.runPath(id, ".json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("stop %s: %w", id, err)
+	}
+	r.cfg.Logger.Info("stopped bridge", "spore", id, "pid", rf.PID)
+	return nil
+}
+
+// endSession sends SIGTERM to every process of session sid, waits up to
+// grace for them to go, then SIGKILLs what is left.
+func endSession(ctx context.Context, sid int, owned func(int) bool, grace time.Duration) error {
+	members := func() []int {
+		var out []int
+		for _, pid := range sessionMembers(sid) {
+			if owned(pid) {
+				out = append(out, pid)
+			}
+		}
+		return out
+	}
+	signalAll := func(sig syscall.Signal) int {
+		m := members()
+		for _, pid := range m {
+			_ = syscall.Kill(pid, sig)
+		}
+		return len(m)
+	}
+	if signalAll(syscall.SIGTERM) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if len(members()) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			signalAll(syscall.SIGKILL)
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	for i := 0; i < 50; i++ {
+		if signalAll(syscall.SIGKILL) == 0 {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("processes of session %d survived SIGKILL: %v", sid, members())
+}
+
+// Delete stops the spore and removes its run files; the home only with
+// purgeHome.
+func (r *Runtime) Delete(ctx context.Context, id string, purgeHome bool) error {
+	unlock, err := r.lock(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if err := r.stopLocked(ctx, id); err != nil {
+		return err
+	}
+	_ = os.Remove(r.runPath(id, ".log"))
+	if purgeHome {
+		if err := os.RemoveAll(r.home(id)); err != nil {
+			return fmt.Errorf("purge home of %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Observe looks at every run file and at the processes they name, and asks
+// each live bridge for /healthz, all at once.
+func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
+	obs := reconcile.FleetObservation{Spores: map[string]reconcile.PodObservation{}}
+	entries, err := os.ReadDir(filepath.Join(r.cfg.Root, "run"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return obs, nil
+	}
+	if err != nil {
+		return obs, fmt.Errorf("observe local spores: %w", err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || state.ValidateID(id) != nil {
+			continue
+		}
+		rf, err := readRunFile(r.runPath(id, ".json"))
+		if err != nil || rf == nil {
+			continue
+		}
+		if !rf.alive() {
+			// Started and not stopped, but gone: it exited or the machine
+			// rebooted.
+			obs.Spores[id] = reconcile.PodObservation{ID: id, State: reconcile.PodFailed, Reason: "Exited", Owned: true, Count: 0}
+			continue
+		}
+		wg.Add(1)
+		go func(id string, rf *runFile) {
+			defer wg.Done()
+			po := reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Owned: true, Count: 1, Ready: r.healthy(ctx, rf.Addr)}
+			mu.Lock()
+			obs.Spores[id] = po
+			mu.Unlock()
+		}(id, rf)
+	}
+	wg.Wait()
+	return obs, nil
+}
+
+// Logs copies the bridge's own log (not the conversation) to w.
+func (r *Runtime) Logs(ctx context.Context, id string, w io.Writer) error {
+	f, err := os.Open(r.runPath(id, ".log"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("logs of %s: %w", id, state.ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("logs of %s: %w", id, err)
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// Bridge says how to reach the spore's bridge: loopback, at the address in
+// its run file, with the token in its home.
+func (r *Runtime) Bridge(ctx context.Context, id string) (reconcile.BridgeEndpoint, error) {
+	rf, err := readRunFile(r.runPath(id, ".json"))
+	if err != nil {
+		return reconcile.BridgeEndpoint{}, err
+	}
+	if !rf.alive() {
+		return reconcile.BridgeEndpoint{}, fmt.Errorf("bridge of %s is not running: %w", id, state.ErrNotFound)
+	}
+	tok, err := os.ReadFile(tokenPath(r.home(id)))
+	if err != nil {
+		return reconcile.BridgeEndpoint{}, fmt.Errorf("read bridge token of %s: %w", id, err)
+	}
+	return reconcile.BridgeEndpoint{BaseURL: "http://" + rf.Addr, Token: strings.TrimSpace(string(tok)), Client: r.cfg.HTTPClient}, nil
+}
+
+func writeSecret(path, secret string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(secret + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// freeAddr picks a free loopback port. Another process may take it before
+// the bridge binds; the bridge then exits and Start reports it.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
+}
+
+// lock serialises start/stop of one spore across processes.
+func (r *Runtime) lock(ctx context.Context, id string) (func(), error) {
+	if err := os.MkdirAll(filepath.Join(r.cfg.Root, "run"), 0o700); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", id, err)
+	}
+	f, err := os.OpenFile(r.runPath(id, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", id, err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", id, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+var sporectlBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "local-rt-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	sporectlBin = filepath.Join(dir, "sporectl")
+	if out, err := exec.Command("go", "build", "-o", sporectlBin, "../cmd/sporectl").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build sporectl: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func newRuntime(t *testing.T, agent string, env ...string) *Runtime {
+	t.Helper()
+	r, err := New(Config{Root: t.TempDir(), Binary: sporectlBin, Agent: agent, Env: env, StopTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	return r
+}
+
+func spore(id string) state.Spore {
+	return state.Spore{ID: id, Colony: "default", Rank: state.RankSpore, Desired: state.Running}
+}
+
+var creds = reconcile.Credentials{APIToken: "spt_api_test_token", BridgeToken: "bridge-test-token"}
+
+// marked lists live processes carrying spore id's mark.
+func marked(id string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasMark(pid, id) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func observe(t *testing.T, r *Runtime, id string) (reconcile.PodObservation, bool) {
+	t.Helper()
+	obs, err := r.Observe(context.Background())
+	require.NoError(t, err)
+	po, ok := obs.Spores[id]
+	return po, ok
+}
+
+func TestStartObserveStop(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	t.Cleanup(func() { _ = r.Delete(ctx, "alpha", true) })
+	require.NoError(t, r.Start(ctx, spore("alpha"), creds))
+
+	po, ok := observe(t, r, "alpha")
+	require.True(t, ok)
+	require.Equal(t, reconcile.PodRunning, po.State)
+	require.True(t, po.Ready)
+	require.Equal(t, 1, po.Count)
+
+	ep, err := r.Bridge(ctx, "alpha")
+	require.NoError(t, err)
+	c, err := bridge.NewClient(ep.BaseURL, ep.Token, ep.Client)
+	require.NoError(t, err)
+	st, err := c.Status(ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, st.State)
+	bad, err := bridge.NewClient(ep.BaseURL, "wrong", ep.Client)
+	require.NoError(t, err)
+	_, err = bad.Status(ctx)
+	require.Error(t, err, "the bridge got the token we wrote, not any token")
+
+	// Starting a running spore is success and starts nothing new.
+	before := marked("alpha")
+	require.NoError(t, r.Start(ctx, spore("alpha"), creds))
+	require.ElementsMatch(t, before, marked("alpha"))
+
+	require.NoError(t, r.Stop(ctx, "alpha"))
+	require.Empty(t, marked("alpha"), "processes left after stop")
+	_, ok = observe(t, r, "alpha")
+	require.False(t, ok, "a stopped spore is absent")
+	require.DirExists(t, r.home("alpha"), "stop keeps the home")
+	tok, err := os.ReadFile(apiTokenPath(r.home("alpha")))
+	require.NoError(t, err)
+	require.Equal(t, creds.APIToken+"\n", string(tok))
+	fi, err := os.Stat(tokenPath(r.home("alpha")))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+}
+
+// TestConcurrentStarts: many starts at once run exactly one bridge.
+func TestConcurrentStarts(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	t.Cleanup(func() { _ = r.Delete(ctx, "twin", true) })
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			// A separate Runtime value per caller, as separate processes have.
+			r2, _ := New(r.cfg)
+			errs[i] = r2.Start(ctx, spore("twin"), creds)
+		}(i)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, marked("twin"), 1, "one bridge process for one spore")
+}
+
+// TestKilledBridge: a bridge killed by SIGKILL is observed as Failed
+// (Exited), and the next Start replaces the stale run file.
+func TestKilledBridge(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	t.Cleanup(func() { _ = r.Delete(ctx, "victim", true) })
+	require.NoError(t, r.Start(ctx, spore("victim"), creds))
+	rf, err := readRunFile(r.runPath("victim", ".json"))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(rf.PID, syscall.SIGKILL))
+	require.Eventually(t, func() bool { return !rf.alive() }, 5*time.Second, 10*time.Millisecond)
+
+	po, ok := observe(t, r, "victim")
+	require.True(t, ok)
+	require.Equal(t, reconcile.PodFailed, po.State)
+	require.Equal(t, "Exited", po.Reason)
+	_, err = r.Bridge(ctx, "victim")
+	require.ErrorIs(t, err, state.ErrNotFound)
+
+	require.NoError(t, r.Start(ctx, spore("victim"), creds))
+	po, _ = observe(t, r, "victim")
+	require.Equal(t, reconcile.PodRunning, po.State)
+}
+
+// TestStaleRunFileNeverSignals: a run file naming a live process that is
+// not the bridge (pid reuse, another boot) is not believed, and Stop must
+// not signal that process.
+func TestStaleRunFileNeverSignals(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	innocent := exec.Command("sleep", "30")
+	require.NoError(t, innocent.Start())
+	t.Cleanup(func() { _ = innocent.Process.Kill(); _ = innocent.Wait() })
+	st, err := readProcStat(innocent.Process.Pid)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Join(r.cfg.Root, "run"), 0o700))
+	for name, rf := range map[string]*runFile{
+		"other-start": {PID: innocent.Process.Pid, StartTime: st.StartTime + 1, BootID: bootID(), Addr: "127.0.0.1:1"},
+		"other-boot":  {PID: innocent.Process.Pid, StartTime: st.StartTime, BootID: "another-boot", Addr: "127.0.0.1:1"},
+	} {
+		require.NoError(t, writeRunFile(r.runPath(name, ".json"), rf))
+		po, ok := observe(t, r, name)
+		require.True(t, ok)
+		require.NotEqual(t, reconcile.PodRunning, po.State, name)
+		require.NoError(t, r.Stop(ctx, name))
+		require.NoError(t, syscall.Kill(innocent.Process.Pid, 0), "%s: stop signalled a process that was not the spore's", name)
+		_, ok = observe(t, r, name)
+		require.False(t, ok)
+	}
+	// A damaged run file is not a pid either.
+	require.NoError(t, os.WriteFile(r.runPath("garbage", ".json"), []byte("{not json"), 0o600))
+	require.NoError(t, r.Stop(ctx, "garbage"))
+	require.NoError(t, syscall.Kill(innocent.Process.Pid, 0))
+}
+
+// fakeClaude is an agent that leaves a grandchild behind, as Claude Code's
+// tools may: stop must end the whole tree.
+const fakeClaude = `#!/bin/sh
+sleep 300 &
+sleep 300
+`
+
+func TestStopEndsWholeTree(t *testing.T) {
+	ctx := context.Background()
+	script := filepath.Join(t.TempDir(), "claude")
+	require.NoError(t, os.WriteFile(script, []byte(fakeClaude), 0o755))
+	for _, leaderDead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leaderDead=%v", leaderDead), func(t *testing.T) {
+			r := newRuntime(t, "claude", "SPORECTL_CLAUDE_BIN="+script)
+			t.Cleanup(func() { _ = r.Delete(ctx, "tree", true) })
+			require.NoError(t, r.Start(ctx, spore("tree"), creds))
+			ep, err := r.Bridge(ctx, "tree")
+			require.NoError(t, err)
+			c, err := bridge.NewClient(ep.BaseURL, ep.Token, ep.Client)
+			require.NoError(t, err)
+			_, err = c.Prompt(ctx, bridge.PromptRequest{ID: "p1", From: "user:test", Text: "work"})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { return len(marked("tree")) >= 3 }, 10*time.Second, 20*time.Millisecond,
+				"bridge, agent and its child should be running")
+			if leaderDead {
+				rf, _ := readRunFile(r.runPath("tree", ".json"))
+				require.NoError(t, syscall.Kill(rf.PID, syscall.SIGKILL))
+				require.Eventually(t, func() bool { return !rf.alive() }, 5*time.Second, 10*time.Millisecond)
+				require.NotEmpty(t, marked("tree"), "the agent outlives its bridge")
+			}
+			require.NoError(t, r.Stop(ctx, "tree"))
+			require.Eventually(t, func() bool { return len(marked("tree")) == 0 }, 5*time.Second, 20*time.Millisecond, "orphans left: %v", marked("tree"))
+		})
+	}
+}
+
+func TestDeletePurge(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	require.NoError(t, r.Start(ctx, spore("keep"), creds))
+	require.NoError(t, r.Start(ctx, spore("purge"), creds))
+	require.NoError(t, r.Delete(ctx, "keep", false))
+	require.NoError(t, r.Delete(ctx, "purge", true))
+	require.DirExists(t, r.home("keep"))
+	require.NoDirExists(t, r.home("purge"))
+	require.Empty(t, marked("keep"))
+	require.Empty(t, marked("purge"))
+	obs, err := r.Observe(ctx)
+	require.NoError(t, err)
+	require.Empty(t, obs.Spores)
+}
