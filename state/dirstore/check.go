@@ -1,6 +1,7 @@
 package dirstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +33,9 @@ func (s *Store) Check(ctx context.Context) (*state.CheckReport, error) {
 		}
 		return nil, err
 	}
-	l, err := s.loadState(ctx)
+	// Check reads everything afresh: a cached state would hide damage done
+	// to bytes this handle has already read.
+	l, err := s.loadUncached(ctx)
 	if err != nil {
 		var ce *state.CorruptError
 		if errors.As(err, &ce) {
@@ -45,6 +48,7 @@ func (s *Store) Check(ctx context.Context) (*state.CheckReport, error) {
 		note(txlogName(l.m.gen), "torn tail after byte %d (%s): a commit that never finished; the next writer saves it to %s/ and drops it", l.logOff, l.torn, tornDir)
 	}
 	s.checkFiles(l.m, problem, note)
+	s.checkStrict(l, problem)
 
 	for _, id := range l.m.ids() {
 		if err := ctx.Err(); err != nil {
@@ -85,7 +89,7 @@ func corruptWhere(ce *state.CorruptError) string {
 	w := ce.File
 	if ce.Line > 0 {
 		w += ":" + strconv.Itoa(ce.Line)
-	} else if ce.Offset >= 0 {
+	} else if ce.Offset > 0 {
 		w += " at byte " + strconv.FormatInt(ce.Offset, 10)
 	}
 	return w
@@ -195,4 +199,38 @@ func (s *Store) checkLog(id string, h logHead, problem, note func(string, string
 		problem(name, "holds %d events but the store says %d are committed", seq, h.LastSeq)
 	}
 	return seq, nil
+}
+
+// checkStrict decodes every snapshot and commit-log line again refusing
+// unknown fields, which the fast decoders ignore: a field this binary does
+// not know would be lost when it rewrites the row.
+func (s *Store) checkStrict(l *loaded, problem func(string, string, ...any)) {
+	scan := func(name string, limit int64, decode func(n int, payload []byte) error) {
+		data, err := os.ReadFile(s.path(name))
+		if err != nil {
+			return // reported elsewhere
+		}
+		if limit >= 0 && int64(len(data)) > limit {
+			data = data[:limit]
+		}
+		for n := 1; len(data) > 0; n++ {
+			nl := bytes.IndexByte(data, '\n')
+			if nl < 0 {
+				return
+			}
+			if payload, bad := unframe(data[:nl]); bad == "" {
+				if err := decode(n, payload); err != nil {
+					problem(name+":"+strconv.Itoa(n), "%v", err)
+				}
+			}
+			data = data[nl+1:]
+		}
+	}
+	scan(snapshotFile, -1, func(n int, p []byte) error {
+		if n == 1 {
+			return strictUnmarshal(p, new(snapHeader))
+		}
+		return strictUnmarshal(p, new(row))
+	})
+	scan(txlogName(l.m.gen), l.logOff, func(_ int, p []byte) error { return strictUnmarshal(p, new(txRecord)) })
 }

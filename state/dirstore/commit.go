@@ -73,7 +73,9 @@ func (s *Store) removeStaleLogs(gen uint64) error {
 		}
 	}
 	if removed {
-		return syncDir(s.root)
+		if err := syncDir(s.root); err != nil {
+			return ioErr("remove old commit log", err)
+		}
 	}
 	return nil
 }

@@ -18,10 +18,15 @@ import (
 // a log holds seq k, so a seq names its line.
 
 func encodeEvent(dst []byte, e *state.Event) ([]byte, error) {
-	b, err := json.Marshal(e)
-	if err != nil {
+	// No HTML escaping: an agent's line keeps its '<', '>' and '&' as they
+	// came (JSON values are still compacted to one line).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
 		return nil, fmt.Errorf("encode event %d: %w", e.Seq, err)
 	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	dst = strconv.AppendUint(dst, e.Seq, 10)
 	dst = append(dst, ' ')
 	return appendFrame(dst, b), nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 
 	"github.com/sporectl/sporectl/state"
 )
@@ -44,7 +45,7 @@ func parseFormat(data []byte) (int, error) {
 // readFormat checks that root is a store this binary can read.
 func readFormat(root string) error {
 	data, err := os.ReadFile(filepath.Join(root, formatFile))
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		if fi, serr := os.Stat(root); serr == nil && !fi.IsDir() {
 			return fmt.Errorf("%s is a file, not a store directory: %w", root, state.ErrNoStore)
 		}

@@ -31,6 +31,11 @@ func unframe(line []byte) ([]byte, string) {
 	if len(line) < crcLen+1 || line[crcLen] != ' ' {
 		return nil, "not a framed line (want 8 hex digits of CRC-32C, a space, then JSON)"
 	}
+	for _, c := range line[:crcLen] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return nil, "checksum is not 8 lowercase hexadecimal digits"
+		}
+	}
 	var sum [4]byte
 	if _, err := hex.Decode(sum[:], line[:crcLen]); err != nil {
 		return nil, "checksum is not hexadecimal"

@@ -110,6 +110,9 @@ func (s *Store) Update(ctx context.Context, fn func(state.Tx) error) error {
 		return &state.UnavailableError{Op: "lock store for writing", Err: err}
 	}
 	defer lk.release()
+	if err := readFormat(s.root); err != nil {
+		return err
+	}
 	l, err := s.recover(ctx)
 	if err != nil {
 		return err
@@ -152,6 +155,19 @@ func (s *Store) loadState(ctx context.Context) (*loaded, error) {
 
 var errRaced = errors.New("store compacted while reading; read again")
 
+// loadUncached is loadState without the cache.
+func (s *Store) loadUncached(ctx context.Context) (*loaded, error) {
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		l, err := s.loadFresh()
+		if err == nil || !errors.Is(err, errRaced) || attempt >= 50 {
+			return l, err
+		}
+	}
+}
+
 func (s *Store) tryLoad() (*loaded, error) {
 	fi, err := os.Stat(filepath.Join(s.root, snapshotFile))
 	if err != nil {
@@ -162,6 +178,15 @@ func (s *Store) tryLoad() (*loaded, error) {
 	s.mu.Unlock()
 	if c != nil && os.SameFile(fi, c.snapInfo) && fi.ModTime().Equal(c.snapInfo.ModTime()) {
 		return s.extend(c)
+	}
+	return s.loadFresh()
+}
+
+// loadFresh reads the state from disk without the cache, re-checking the
+// FORMAT file, since a handle may live across an upgrade.
+func (s *Store) loadFresh() (*loaded, error) {
+	if err := readFormat(s.root); err != nil {
+		return nil, err
 	}
 	m, snapInfo, err := readSnapshot(s.root)
 	if err != nil {
@@ -181,6 +206,13 @@ func (s *Store) extend(c *loaded) (*loaded, error) {
 	name := txlogName(c.m.gen)
 	f, err := os.Open(filepath.Join(s.root, name))
 	if errors.Is(err, fs.ErrNotExist) {
+		// Either a compaction replaced the snapshot since we read it (read
+		// again), or the live log is gone while its snapshot is current:
+		// that is damage.
+		fi, serr := os.Stat(filepath.Join(s.root, snapshotFile))
+		if serr == nil && c.snapInfo != nil && os.SameFile(fi, c.snapInfo) {
+			return nil, &state.CorruptError{File: name, Offset: 0, Reason: fmt.Sprintf("the live commit log is missing (%s names generation %d)", snapshotFile, c.m.gen)}
+		}
 		return nil, errRaced
 	}
 	if err != nil {

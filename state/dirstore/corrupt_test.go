@@ -1,0 +1,665 @@
+package dirstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/storetest"
+)
+
+// Damage a store the way a person or a disk would, then check that every
+// reader names the damaged file and line, that Check reports a problem, and
+// that nothing on disk is rewritten by Open, View, Check or a writer.
+
+// populated builds a store whose every file has several lines:
+//
+//	state.json   header + rows alpha, beta, gamma (gen 2, by a compaction)
+//	txlog.2      3 transactions
+//	events/      alpha.1.log 6 events, beta.1.log 2, gamma.1.log 1
+//
+// and returns its root.
+func populated(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	s := newTestStore(t, Options{})
+	root := s.root
+	update := func(s *Store, fn func(tx state.Tx) error) {
+		t.Helper()
+		require.NoError(t, s.Update(ctx, fn))
+	}
+	appendEvents := func(tx state.Tx, id string, n int) error {
+		evs := make([]state.Event, n)
+		for i := range evs {
+			evs[i] = state.Event{Kind: state.KindPrompt, From: "user:test", Text: fmt.Sprintf("prompt to %s #%d", id, i)}
+		}
+		_, err := tx.Append(ctx, id, evs)
+		return err
+	}
+	update(s, func(tx state.Tx) error {
+		for _, id := range []string{"alpha", "beta", "gamma"} {
+			if err := tx.CreateSpore(ctx, storetest.Spore(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	update(s, func(tx state.Tx) error {
+		if _, err := tx.Enqueue(ctx, state.OutboxEntry{ID: "m1", Spore: "beta", From: "user:test", Text: "hello"}); err != nil {
+			return err
+		}
+		return appendEvents(tx, "alpha", 3)
+	})
+	// A second handle with a tiny threshold folds the log into state.json.
+	c, err := Open(ctx, root, Options{CompactBytes: 1})
+	require.NoError(t, err)
+	update(c, func(tx state.Tx) error { return appendEvents(tx, "beta", 2) })
+	update(s, func(tx state.Tx) error { return appendEvents(tx, "alpha", 2) })
+	update(s, func(tx state.Tx) error {
+		if err := tx.SetTokenHash(ctx, "alpha", state.HashToken("secret")); err != nil {
+			return err
+		}
+		return appendEvents(tx, "gamma", 1)
+	})
+	update(s, func(tx state.Tx) error {
+		if _, err := tx.Enqueue(ctx, state.OutboxEntry{ID: "m2", Spore: "gamma", From: "spore:alpha", Text: "hi"}); err != nil {
+			return err
+		}
+		return appendEvents(tx, "alpha", 1)
+	})
+
+	// The layout the cases below rely on.
+	require.Equal(t, 4, countLines(t, filepath.Join(root, snapshotFile)))
+	require.NoFileExists(t, filepath.Join(root, txlogName(1)))
+	require.Equal(t, 3, countLines(t, filepath.Join(root, txlogName(2))))
+	require.Equal(t, 6, countLines(t, filepath.Join(root, eventsDir, "alpha.1.log")))
+	rep, err := s.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+	require.Empty(t, rep.Notes)
+	return root
+}
+
+func countLines(t *testing.T, p string) int {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return bytes.Count(b, []byte("\n"))
+}
+
+// fileSums is the content of every file and directory under root.
+func fileSums(t *testing.T, root string) map[string]string {
+	t.Helper()
+	sums := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		r, _ := filepath.Rel(root, p)
+		if d.IsDir() {
+			sums[r+"/"] = "dir"
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		h := sha256.Sum256(b)
+		sums[r] = hex.EncodeToString(h[:])
+		return nil
+	})
+	require.NoError(t, err)
+	return sums
+}
+
+// unloaded is the handle Open builds before its first read: a process
+// that starts after the damage. Check must work where Open refuses.
+func unloaded(root string) *Store {
+	opts := Options{}
+	opts.defaults()
+	return &Store{root: root, opts: opts}
+}
+
+// storeDump is everything a caller can see through the Store API.
+type storeDump struct {
+	Settings state.Settings
+	Spores   []state.Spore
+	Heads    map[string]state.SporeHead
+	Events   map[string][]state.Event
+	Outbox   map[string][]state.OutboxEntry
+	Tokens   map[string]state.TokenHash
+}
+
+func dumpStore(ctx context.Context, st state.Store) (*storeDump, error) {
+	d := &storeDump{Events: map[string][]state.Event{}, Outbox: map[string][]state.OutboxEntry{}, Tokens: map[string]state.TokenHash{}}
+	err := st.View(ctx, func(tx state.Tx) error {
+		var err error
+		if d.Settings, err = tx.Settings(ctx); err != nil {
+			return err
+		}
+		if d.Spores, err = tx.Spores(ctx); err != nil {
+			return err
+		}
+		if d.Heads, err = tx.Heads(ctx); err != nil {
+			return err
+		}
+		for _, sp := range d.Spores {
+			if d.Events[sp.ID], err = tx.Events(ctx, sp.ID, 0, 0); err != nil {
+				return err
+			}
+			if d.Outbox[sp.ID], err = tx.Outbox(ctx, sp.ID); err != nil {
+				return err
+			}
+			h, err := tx.TokenHash(ctx, sp.ID)
+			switch {
+			case err == nil:
+				d.Tokens[sp.ID] = h
+			case !errors.Is(err, state.ErrNotFound):
+				return err
+			}
+		}
+		return nil
+	})
+	return d, err
+}
+
+func mustDump(t *testing.T, st state.Store) *storeDump {
+	t.Helper()
+	d, err := dumpStore(context.Background(), st)
+	require.NoError(t, err)
+	return d
+}
+
+// flipByte flips one bit of the byte at off in place (same inode, as a
+// disk or an editor writing in place would) and returns the line it hit.
+func flipByte(t *testing.T, p string, off int) int {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Less(t, off, len(b))
+	require.NotEqual(t, byte('\n'), b[off], "flip a byte inside a line")
+	line := lineOf(b, off)
+	b[off] ^= 0x01
+	require.NotEqual(t, byte('\n'), b[off])
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	return line
+}
+
+// middleOfLine returns the offset of the middle byte of line n (1-based).
+func middleOfLine(t *testing.T, p string, n int) int {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	start := 0
+	for range n - 1 {
+		i := bytes.IndexByte(b[start:], '\n')
+		require.GreaterOrEqual(t, i, 0)
+		start += i + 1
+	}
+	end := start + bytes.IndexByte(b[start:], '\n')
+	require.Greater(t, end, start)
+	return start + (end-start)/2
+}
+
+func requireProblem(t *testing.T, rep *state.CheckReport, where string) {
+	t.Helper()
+	require.False(t, rep.OK(), "check found nothing wrong")
+	var all []string
+	for _, p := range rep.Problems {
+		if p.Where == where {
+			return
+		}
+		all = append(all, p.Where+": "+p.Message)
+	}
+	t.Fatalf("no problem at %q; problems: %q", where, all)
+}
+
+func TestCorruption(t *testing.T) {
+	ctx := context.Background()
+	alphaLog := filepath.Join(eventsDir, "alpha.1.log")
+
+	type result struct {
+		file string // the file errors must name
+		line int    // and its line; 0: the error names the file only
+	}
+	tests := []struct {
+		name string
+		// damage breaks the store and returns where the damage is.
+		damage func(t *testing.T, root string) result
+		// openFails: Open refuses the store. Otherwise only the damaged
+		// spore's events are unreadable.
+		openFails bool
+		// where Check must report the problem; "" means "file:line".
+		checkWhere func(root string, r result) string
+		// blindAppend: a writer that appends to alpha without reading its
+		// log succeeds (writers never read event logs, format §5).
+		blindAppend bool
+		// blindErr, when set, is what the blind writer's error names
+		// instead of the readers'.
+		blindErr *result
+		// gate: FORMAT is damaged. Only Open, Init and Check read FORMAT
+		// (format §1: nothing else is read), so only they are exercised.
+		gate bool
+		// checkErr: Check returns an error rather than a report.
+		checkErr func(t *testing.T, err error)
+		wantErr  func(t *testing.T, root string, r result, err error)
+	}{
+		{
+			name: "state.json byte flipped mid-file",
+			damage: func(t *testing.T, root string) result {
+				p := filepath.Join(root, snapshotFile)
+				fi, err := os.Stat(p)
+				require.NoError(t, err)
+				off := int(fi.Size() / 2)
+				if b, _ := os.ReadFile(p); b[off] == '\n' {
+					off++
+				}
+				return result{snapshotFile, flipByte(t, p, off)}
+			},
+			openFails: true,
+		},
+		{
+			name: "state.json field hand-edited, line kept",
+			damage: func(t *testing.T, root string) result {
+				p := filepath.Join(root, snapshotFile)
+				b, err := os.ReadFile(p)
+				require.NoError(t, err)
+				// Beta's row is line 3 (rows are sorted by id); a person
+				// wakes it by editing its desired state.
+				lines := bytes.SplitAfter(b, []byte("\n"))
+				require.Contains(t, string(lines[2]), `"id":"beta"`)
+				edited := bytes.Replace(lines[2], []byte(`"desired":"Paused"`), []byte(`"desired":"Running"`), 1)
+				require.NotEqual(t, lines[2], edited)
+				lines[2] = edited
+				require.NoError(t, os.WriteFile(p, bytes.Join(lines, nil), 0o600))
+				line := 3
+				return result{snapshotFile, line}
+			},
+			openFails: true,
+		},
+		{
+			name: "txlog middle line byte flipped",
+			damage: func(t *testing.T, root string) result {
+				p := filepath.Join(root, txlogName(2))
+				return result{txlogName(2), flipByte(t, p, middleOfLine(t, p, 2))}
+			},
+			openFails: true,
+		},
+		{
+			name: "txlog middle line hand-edited",
+			damage: func(t *testing.T, root string) result {
+				p := filepath.Join(root, txlogName(2))
+				b, err := os.ReadFile(p)
+				require.NoError(t, err)
+				lines := bytes.SplitAfter(b, []byte("\n"))
+				edited := bytes.Replace(lines[1], []byte(`"desired":"Paused"`), []byte(`"desired":"Running"`), 1)
+				require.NotEqual(t, lines[1], edited)
+				lines[1] = edited
+				require.NoError(t, os.WriteFile(p, bytes.Join(lines, nil), 0o600))
+				return result{txlogName(2), 2}
+			},
+			openFails: true,
+		},
+		{
+			name: "event log middle line byte flipped",
+			damage: func(t *testing.T, root string) result {
+				p := filepath.Join(root, alphaLog)
+				return result{eventsDir + "/alpha.1.log", flipByte(t, p, middleOfLine(t, p, 4))}
+			},
+			blindAppend: true,
+		},
+		{
+			name: "event log truncated below its committed size",
+			damage: func(t *testing.T, root string) result {
+				p := filepath.Join(root, alphaLog)
+				// Cut inside line 5: lines 1-4 stay whole.
+				require.NoError(t, os.Truncate(p, int64(middleOfLine(t, p, 5))))
+				return result{eventsDir + "/alpha.1.log", 5}
+			},
+			checkWhere: func(root string, r result) string { return r.file },
+			// The writer compares the log's size with the committed size.
+			blindErr: &result{file: eventsDir + "/alpha.1.log"},
+		},
+		{
+			name: "FORMAT holds garbage",
+			damage: func(t *testing.T, root string) result {
+				require.NoError(t, os.WriteFile(filepath.Join(root, formatFile), []byte("PK\x03\x04 not a store\n"), 0o600))
+				return result{filepath.Join(root, formatFile), 1}
+			},
+			openFails: true,
+			gate:      true,
+		},
+		{
+			name: "FORMAT names a newer version",
+			damage: func(t *testing.T, root string) result {
+				require.NoError(t, os.WriteFile(filepath.Join(root, formatFile), []byte(formatMagic+"\nformat 99\n"), 0o600))
+				return result{file: filepath.Join(root, formatFile)}
+			},
+			openFails: true,
+			gate:      true,
+			checkErr: func(t *testing.T, err error) {
+				// A newer format is not read at all, so not checked either.
+				var ie *state.IncompatibleError
+				require.ErrorAs(t, err, &ie)
+			},
+			wantErr: func(t *testing.T, root string, r result, err error) {
+				var ie *state.IncompatibleError
+				require.ErrorAs(t, err, &ie)
+				require.Equal(t, 99, ie.Found)
+				require.Equal(t, formatVersion, ie.Newest)
+				require.Contains(t, err.Error(), "upgrade sporectl")
+			},
+		},
+		{
+			name: "live txlog deleted",
+			damage: func(t *testing.T, root string) result {
+				require.NoError(t, os.Remove(filepath.Join(root, txlogName(2))))
+				return result{file: txlogName(2)}
+			},
+			openFails: true,
+			wantErr: func(t *testing.T, root string, r result, err error) {
+				requireCorrupt(t, err, r.file)
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := populated(t)
+			r := tc.damage(t, root)
+			wantErr := tc.wantErr
+			if wantErr == nil {
+				wantErr = func(t *testing.T, root string, r result, err error) {
+					t.Helper()
+					ce := requireCorrupt(t, err, r.file)
+					require.Equal(t, r.line, ce.Line, "%v", err)
+					want := r.file
+					if r.line > 0 {
+						want += fmt.Sprintf(":%d", r.line)
+					}
+					require.Contains(t, err.Error(), want)
+				}
+			}
+			sums := fileSums(t, root)
+
+			// Readers: Open refuses the store, or opens it and only the
+			// damaged log is unreadable.
+			st, err := Open(ctx, root, Options{})
+			if tc.openFails {
+				require.Error(t, err)
+				wantErr(t, root, r, err)
+				_, created, err := Init(ctx, root, state.Settings{Runtime: "local"}, Options{})
+				wantErr(t, root, r, err)
+				require.False(t, created)
+				st = unloaded(root)
+				if !tc.gate {
+					err = st.View(ctx, func(tx state.Tx) error { return nil })
+					wantErr(t, root, r, err)
+				}
+			} else {
+				require.NoError(t, err)
+				spores := view(t, st, func(tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+				require.Len(t, spores, 3)
+				err = st.View(ctx, func(tx state.Tx) error {
+					_, err := tx.Events(ctx, "alpha", 0, 0)
+					return err
+				})
+				wantErr(t, root, r, err)
+				// The undamaged logs still read.
+				evs := view(t, st, func(tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "beta", 0, 0) })
+				require.Len(t, evs, 2)
+			}
+
+			// Check never calls it sound.
+			rep, err := st.Check(ctx)
+			if tc.checkErr != nil {
+				require.Nil(t, rep)
+				tc.checkErr(t, err)
+			} else {
+				require.NoError(t, err)
+				where := fmt.Sprintf("%s:%d", r.file, r.line)
+				if r.line == 0 {
+					where = r.file
+				}
+				if tc.checkWhere != nil {
+					where = tc.checkWhere(root, r)
+				}
+				requireProblem(t, rep, where)
+			}
+
+			blind := func(tx state.Tx) error {
+				_, err := tx.Append(ctx, "alpha", []state.Event{{Kind: state.KindPrompt, Text: "blind"}})
+				return err
+			}
+			if !tc.gate {
+				// A writer that reads the damaged log first fails...
+				err = st.Update(ctx, func(tx state.Tx) error {
+					if _, err := tx.Events(ctx, "alpha", 0, 0); err != nil {
+						return err
+					}
+					return blind(tx)
+				})
+				wantErr(t, root, r, err)
+				// ...and so does one that appends blindly, unless only the
+				// log's content is damaged.
+				if !tc.blindAppend {
+					err = st.Update(ctx, blind)
+					if tc.blindErr != nil {
+						wantErr(t, root, *tc.blindErr, err)
+					} else {
+						wantErr(t, root, r, err)
+					}
+				}
+			}
+
+			// Nothing was rewritten, not even the damaged bytes.
+			require.Equal(t, sums, fileSums(t, root))
+
+			if tc.blindAppend {
+				// Appending after damage leaves the damaged bytes as they
+				// are, and Check keeps reporting them.
+				before, err := os.ReadFile(filepath.Join(root, alphaLog))
+				require.NoError(t, err)
+				require.NoError(t, st.Update(ctx, blind))
+				after, err := os.ReadFile(filepath.Join(root, alphaLog))
+				require.NoError(t, err)
+				require.Greater(t, len(after), len(before))
+				require.Equal(t, before, after[:len(before)])
+				rep, err := unloaded(root).Check(ctx)
+				require.NoError(t, err)
+				requireProblem(t, rep, fmt.Sprintf("%s:%d", r.file, r.line))
+			}
+		})
+	}
+}
+
+func view[T any](t *testing.T, s state.Store, fn func(tx state.Tx) (T, error)) T {
+	t.Helper()
+	var v T
+	require.NoError(t, s.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		v, err = fn(tx)
+		return err
+	}))
+	return v
+}
+
+// TestTornCommitTail: bytes without an end of line after the last commit
+// record are a commit that never finished (format §6). Readers ignore
+// them, Check notes them, and the next writer saves them under torn/,
+// drops them and carries on.
+func TestTornCommitTail(t *testing.T) {
+	ctx := context.Background()
+	root := populated(t)
+	before := mustDump(t, unloaded(root))
+	logPath := filepath.Join(root, txlogName(2))
+	good, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	garbage := []byte(`5a7a9525 {"tx":99,"at":"2026-11-30T00:05:56Z","rows":{"alpha":nu`)
+	require.NoError(t, os.WriteFile(logPath, append(bytes.Clone(good), garbage...), 0o600))
+	sums := fileSums(t, root)
+
+	st, err := Open(ctx, root, Options{})
+	require.NoError(t, err)
+	require.Equal(t, before, mustDump(t, st))
+	rep, err := st.Check(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "problems: %v", rep.Problems)
+	require.Len(t, rep.Notes, 1)
+	require.Equal(t, txlogName(2), rep.Notes[0].Where)
+	require.Contains(t, rep.Notes[0].Message, "torn tail")
+	require.Equal(t, sums, fileSums(t, root), "readers and Check must not touch a torn tail")
+
+	var got []state.Event
+	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
+		var err error
+		got, err = tx.Append(ctx, "alpha", []state.Event{{Kind: state.KindPrompt, Text: "after the crash"}})
+		return err
+	}))
+	require.Equal(t, before.Heads["alpha"].LastSeq+1, got[0].Seq)
+
+	saved, err := os.ReadFile(filepath.Join(root, tornDir, fmt.Sprintf("%s.%d", txlogName(2), len(good))))
+	require.NoError(t, err)
+	require.Equal(t, garbage, saved)
+	after, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Equal(t, good, after[:len(good)], "committed records were rewritten")
+	require.Equal(t, 1, bytes.Count(after[len(good):], []byte("\n")), "want exactly the new record after the good ones")
+	require.NotContains(t, string(after), string(garbage))
+
+	rep, err = unloaded(root).Check(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "problems: %v", rep.Problems)
+	for _, n := range rep.Notes {
+		require.True(t, strings.HasPrefix(n.Where, tornDir+"/"), "unexpected note %v", n)
+	}
+	want := *before
+	want.Heads = map[string]state.SporeHead{"alpha": {LastSeq: got[0].Seq}, "beta": before.Heads["beta"], "gamma": before.Heads["gamma"]}
+	want.Events = map[string][]state.Event{"alpha": append(slices.Clone(before.Events["alpha"]), got...), "beta": before.Events["beta"], "gamma": before.Events["gamma"]}
+	requireDumpEqual(t, &want, mustDump(t, unloaded(root)))
+}
+
+// requireDumpEqual compares dumps; times compare with Equal, since a value
+// read back from disk carries no monotonic clock reading.
+func requireDumpEqual(t *testing.T, want, got *storeDump) {
+	t.Helper()
+	norm := func(d *storeDump) *storeDump {
+		c := *d
+		c.Events = map[string][]state.Event{}
+		for id, evs := range d.Events {
+			for _, e := range evs {
+				e.At = e.At.UTC().Round(0)
+				c.Events[id] = append(c.Events[id], e)
+			}
+		}
+		return &c
+	}
+	require.Equal(t, norm(want), norm(got))
+}
+
+func TestOpenNotAStore(t *testing.T) {
+	ctx := context.Background()
+	t.Run("missing path", func(t *testing.T) {
+		root := filepath.Join(t.TempDir(), "nothing", "here")
+		_, err := Open(ctx, root, Options{})
+		require.ErrorIs(t, err, state.ErrNoStore)
+		require.NoDirExists(t, root, "Open must not create anything")
+	})
+	t.Run("non-empty directory", func(t *testing.T) {
+		parent := t.TempDir()
+		root := filepath.Join(parent, "home")
+		require.NoError(t, os.MkdirAll(filepath.Join(root, "sub"), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "notes.txt"), []byte("mine\n"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(root, "state.json"), []byte("{\"not\":\"ours\"}\n"), 0o600))
+		sums := fileSums(t, parent)
+
+		_, err := Open(ctx, root, Options{})
+		require.ErrorIs(t, err, state.ErrNoStore)
+
+		s, created, err := Init(ctx, root, state.Settings{Runtime: "local"}, Options{})
+		require.Error(t, err)
+		require.Nil(t, s)
+		require.False(t, created)
+		var ue *state.UnavailableError
+		require.ErrorAs(t, err, &ue)
+		require.Contains(t, err.Error(), "not empty")
+		// Not a byte changed, and no temporary sibling left behind.
+		require.Equal(t, sums, fileSums(t, parent))
+	})
+}
+
+// TestMissingCommitLog: a store whose live commit log is gone while its
+// snapshot is current is damaged (format §8), and every entry point says
+// so by name, rather than taking it for a compaction race and retrying.
+func TestMissingCommitLog(t *testing.T) {
+	ctx := context.Background()
+	root := populated(t)
+	require.NoError(t, os.Remove(filepath.Join(root, txlogName(2))))
+
+	_, err := Open(ctx, root, Options{})
+	ce := requireCorrupt(t, err, txlogName(2))
+	require.Contains(t, ce.Error(), txlogName(2))
+
+	rep, err := unloaded(root).Check(ctx)
+	require.NoError(t, err)
+	requireProblem(t, rep, txlogName(2))
+}
+
+// TestOpenOnFile: a path that is a regular file is not a store
+// (ErrNoStore, "is a file"), not an unavailable one.
+func TestOpenOnFile(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(root, []byte("x"), 0o600))
+	_, err := Open(context.Background(), root, Options{})
+	require.ErrorIs(t, err, state.ErrNoStore)
+	require.Contains(t, err.Error(), "is a file, not a store directory")
+}
+
+// TestCheckReadsAfresh: Check reads everything from disk, even on a handle
+// that has loaded the store before, so damage to records it had already
+// read is reported.
+func TestCheckReadsAfresh(t *testing.T) {
+	ctx := context.Background()
+	root := populated(t)
+	st, err := Open(ctx, root, Options{})
+	require.NoError(t, err)
+	p := filepath.Join(root, txlogName(2))
+	line := flipByte(t, p, middleOfLine(t, p, 2))
+
+	// A new process sees it...
+	_, err = Open(ctx, root, Options{})
+	requireCorrupt(t, err, txlogName(2))
+	// ...and so must Check on the handle opened before.
+	rep, err := st.Check(ctx)
+	require.NoError(t, err)
+	requireProblem(t, rep, fmt.Sprintf("%s:%d", txlogName(2), line))
+}
+
+// TestSnapshotRowCountBoundsAllocation: the header's "rows" is data, not
+// a size to trust. Pre-sizing the row map from it (as decodeSnapshot once
+// did) lets a header claiming billions of rows kill the process with
+// "fatal error: out of memory" instead of returning a CorruptError. A
+// header alone must not cost memory in proportion to its claim.
+func TestSnapshotRowCountBoundsAllocation(t *testing.T) {
+	header := fmt.Appendf(nil, `{"format":1,"gen":1,"tx":0,"rows":%d,"settings":{"runtime":"local","default_spec":{}}}`, 1<<22)
+	data := appendFrame(nil, header)
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	_, err := decodeSnapshot(snapshotFile, data)
+	runtime.ReadMemStats(&ms1)
+	ce := requireCorrupt(t, err, snapshotFile)
+	require.Contains(t, ce.Reason, "header says")
+	require.Less(t, ms1.TotalAlloc-ms0.TotalAlloc, uint64(4<<20), "bytes allocated to decode a %d-byte snapshot", len(data))
+}
