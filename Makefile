@@ -35,11 +35,14 @@ bench:
 	@set -e; eval "$$(bash .ci/deps.sh)"; \
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./...
 
-# fuzz runs every fuzz target for FUZZTIME each.
+# fuzz runs every fuzz target of every package for FUZZTIME each.
 FUZZTIME ?= 30s
 fuzz:
-	@for t in $$($(GO) test -list 'Fuzz.*' ./state/dirstore | grep ^Fuzz); do \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./state/dirstore || exit 1; \
+	@for pkg in $$($(GO) list ./...); do \
+		for t in $$($(GO) test -list 'Fuzz.*' $$pkg | grep ^Fuzz); do \
+			echo "== $$pkg $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg || exit 1; \
+		done; \
 	done
 
 fmt:
