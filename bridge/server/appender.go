@@ -15,10 +15,30 @@ const (
 	appendRetry = 500 * time.Millisecond
 )
 
+// maxPendingBytes bounds the lines waiting for a number, so that even an
+// agent writing 1 MiB lines cannot make the bridge hold more than this.
+const maxPendingBytes = 16 << 20
+
 // emit queues a line for numbering. It blocks while the log cannot keep
 // up (or the disk is full), which in turn stops reading the agent's
 // output: back-pressure instead of unbounded memory.
-func (s *Server) emit(line json.RawMessage) { s.out <- line }
+func (s *Server) emit(line json.RawMessage) {
+	s.pendingMu.Lock()
+	for s.pendingBytes > 0 && s.pendingBytes+len(line) > maxPendingBytes {
+		s.pendingCond.Wait()
+	}
+	s.pendingBytes += len(line)
+	s.pendingMu.Unlock()
+	s.out <- line
+}
+
+// release returns the budget of lines that got their numbers.
+func (s *Server) release(n int) {
+	s.pendingMu.Lock()
+	s.pendingBytes -= n
+	s.pendingMu.Unlock()
+	s.pendingCond.Broadcast()
+}
 
 // bridgeLine is a line the bridge writes about itself. Its type "bridge"
 // is one Claude Code never uses.
@@ -74,6 +94,7 @@ func (s *Server) appender(ctx context.Context) {
 			s.cfg.Logger.Error("append to event log failed; retrying", "lines", len(batch), "err", err)
 			time.Sleep(appendRetry)
 		}
+		s.release(size)
 	}
 }
 

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +147,4 @@ func TestClaudeKilledMidTurnIsRestarted(t *testing.T) {
 	for _, s := range sessions {
 		require.Equal(t, st.SessionID, s)
 	}
-	_ = json.Valid
 }

@@ -142,7 +142,7 @@ func (q *queue) write(op queueOp) error {
 	}
 	// A failed write (disk full) is cut off again, so the journal never
 	// holds a torn line before a good one.
-	off, err := q.f.Seek(0, io.SeekCurrent)
+	off, err := q.f.Seek(0, io.SeekEnd)
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,9 @@ type Server struct {
 	out   chan json.RawMessage // lines to number, in order
 
 	appenderDone chan struct{}
+	pendingMu    sync.Mutex
+	pendingCond  *sync.Cond
+	pendingBytes int // bytes emitted and not yet numbered
 	closing      atomic.Bool
 
 	mu           sync.Mutex
@@ -101,6 +104,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, dir: dir, lock: lock, state: bridge.StateStarting,
 		out: make(chan json.RawMessage, 4096), appenderDone: make(chan struct{})}
+	s.pendingCond = sync.NewCond(&s.pendingMu)
 	fail := func(err error) (*Server, error) {
 		s.closeFiles()
 		return nil, err

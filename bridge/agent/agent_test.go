@@ -1,0 +1,43 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestClaudeArgs(t *testing.T) {
+	c := &Claude{Bin: "claude", Args: []string{"--permission-mode", "acceptEdits"}}
+	require.Equal(t, []string{"-p", "--output-format", "stream-json", "--verbose", "--session-id", "S", "--permission-mode", "acceptEdits"},
+		c.args(Turn{SessionID: "S"}))
+	require.Equal(t, []string{"-p", "--output-format", "stream-json", "--verbose", "--resume", "S", "--permission-mode", "acceptEdits"},
+		c.args(Turn{SessionID: "S", Resume: true}))
+}
+
+func TestAgentEnvDropsTokenAndSetsHome(t *testing.T) {
+	env := agentEnv([]string{"PATH=/bin", "HOME=/root", TokenEnv + "=secret", "X=1"}, "/home/spore", []string{"ANTHROPIC_BASE_URL=http://f"})
+	require.Equal(t, []string{"PATH=/bin", "X=1", "HOME=/home/spore", "ANTHROPIC_BASE_URL=http://f"}, env)
+}
+
+func TestEchoSpeaksStreamJSONAndSaysItIsNotClaude(t *testing.T) {
+	p, err := Echo{}.Start(context.Background(), Turn{SessionID: "S", Prompt: "hi there", Home: "/h"})
+	require.NoError(t, err)
+	var lines []map[string]any
+	sc := bufio.NewScanner(p.Stdout())
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m))
+		lines = append(lines, m)
+	}
+	require.NoError(t, p.Wait())
+	require.Len(t, lines, 3)
+	require.Equal(t, "init", lines[0]["subtype"])
+	require.Equal(t, EchoModel, lines[0]["model"])
+	require.Equal(t, "S", lines[0]["session_id"])
+	require.Equal(t, "assistant", lines[1]["type"])
+	require.Equal(t, "result", lines[2]["type"])
+	require.Equal(t, "echo: hi there", lines[2]["result"])
+}
