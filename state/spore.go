@@ -3,6 +3,7 @@ package state
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Desired is the only health input that is persisted (DESIGN "Health").
@@ -112,8 +113,29 @@ func (s *Spore) Validate() error {
 			return &InvalidError{Field: "role", Value: s.Role, Reason: "needs a swarm"}
 		}
 	}
-	if _, err := ParseDesired(string(s.Desired)); err != nil || s.Desired == "" {
-		return &InvalidError{Field: "desired state", Value: string(s.Desired), Reason: "must be one of Running, Paused, Stopped"}
+	switch s.Desired {
+	case Running, Paused, Stopped:
+	default:
+		return &InvalidError{Field: "desired state", Value: string(s.Desired), Reason: "must be exactly one of Running, Paused, Stopped"}
+	}
+	for field, v := range map[string]string{"image": s.Spec.Image, "cpu": s.Spec.CPU, "memory": s.Spec.Memory, "storage": s.Spec.Storage} {
+		if err := validateText("spec "+field, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateText refuses control characters (NUL included) and invalid
+// UTF-8 in short, single-line fields.
+func validateText(field, v string) error {
+	if !utf8.ValidString(v) {
+		return &InvalidError{Field: field, Value: "(binary)", Reason: "is not valid UTF-8"}
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f {
+			return &InvalidError{Field: field, Value: v, Reason: "contains a control character"}
+		}
 	}
 	return nil
 }
@@ -122,4 +144,30 @@ func (s *Spore) Validate() error {
 // reading it: the last sequence number assigned.
 type SporeHead struct {
 	LastSeq uint64
+}
+
+// Precision is the resolution at which every store keeps times: the
+// PostgreSQL timestamp's. Backends truncate to it on write, so a time reads
+// back the same from either.
+const Precision = time.Microsecond
+
+// Stamp is t as a store keeps it: UTC, truncated to Precision.
+func Stamp(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC().Truncate(Precision)
+}
+
+// Stamped returns s with every time as a store keeps it.
+func (s Spore) Stamped() Spore {
+	s.Created, s.Updated, s.NotBefore = Stamp(s.Created), Stamp(s.Updated), Stamp(s.NotBefore)
+	if s.Failures != nil {
+		f := make([]time.Time, len(s.Failures))
+		for i, t := range s.Failures {
+			f[i] = Stamp(t)
+		}
+		s.Failures = f
+	}
+	return s
 }

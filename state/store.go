@@ -16,7 +16,10 @@ type Store interface {
 	// write it made becomes visible at once and survives a crash that
 	// follows Update's return; if fn returns an error, or the process dies
 	// before Update returns, none of them does. Writers are serialized at
-	// least per spore; an Update may wait for another to finish.
+	// least per spore; an Update may wait for another to finish. fn runs
+	// once: a store never retries it. An *UnavailableError from Update
+	// means nothing was committed, unless its message says the outcome is
+	// unknown (a connection lost during COMMIT).
 	Update(ctx context.Context, fn func(Tx) error) error
 	// Check verifies every invariant of the stored data without writing.
 	Check(ctx context.Context) (*CheckReport, error)
@@ -26,6 +29,9 @@ type Store interface {
 }
 
 // Tx is one transaction. Spore lists are sorted by ID; event slices by Seq.
+// Every read or write naming a spore that does not exist returns
+// ErrNotFound (wrapped). Times are kept at state.Precision (microseconds)
+// in UTC.
 type Tx interface {
 	Settings(ctx context.Context) (Settings, error)
 	PutSettings(ctx context.Context, s Settings) error
@@ -55,8 +61,9 @@ type Tx interface {
 
 	// Outbox lists the spore's undelivered messages in the order queued.
 	Outbox(ctx context.Context, id string) ([]OutboxEntry, error)
-	// Enqueue adds e to its spore's outbox; an entry with the same ID
-	// already queued makes it a no-op that reports added=false.
+	// Enqueue adds e to its spore's outbox, stamping a zero At with the
+	// transaction's time; an entry with the same ID already queued makes it
+	// a no-op that reports added=false.
 	Enqueue(ctx context.Context, e OutboxEntry) (added bool, err error)
 	// Dequeue removes a delivered entry; a missing entry is ErrNotFound.
 	Dequeue(ctx context.Context, spore, entryID string) error

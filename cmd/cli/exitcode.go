@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/storecopy"
 )
 
 // Exit codes, documented in docs/exit-codes.md. This file is the only
@@ -61,7 +62,7 @@ func exitCode(err error) int {
 		return ExitCorrupt
 	case errors.Is(err, state.ErrNotFound):
 		return ExitNotFound
-	case errors.Is(err, state.ErrExists):
+	case errors.Is(err, state.ErrExists), errors.Is(err, storecopy.ErrNotEmpty):
 		return ExitConflict
 	case errors.Is(err, state.ErrNoStore), errors.As(err, &unavail):
 		return ExitStore

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/pgstore"
 )
 
 // EnvStore names the store when --store is not given.
@@ -96,8 +96,13 @@ func (f *Factory) Store(ctx context.Context) (state.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	return f.OpenStore(ctx, loc)
+}
+
+// OpenStore opens the store at loc: a postgres:// URL or a directory.
+func (f *Factory) OpenStore(ctx context.Context, loc string) (state.Store, error) {
 	if isPostgres(loc) {
-		return nil, &state.UnavailableError{Op: "open store", Err: fmt.Errorf("the PostgreSQL backend is not available in this build")}
+		return pgstore.Open(ctx, loc, pgstore.Options{Logger: f.Logger()})
 	}
 	return dirstore.Open(ctx, loc, dirstore.Options{Logger: f.Logger()})
 }
@@ -108,8 +113,13 @@ func (f *Factory) InitStore(ctx context.Context, settings state.Settings) (state
 	if err != nil {
 		return nil, false, err
 	}
+	return f.InitStoreAt(ctx, loc, settings)
+}
+
+// InitStoreAt is InitStore for an explicit location.
+func (f *Factory) InitStoreAt(ctx context.Context, loc string, settings state.Settings) (state.Store, bool, error) {
 	if isPostgres(loc) {
-		return nil, false, &state.UnavailableError{Op: "init store", Err: fmt.Errorf("the PostgreSQL backend is not available in this build")}
+		return pgstore.Init(ctx, loc, settings, pgstore.Options{Logger: f.Logger()})
 	}
 	return dirstore.Init(ctx, loc, settings, dirstore.Options{Logger: f.Logger()})
 }

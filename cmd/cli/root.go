@@ -77,6 +77,7 @@ decided in one transaction, and exits.`,
 		newCmdSleep(f),
 		newCmdStop(f),
 		newCmdCheck(f),
+		newCmdStore(f),
 		newCmdVersion(f),
 		newCmdBridge(f),
 	)

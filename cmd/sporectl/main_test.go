@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 // These tests run the real binary, as operators and cron do.
@@ -30,7 +32,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build sporectl: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	// One PostgreSQL server for the tests that use a postgres:// store.
+	code := pgtest.Main(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

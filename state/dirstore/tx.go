@@ -37,7 +37,7 @@ type pendingLog struct {
 var _ state.Tx = (*tx)(nil)
 
 func newTx(s *Store, m *model, write bool) *tx {
-	return &tx{s: s, base: m, write: write, now: s.opts.Now().UTC(), txid: m.txid + 1}
+	return &tx{s: s, base: m, write: write, now: state.Stamp(s.opts.Now()), txid: m.txid + 1}
 }
 
 func (t *tx) dirty() bool { return len(t.rows) > 0 || t.settings != nil }
@@ -137,6 +137,7 @@ func (t *tx) CreateSpore(ctx context.Context, s state.Spore) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
+	s = s.Stamped()
 	if _, ok := t.get(s.ID); ok {
 		return fmt.Errorf("spore %s: %w", s.ID, state.ErrExists)
 	}
@@ -159,7 +160,7 @@ func (t *tx) UpdateSpore(ctx context.Context, s state.Spore) error {
 		return err
 	}
 	n := *r
-	n.Spore = s
+	n.Spore = s.Stamped()
 	t.put(&n)
 	return nil
 }
@@ -225,6 +226,7 @@ func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.
 	out := make([]state.Event, len(evs))
 	for i, e := range evs {
 		e.Seq = n.Log.LastSeq + 1
+		e.At = state.Stamp(e.At)
 		if e.At.IsZero() {
 			e.At = t.now
 		}
@@ -327,6 +329,7 @@ func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
 			return false, nil
 		}
 	}
+	e.At = state.Stamp(e.At)
 	if e.At.IsZero() {
 		e.At = t.now
 	}

@@ -47,6 +47,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReaderNotBlockedNorDirty", testReaderNotBlocked},
 		{"ConcurrentAppends", testConcurrentAppends},
 		{"CheckClean", testCheckClean},
+		{"MissingSpore", testMissingSpore},
+		{"TimePrecision", testTimePrecision},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -588,4 +590,58 @@ func seqs(evs []state.Event) []uint64 {
 		out[i] = e.Seq
 	}
 	return out
+}
+
+func testMissingSpore(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	reads := map[string]func(tx state.Tx) error{
+		"Spore":     func(tx state.Tx) error { _, err := tx.Spore(ctx, "ghost"); return err },
+		"Head":      func(tx state.Tx) error { _, err := tx.Head(ctx, "ghost"); return err },
+		"Events":    func(tx state.Tx) error { _, err := tx.Events(ctx, "ghost", 0, 0); return err },
+		"Tail":      func(tx state.Tx) error { _, err := tx.Tail(ctx, "ghost", 5); return err },
+		"Outbox":    func(tx state.Tx) error { _, err := tx.Outbox(ctx, "ghost"); return err },
+		"TokenHash": func(tx state.Tx) error { _, err := tx.TokenHash(ctx, "ghost"); return err },
+	}
+	for name, read := range reads {
+		require.ErrorIs(t, s.View(ctx, read), state.ErrNotFound, name)
+	}
+	writes := map[string]func(tx state.Tx) error{
+		"UpdateSpore": func(tx state.Tx) error { return tx.UpdateSpore(ctx, Spore("ghost")) },
+		"DeleteSpore": func(tx state.Tx) error { return tx.DeleteSpore(ctx, "ghost") },
+		"Dequeue":     func(tx state.Tx) error { return tx.Dequeue(ctx, "ghost", "m") },
+	}
+	for name, write := range writes {
+		require.ErrorIs(t, s.Update(ctx, write), state.ErrNotFound, name)
+	}
+}
+
+// testTimePrecision: times come back in UTC at state.Precision from every
+// backend, and a zero time is stamped with the transaction's time.
+func testTimePrecision(t *testing.T, s state.Store) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 2, 3, 4, 5, 123456789, time.FixedZone("X", 3600))
+	sp := Spore("timed")
+	sp.Created, sp.Updated = at, at
+	before := time.Now().Add(-time.Second)
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		if err := tx.CreateSpore(ctx, sp); err != nil {
+			return err
+		}
+		if _, err := tx.Append(ctx, "timed", []state.Event{{Kind: state.KindPrompt, At: at, Text: "x", From: "nul\x00from", Action: "nul\x00action"}}); err != nil {
+			return err
+		}
+		_, err := tx.Enqueue(ctx, state.OutboxEntry{ID: "m1", Spore: "timed", From: "user:a", Text: "t"})
+		return err
+	}))
+	want := at.UTC().Truncate(state.Precision)
+	got := view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "timed") })
+	require.Equal(t, want, got.Created.UTC())
+	evs := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "timed", 0, 0) })
+	require.Equal(t, want, evs[0].At.UTC())
+	require.Equal(t, "nul\x00from", evs[0].From)
+	require.Equal(t, "nul\x00action", evs[0].Action)
+	out := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "timed") })
+	require.False(t, out[0].At.IsZero(), "Enqueue stamps a zero At")
+	require.True(t, out[0].At.After(before))
+	require.Equal(t, out[0].At, out[0].At.Truncate(state.Precision))
 }

@@ -1,0 +1,77 @@
+package pgstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/storetest"
+)
+
+// TestCheckFindsDamage breaks the data behind the store's back, one way
+// per case, and expects Check to name it (and normal reads to refuse a
+// broken row with CorruptError rather than return it).
+func TestCheckFindsDamage(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage string
+		want   string // substring of a problem's where+message
+	}{
+		{"gap", `DELETE FROM sporectl.events WHERE spore_id = 'one' AND seq = 2`, "gaps"},
+		{"head ahead", `UPDATE sporectl.spores SET last_seq = 9 WHERE id = 'one'`, "last_seq is 9"},
+		{"lost events", `DELETE FROM sporectl.events WHERE spore_id = 'one'`, "no events but last_seq is 3"},
+		{"orphan events", `UPDATE sporectl.events SET spore_id = 'ghost' WHERE spore_id = 'two'`, "spore_id=ghost"},
+		{"bad utf8", `UPDATE sporectl.events SET body = '\xff'::bytea WHERE spore_id = 'one' AND seq = 1`, "UTF-8"},
+		{"bad line", `UPDATE sporectl.events SET line = '{'::bytea WHERE spore_id = 'one' AND seq = 1`, "JSON"},
+		{"bad spore row", `UPDATE sporectl.spores SET colony = 'Not Valid' WHERE id = 'two'`, "colony"},
+		{"bad outbox row", `UPDATE sporectl.outbox SET body = '\xc328'::bytea`, "not valid UTF-8"},
+		{"no settings", `DELETE FROM sporectl.settings`, "settings rows"},
+		{"orphan outbox", `ALTER TABLE sporectl.outbox DROP CONSTRAINT outbox_spore_id_fkey;
+			UPDATE sporectl.outbox SET spore_id = 'ghost'`, "sporectl.outbox spore_id=ghost"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, url := newStoreURL(t)
+			ctx := context.Background()
+			require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+				for _, id := range []string{"one", "two"} {
+					if err := tx.CreateSpore(ctx, storetest.Spore(id)); err != nil {
+						return err
+					}
+					if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindPrompt, Text: "a"}, {Kind: state.KindPrompt, Text: "b"}, {Kind: state.KindPrompt, Text: "c"}}); err != nil {
+						return err
+					}
+				}
+				_, err := tx.Enqueue(ctx, state.OutboxEntry{ID: "m", Spore: "one", From: "user:x", Text: "t"})
+				return err
+			}))
+			rep, err := s.Check(ctx)
+			require.NoError(t, err)
+			require.True(t, rep.OK(), "clean before damage: %v", rep.Problems)
+
+			adminExec(t, url, tc.damage)
+			rep, err = s.Check(ctx)
+			require.NoError(t, err)
+			require.False(t, rep.OK())
+			var all []string
+			for _, p := range rep.Problems {
+				all = append(all, p.Where+": "+p.Message)
+			}
+			require.Contains(t, strings.Join(all, "\n"), tc.want)
+		})
+	}
+}
+
+func TestCorruptRowIsRefused(t *testing.T) {
+	s, url := newStoreURL(t)
+	ctx := context.Background()
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("one")) }))
+	adminExec(t, url, `UPDATE sporectl.spores SET colony = 'Bad Colony'`)
+	err := s.View(ctx, func(tx state.Tx) error { _, err := tx.Spore(ctx, "one"); return err })
+	var ce *state.CorruptError
+	require.ErrorAs(t, err, &ce)
+	require.Contains(t, ce.Error(), "id=one")
+}

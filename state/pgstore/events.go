@@ -1,0 +1,219 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// copyThreshold is the batch size from which Append uses COPY; below it a
+// pipelined batch of INSERTs is also one round trip, with no COPY setup.
+const copyThreshold = 64
+
+var eventCopyColumns = []string{"spore_id", "seq", "at", "kind", "action", "sender", "body", "bridge_seq", "line"}
+
+func (t *tx) Head(ctx context.Context, id string) (state.SporeHead, error) {
+	var last int64
+	err := t.tx.QueryRow(ctx, `SELECT last_seq FROM sporectl.spores WHERE id = $1`+t.lockClause(), id).Scan(&last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return state.SporeHead{}, fmt.Errorf("read head of %q: %w", id, state.ErrNotFound)
+	}
+	if err != nil {
+		return state.SporeHead{}, classify("read head of "+id, err)
+	}
+	return state.SporeHead{LastSeq: uint64(last)}, nil
+}
+
+func (t *tx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
+	rows, err := t.tx.Query(ctx, `SELECT id, last_seq FROM sporectl.spores ORDER BY id`+t.lockClause())
+	if err != nil {
+		return nil, classify("read heads", err)
+	}
+	defer rows.Close()
+	out := map[string]state.SporeHead{}
+	for rows.Next() {
+		var id string
+		var last int64
+		if err := rows.Scan(&id, &last); err != nil {
+			return nil, classify("read heads", err)
+		}
+		out[id] = state.SporeHead{LastSeq: uint64(last)}
+	}
+	return out, classify("read heads", rows.Err())
+}
+
+// Append reserves n sequence numbers by incrementing last_seq, which locks
+// the spore row until the transaction ends: a concurrent appender waits
+// for the commit (or rollback) and then increments the committed value, so
+// numbers are gapless and never shared.
+func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.Event, error) {
+	op := "append events for " + id
+	if err := t.writable(op); err != nil {
+		return nil, err
+	}
+	for i := range evs {
+		if err := checkEvent(i, &evs[i]); err != nil {
+			return nil, err
+		}
+	}
+	var last int64
+	err := t.tx.QueryRow(ctx, `UPDATE sporectl.spores SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq`,
+		id, int64(len(evs))).Scan(&last)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%s: %w", op, state.ErrNotFound)
+	}
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	now, err := t.txTime(ctx)
+	if err != nil {
+		return nil, err
+	}
+	first := uint64(last) - uint64(len(evs)) + 1
+	out := make([]state.Event, len(evs))
+	for i, e := range evs {
+		e.Seq = first + uint64(i)
+		if e.At.IsZero() {
+			e.At = now
+		}
+		out[i] = e
+	}
+	if len(out) >= copyThreshold {
+		err = t.copyEvents(ctx, id, out)
+	} else {
+		err = t.insertEvents(ctx, id, out)
+	}
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	return out, nil
+}
+
+func eventRow(id string, e *state.Event) []any {
+	var line any
+	if len(e.Line) > 0 {
+		line = []byte(e.Line)
+	}
+	return []any{id, int64(e.Seq), e.At, string(e.Kind), []byte(e.Action), []byte(e.From), []byte(e.Text), int64(e.BridgeSeq), line}
+}
+
+func (t *tx) copyEvents(ctx context.Context, id string, evs []state.Event) error {
+	_, err := t.tx.CopyFrom(ctx, pgx.Identifier{"sporectl", "events"}, eventCopyColumns,
+		pgx.CopyFromSlice(len(evs), func(i int) ([]any, error) { return eventRow(id, &evs[i]), nil }))
+	return err
+}
+
+// insertEvents sends every INSERT in one pipelined round trip.
+func (t *tx) insertEvents(ctx context.Context, id string, evs []state.Event) error {
+	b := &pgx.Batch{}
+	for i := range evs {
+		b.Queue(`INSERT INTO sporectl.events (spore_id, seq, at, kind, action, sender, body, bridge_seq, line)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, eventRow(id, &evs[i])...)
+	}
+	return t.tx.SendBatch(ctx, b).Close()
+}
+
+const eventColumns = `seq, at, kind, action, sender, body, bridge_seq, line`
+
+// The two reads of a log; both are range scans of the primary key
+// (spore_id, seq), which TestLogReadsUseTheIndex checks with EXPLAIN.
+const (
+	eventsQuery = `SELECT ` + eventColumns + ` FROM sporectl.events
+		WHERE spore_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
+	tailQuery = `SELECT ` + eventColumns + ` FROM sporectl.events
+		WHERE spore_id = $1 ORDER BY seq DESC LIMIT $2`
+)
+
+// Events reads an index range (spore_id, seq > after), so its cost does not
+// depend on how many events precede after.
+func (t *tx) Events(ctx context.Context, id string, after uint64, limit int) ([]state.Event, error) {
+	op := "read events of " + id
+	if err := t.lockInUpdate(ctx, op, id); err != nil {
+		return nil, err
+	}
+	var lim any // NULL is LIMIT ALL
+	if limit > 0 {
+		lim = limit
+	}
+	rows, err := t.tx.Query(ctx, eventsQuery, id, int64(min(after, 1<<63-1)), lim)
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	evs, err := scanEvents(id, rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		if err := t.sporeExists(ctx, op, id); err != nil {
+			return nil, err
+		}
+	}
+	return evs, nil
+}
+
+// Tail walks the primary key backwards from the end of the log.
+func (t *tx) Tail(ctx context.Context, id string, n int) ([]state.Event, error) {
+	op := "read tail of " + id
+	if err := t.lockInUpdate(ctx, op, id); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		return nil, t.sporeExists(ctx, op, id)
+	}
+	rows, err := t.tx.Query(ctx, tailQuery, id, n)
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	evs, err := scanEvents(id, rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(evs) == 0 {
+		if err := t.sporeExists(ctx, op, id); err != nil {
+			return nil, err
+		}
+	}
+	slices.Reverse(evs)
+	return evs, nil
+}
+
+func scanEvents(id string, rows pgx.Rows) ([]state.Event, error) {
+	defer rows.Close()
+	var out []state.Event
+	for rows.Next() {
+		var (
+			e         state.Event
+			seq, bseq int64
+			kind      string
+			action    []byte
+			sender    []byte
+			body      []byte
+			line      []byte
+		)
+		if err := rows.Scan(&seq, &e.At, &kind, &action, &sender, &body, &bseq, &line); err != nil {
+			return nil, classify("read events of "+id, err)
+		}
+		e.Seq, e.BridgeSeq, e.Kind = uint64(seq), uint64(bseq), state.EventKind(kind)
+		e.Action, e.From, e.Text = string(action), string(sender), string(body)
+		e.At = e.At.UTC()
+		if len(line) > 0 {
+			e.Line = line
+		}
+		if !state.ValidKind(e.Kind) || bseq < 0 {
+			return nil, corrupt("sporectl.events", fmt.Sprintf("spore_id=%s seq=%d", id, seq), "kind or bridge_seq out of range")
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read events of "+id, err)
+	}
+	return out, nil
+}

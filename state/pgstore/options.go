@@ -1,0 +1,48 @@
+package pgstore
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Options tune how the store talks to the server. The zero value is usable.
+type Options struct {
+	// Logger receives connection retries and migrations; nil discards.
+	Logger *slog.Logger
+	// ConnectTimeout bounds one connection attempt (default 5s).
+	ConnectTimeout time.Duration
+	// ConnectAttempts bounds how often Open and Init try to reach the
+	// server before giving up (default 4, with exponential backoff).
+	ConnectAttempts int
+	// StatementTimeout is Postgres' statement_timeout for every session
+	// (default 60s), so a stuck query or lock wait fails instead of hanging.
+	StatementTimeout time.Duration
+	// IdleInTxTimeout ends a session that holds a transaction open without
+	// sending anything (default 5m): a wedged client must not hold spore
+	// row locks forever.
+	IdleInTxTimeout time.Duration
+	// MaxConns caps the pool (default 4).
+	MaxConns int32
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 5 * time.Second
+	}
+	if o.ConnectAttempts <= 0 {
+		o.ConnectAttempts = 4
+	}
+	if o.StatementTimeout <= 0 {
+		o.StatementTimeout = 60 * time.Second
+	}
+	if o.IdleInTxTimeout <= 0 {
+		o.IdleInTxTimeout = 5 * time.Minute
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 4
+	}
+	return o
+}

@@ -1,0 +1,121 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error) {
+	op := "read outbox of " + id
+	if err := t.lockInUpdate(ctx, op, id); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.Query(ctx, `SELECT id, sender, body, at, wake FROM sporectl.outbox
+		WHERE spore_id = $1 ORDER BY pos`, id)
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	defer rows.Close()
+	var out []state.OutboxEntry
+	for rows.Next() {
+		e := state.OutboxEntry{Spore: id}
+		var sender, body []byte
+		if err := rows.Scan(&e.ID, &sender, &body, &e.At, &e.Wake); err != nil {
+			return nil, classify(op, err)
+		}
+		e.From, e.Text, e.At = string(sender), string(body), e.At.UTC()
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(op, err)
+	}
+	if len(out) == 0 {
+		if err := t.sporeExists(ctx, op, id); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
+	op := "enqueue for " + e.Spore
+	if err := t.writable(op); err != nil {
+		return false, err
+	}
+	if err := checkEntry(&e); err != nil {
+		return false, err
+	}
+	if err := t.lockSpore(ctx, op, e.Spore); err != nil {
+		return false, err
+	}
+	// Like Append, a zero time is stamped with the transaction's time.
+	if e.At.IsZero() {
+		now, err := t.txTime(ctx)
+		if err != nil {
+			return false, err
+		}
+		e.At = now
+	}
+	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.outbox (spore_id, id, sender, body, at, wake)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (spore_id, id) DO NOTHING`,
+		e.Spore, e.ID, []byte(e.From), []byte(e.Text), e.At, e.Wake)
+	if err != nil {
+		return false, classify(op, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+func (t *tx) Dequeue(ctx context.Context, spore, entryID string) error {
+	op := fmt.Sprintf("dequeue %q for %s", entryID, spore)
+	if err := t.writable(op); err != nil {
+		return err
+	}
+	if err := t.lockSpore(ctx, op, spore); err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `DELETE FROM sporectl.outbox WHERE spore_id = $1 AND id = $2`, spore, entryID)
+	if err != nil {
+		return classify(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%s: %w", op, state.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *tx) TokenHash(ctx context.Context, id string) (state.TokenHash, error) {
+	if err := t.lockInUpdate(ctx, "read token hash of "+id, id); err != nil {
+		return "", err
+	}
+	var h string
+	err := t.tx.QueryRow(ctx, `SELECT hash FROM sporectl.tokens WHERE spore_id = $1`, id).Scan(&h)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("read token hash of %q: %w", id, state.ErrNotFound)
+	}
+	if err != nil {
+		return "", classify("read token hash of "+id, err)
+	}
+	return state.TokenHash(h), nil
+}
+
+func (t *tx) SetTokenHash(ctx context.Context, id string, h state.TokenHash) error {
+	op := "set token hash of " + id
+	if err := t.writable(op); err != nil {
+		return err
+	}
+	if !h.Valid() {
+		// Never echo the value: it may be a plaintext token.
+		return &state.InvalidError{Field: "token hash", Value: "(hidden)", Reason: "must be 64 lowercase hex digits (a SHA-256), not a token"}
+	}
+	if err := t.lockSpore(ctx, op, id); err != nil {
+		return err
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO sporectl.tokens (spore_id, hash) VALUES ($1, $2)
+		ON CONFLICT (spore_id) DO UPDATE SET hash = excluded.hash`, id, string(h))
+	return classify(op, err)
+}

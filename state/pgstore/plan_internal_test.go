@@ -1,0 +1,68 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+)
+
+// TestLogReadsUseTheIndex asks the planner how it runs Events and Tail on
+// a table with many spores' logs: both must be index scans of the primary
+// key, never a scan of the table, or their cost would grow with history.
+func TestLogReadsUseTheIndex(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	s, _, err := Init(ctx, url, state.Settings{Runtime: "local"}, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Update(ctx, func(stx state.Tx) error {
+		for i := 0; i < 20; i++ {
+			id := fmt.Sprintf("s%02d", i)
+			if err := stx.CreateSpore(ctx, state.Spore{ID: id, Colony: "c", Rank: state.RankSpore, Desired: state.Paused}); err != nil {
+				return err
+			}
+			evs := make([]state.Event, 2000)
+			for j := range evs {
+				evs[j] = state.Event{Kind: state.KindPrompt, Text: "x"}
+			}
+			if _, err := stx.Append(ctx, id, evs); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	_, err = s.pool.Exec(ctx, `ANALYZE sporectl.events`)
+	require.NoError(t, err)
+
+	for _, q := range []struct {
+		name string
+		sql  string
+		args []any
+		want string
+	}{
+		{"Events", eventsQuery, []any{"s07", int64(1950), 50}, "Index Scan using events_pkey"},
+		{"Events without limit", eventsQuery, []any{"s07", int64(1950), nil}, "Index Scan using events_pkey"},
+		{"Tail", tailQuery, []any{"s07", 50}, "Index Scan Backward using events_pkey"},
+	} {
+		t.Run(q.name, func(t *testing.T) {
+			rows, err := s.pool.Query(ctx, "EXPLAIN "+q.sql, q.args...)
+			require.NoError(t, err)
+			var plan []string
+			for rows.Next() {
+				var line string
+				require.NoError(t, rows.Scan(&line))
+				plan = append(plan, line)
+			}
+			require.NoError(t, rows.Err())
+			text := strings.Join(plan, "\n")
+			require.Contains(t, text, q.want, "plan:\n%s", text)
+			require.NotContains(t, text, "Seq Scan", "plan:\n%s", text)
+		})
+	}
+}

@@ -1,0 +1,174 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+const sporeColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
+	created, updated, restarts, failures, not_before, breaker_open, bridge_seq`
+
+func scanSpore(row pgx.Row) (state.Spore, error) {
+	var (
+		sp            state.Spore
+		rank, desired string
+		failures      *[]time.Time // nil for NULL, so nil and empty stay apart
+		notBefore     *time.Time
+		bridgeSeq     int64
+	)
+	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
+		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
+		&sp.Created, &sp.Updated, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq)
+	if err != nil {
+		return sp, err
+	}
+	sp.Rank, sp.Desired = state.Rank(rank), state.Desired(desired)
+	sp.Created, sp.Updated = sp.Created.UTC(), sp.Updated.UTC()
+	if failures != nil {
+		sp.Failures = make([]time.Time, len(*failures))
+		for i, f := range *failures {
+			sp.Failures[i] = f.UTC()
+		}
+	}
+	if notBefore != nil {
+		sp.NotBefore = notBefore.UTC()
+	}
+	if bridgeSeq < 0 {
+		return sp, corrupt("sporectl.spores", "id="+sp.ID, "negative bridge_seq")
+	}
+	sp.BridgeSeq = uint64(bridgeSeq)
+	if err := sp.Validate(); err != nil {
+		return sp, corrupt("sporectl.spores", "id="+sp.ID, err.Error())
+	}
+	return sp, nil
+}
+
+func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
+	sp, err := scanSpore(t.tx.QueryRow(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores WHERE id = $1`+t.lockClause(), id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sp, fmt.Errorf("read spore %q: %w", id, state.ErrNotFound)
+	}
+	if err != nil {
+		return sp, sporeErr("read spore "+id, err)
+	}
+	return sp, nil
+}
+
+func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
+	if err := t.lockSporeSet(ctx); err != nil {
+		return nil, err
+	}
+	// id is COLLATE "C", so this order is bytewise whatever the
+	// database's locale, and it is the primary key's index order.
+	rows, err := t.tx.Query(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores ORDER BY id`+t.lockClause())
+	if err != nil {
+		return nil, classify("list spores", err)
+	}
+	defer rows.Close()
+	var out []state.Spore
+	for rows.Next() {
+		sp, err := scanSpore(rows)
+		if err != nil {
+			return nil, sporeErr("list spores", err)
+		}
+		out = append(out, sp)
+	}
+	return out, classify("list spores", rows.Err())
+}
+
+// sporeErr keeps typed errors (CorruptError from a row) and classifies the
+// rest.
+func sporeErr(op string, err error) error {
+	var ce *state.CorruptError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return classify(op, err)
+}
+
+// sporeArgs are the values for sporeColumns, in order.
+func sporeArgs(sp *state.Spore) []any {
+	var failures any
+	if sp.Failures != nil {
+		failures = sp.Failures
+	}
+	var notBefore any
+	if !sp.NotBefore.IsZero() {
+		notBefore = sp.NotBefore
+	}
+	return []any{sp.ID, sp.Colony, string(sp.Rank), sp.Swarm, sp.Role, string(sp.Desired),
+		sp.Spec.Image, sp.Spec.CPU, sp.Spec.Memory, sp.Spec.Storage,
+		sp.Created, sp.Updated, sp.Restarts, failures, notBefore, sp.BreakerOpen, int64(sp.BridgeSeq)}
+}
+
+func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
+	if err := t.writable("create spore"); err != nil {
+		return err
+	}
+	if err := checkSpore(&sp); err != nil {
+		return err
+	}
+	if err := t.lockSporeSet(ctx); err != nil {
+		return err
+	}
+	// ON CONFLICT DO NOTHING instead of catching a unique violation: an
+	// error would abort the whole transaction, but ErrExists must leave it
+	// usable like every other typed error.
+	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
+	if err != nil {
+		return classify("create spore "+sp.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("create spore %q: %w", sp.ID, state.ErrExists)
+	}
+	return nil
+}
+
+func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
+	if err := t.writable("update spore"); err != nil {
+		return err
+	}
+	if err := checkSpore(&sp); err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `UPDATE sporectl.spores SET colony = $2, rank = $3, swarm = $4, role = $5, desired = $6,
+		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
+		restarts = $13, failures = $14, not_before = $15, breaker_open = $16, bridge_seq = $17
+		WHERE id = $1`, sporeArgs(&sp)...)
+	if err != nil {
+		return classify("update spore "+sp.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("update spore %q: %w", sp.ID, state.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *tx) DeleteSpore(ctx context.Context, id string) error {
+	if err := t.writable("delete spore"); err != nil {
+		return err
+	}
+	op := "delete spore " + id
+	if err := t.lockSporeSet(ctx); err != nil {
+		return err
+	}
+	// Deleting the row first takes its lock, so no writer can append to
+	// the log while it is being removed. Outbox and token rows cascade.
+	tag, err := t.tx.Exec(ctx, `DELETE FROM sporectl.spores WHERE id = $1`, id)
+	if err != nil {
+		return classify(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("%s: %w", op, state.ErrNotFound)
+	}
+	_, err = t.tx.Exec(ctx, `DELETE FROM sporectl.events WHERE spore_id = $1`, id)
+	return classify(op, err)
+}

@@ -1,0 +1,140 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// tx implements state.Tx on one Postgres transaction.
+//
+// Locking rule (docs/postgres.md "Locks"): inside Update, every statement
+// that reads or writes a spore's data first holds that spore's row lock
+// (SELECT … FOR UPDATE, or the UPDATE itself), and Spores/Heads lock every
+// row in id order. So two Updates touching one spore run one after the
+// other, a read-modify-write never loses an update, and last_seq is
+// incremented by one writer at a time. Row locks cannot cover rows that do
+// not exist yet, so Spores, CreateSpore and DeleteSpore also take the
+// "spore set" advisory lock: a transaction that lists the spores and then
+// creates one based on what it saw (only one arch, say) cannot interleave
+// with another doing the same. Inside View nothing is locked.
+type tx struct {
+	tx       pgx.Tx
+	readOnly bool
+	now      time.Time // transaction time, fetched on first need
+	setLock  bool      // the spore-set advisory lock is held
+}
+
+// sporeSetLockKey names the advisory lock over the set of spore ids
+// ("sporeset" in ASCII).
+const sporeSetLockKey = 0x73706f7265736574
+
+// lockSporeSet takes the spore-set lock once per transaction; it is
+// released when the transaction ends.
+func (t *tx) lockSporeSet(ctx context.Context) error {
+	if t.readOnly || t.setLock {
+		return nil
+	}
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(sporeSetLockKey)); err != nil {
+		return classify("lock the spore set", err)
+	}
+	t.setLock = true
+	return nil
+}
+
+var _ state.Tx = (*tx)(nil)
+
+func (t *tx) writable(op string) error {
+	if t.readOnly {
+		return fmt.Errorf("%s: %w", op, state.ErrReadOnly)
+	}
+	return nil
+}
+
+// lockClause makes reads inside Update take the spore row lock.
+func (t *tx) lockClause() string {
+	if t.readOnly {
+		return ""
+	}
+	return " FOR UPDATE"
+}
+
+// txTime is the server's transaction timestamp, the same for every event
+// the transaction stamps.
+func (t *tx) txTime(ctx context.Context) (time.Time, error) {
+	if t.now.IsZero() {
+		if err := t.tx.QueryRow(ctx, `SELECT transaction_timestamp()`).Scan(&t.now); err != nil {
+			return time.Time{}, classify("read transaction time", err)
+		}
+		t.now = t.now.UTC()
+	}
+	return t.now, nil
+}
+
+func (t *tx) Settings(ctx context.Context) (state.Settings, error) {
+	var doc []byte
+	err := t.tx.QueryRow(ctx, `SELECT doc::text FROM sporectl.settings`+t.lockClause()).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return state.Settings{}, corrupt("sporectl.settings", "singleton", "the settings row is missing")
+	}
+	if err != nil {
+		return state.Settings{}, classify("read settings", err)
+	}
+	var st state.Settings
+	if err := json.Unmarshal(doc, &st); err != nil {
+		return state.Settings{}, corrupt("sporectl.settings", "singleton", "not a settings document: "+err.Error())
+	}
+	return st, nil
+}
+
+func (t *tx) PutSettings(ctx context.Context, st state.Settings) error {
+	if err := t.writable("put settings"); err != nil {
+		return err
+	}
+	doc, err := encodeSettings(st)
+	if err != nil {
+		return err
+	}
+	_, err = t.tx.Exec(ctx, `INSERT INTO sporectl.settings (singleton, doc) VALUES (true, $1)
+		ON CONFLICT (singleton) DO UPDATE SET doc = excluded.doc`, doc)
+	return classify("put settings", err)
+}
+
+// lockSpore takes the spore's row lock and reports ErrNotFound when the
+// spore does not exist.
+func (t *tx) lockSpore(ctx context.Context, op, id string) error {
+	var one int
+	err := t.tx.QueryRow(ctx, `SELECT 1 FROM sporectl.spores WHERE id = $1 FOR UPDATE`, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: spore %q: %w", op, id, state.ErrNotFound)
+	}
+	return classify(op, err)
+}
+
+// lockInUpdate takes the spore's row lock inside an Update, before a read
+// of its log, outbox or token, so what is read stays true until the
+// transaction ends. Inside a View it does nothing: the snapshot already
+// holds still.
+func (t *tx) lockInUpdate(ctx context.Context, op, id string) error {
+	if t.readOnly {
+		return nil
+	}
+	return t.lockSpore(ctx, op, id)
+}
+
+// sporeExists answers without locking, for reads that found nothing and
+// must tell "no such spore" from "no rows yet".
+func (t *tx) sporeExists(ctx context.Context, op, id string) error {
+	var one int
+	err := t.tx.QueryRow(ctx, `SELECT 1 FROM sporectl.spores WHERE id = $1`+t.lockClause(), id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%s: spore %q: %w", op, id, state.ErrNotFound)
+	}
+	return classify(op, err)
+}

@@ -1,0 +1,100 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// checkBody validates text kept in a bytea column: any valid UTF-8,
+// NUL bytes included, which round-trip exactly.
+func checkBody(field, v string) error {
+	if !utf8.ValidString(v) {
+		return &state.InvalidError{Field: field, Value: preview(v), Reason: "is not valid UTF-8"}
+	}
+	return nil
+}
+
+// checkText validates text kept in a text column, which Postgres cannot
+// store with a NUL byte.
+func checkText(field, v string) error {
+	if err := checkBody(field, v); err != nil {
+		return err
+	}
+	if strings.IndexByte(v, 0) >= 0 {
+		return &state.InvalidError{Field: field, Value: preview(v), Reason: "contains a NUL byte"}
+	}
+	return nil
+}
+
+func checkEvent(i int, e *state.Event) error {
+	field := func(name string) string { return fmt.Sprintf("event %d %s", i+1, name) }
+	if !state.ValidKind(e.Kind) {
+		return &state.InvalidError{Field: field("kind"), Value: string(e.Kind), Reason: "must be one of lifecycle, prompt, agent, message, breaker"}
+	}
+	if err := checkBody(field("action"), e.Action); err != nil {
+		return err
+	}
+	if err := checkBody(field("from"), e.From); err != nil {
+		return err
+	}
+	if err := checkBody(field("text"), e.Text); err != nil {
+		return err
+	}
+	if len(e.Line) > 0 && !json.Valid(e.Line) {
+		return &state.InvalidError{Field: field("line"), Value: preview(string(e.Line)), Reason: "is not valid JSON"}
+	}
+	return nil
+}
+
+func checkSpore(sp *state.Spore) error {
+	if err := sp.Validate(); err != nil {
+		return err
+	}
+	// Validate accepts any case ("running"); the column holds the state
+	// names as spelled in the model, so other spellings are refused here
+	// instead of failing the CHECK constraint and aborting the transaction.
+	if d, _ := state.ParseDesired(string(sp.Desired)); d != sp.Desired {
+		return &state.InvalidError{Field: "desired state", Value: string(sp.Desired), Reason: "must be spelled Running, Paused or Stopped"}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"image", sp.Spec.Image}, {"cpu", sp.Spec.CPU}, {"memory", sp.Spec.Memory}, {"storage", sp.Spec.Storage},
+	} {
+		if err := checkText("spore "+f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkEntry applies the outbox grammar both backends share: the id is an
+// idempotency key of 1 to 128 printable ASCII characters without spaces.
+func checkEntry(e *state.OutboxEntry) error {
+	if err := state.ValidateID(e.Spore); err != nil {
+		return err
+	}
+	if e.ID == "" || len(e.ID) > 128 {
+		return &state.InvalidError{Field: "message id", Value: preview(e.ID), Reason: "must be 1 to 128 characters"}
+	}
+	for i := 0; i < len(e.ID); i++ {
+		if c := e.ID[i]; c <= ' ' || c >= 0x7f {
+			return &state.InvalidError{Field: "message id", Value: preview(e.ID), Reason: "must be printable ASCII without spaces"}
+		}
+	}
+	if err := checkBody("message from", e.From); err != nil {
+		return err
+	}
+	return checkBody("message text", e.Text)
+}
+
+// preview keeps a rejected value short in an error message.
+func preview(v string) string {
+	const max = 64
+	if len(v) <= max {
+		return v
+	}
+	return v[:max] + "…"
+}
