@@ -112,3 +112,31 @@ func TestClientErrors(t *testing.T) {
 	_, err = bridge.NewClient("ftp://x", "t", nil)
 	require.Error(t, err)
 }
+
+// TestTokenInProxyHeader: through the API server's pod proxy the token
+// arrives in TokenHeader, since Authorization carries the API credentials.
+func TestTokenInProxyHeader(t *testing.T) {
+	h := startBridge(t, t.TempDir(), agent.Echo{}, nil)
+	for _, tc := range []struct {
+		name, auth, header string
+		status             int
+	}{
+		{"token in the header", "Bearer api-server-credentials", testToken, 200},
+		{"wrong token in the header", "", "wrong", 401},
+		{"prefix of the token", "", testToken[:len(testToken)-1], 401},
+		{"empty header", "", "", 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", h.ts.URL+"/v1/status", nil)
+			require.NoError(t, err)
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			req.Header.Set(TokenHeader, tc.header)
+			resp, err := h.ts.Client().Do(req)
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, tc.status, resp.StatusCode)
+		})
+	}
+}

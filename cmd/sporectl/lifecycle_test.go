@@ -149,3 +149,5 @@ func containsEnv(environ []byte, kv string) bool {
 	}
 	return false
 }
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,186 @@
+package kube_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/kube"
+	"github.com/sporectl/sporectl/kube/kubetest"
+	"github.com/sporectl/sporectl/reconcile"
+)
+
+const fleetSize = 1000
+
+// fleetEnv is one namespace holding fleetSize spores whose pods the test
+// kubelet reports running and ready, shared by the observe benchmarks.
+var fleet struct {
+	once sync.Once
+	env  *env
+}
+
+func benchFleet(b *testing.B) *env {
+	b.Helper()
+	fleet.once.Do(func() {
+		e := newEnv(b)
+		ctx := b.Context()
+		reqs := make([]kube.StartRequest, fleetSize)
+		for i := range reqs {
+			id := fmt.Sprintf("f%04d", i)
+			reqs[i] = kube.StartRequest{Spore: spore(id), Creds: creds(id)}
+		}
+		require.NoError(b, e.rt.StartAll(ctx, reqs, 0))
+		parallel(b, fleetSize, func(i int) error {
+			name := kube.ObjectName(fmt.Sprintf("f%04d", i))
+			if err := e.kubelet.Schedule(ctx, name); err != nil {
+				return err
+			}
+			return e.kubelet.Run(ctx, name, true)
+		})
+		fleet.env = e
+	})
+	if fleet.env == nil {
+		b.Fatal("fleet setup failed in an earlier benchmark")
+	}
+	return fleet.env
+}
+
+func parallel(tb testing.TB, n int, fn func(i int) error) {
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	next := make(chan int)
+	for range kube.DefaultParallelism {
+		wg.Go(func() {
+			for i := range next {
+				if err := fn(i); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(tb, err)
+	}
+}
+
+// Observing the whole fleet: wall time per observation and API requests
+// per observation (which must not grow with the fleet).
+func BenchmarkObserveFleet1000(b *testing.B) {
+	e := benchFleet(b)
+	cfg, counter := kubetest.Counting(e.saCfg)
+	rt, err := kube.New(cfg, kube.Options{Namespace: e.ns})
+	require.NoError(b, err)
+	counter.Reset()
+	for b.Loop() {
+		obs, err := rt.Observe(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(obs.Spores) != fleetSize {
+			b.Fatalf("observed %d spores, want %d", len(obs.Spores), fleetSize)
+		}
+	}
+	b.ReportMetric(float64(counter.Requests())/float64(b.N), "requests/op")
+}
+
+// Creating fleetSize spores' claims, secrets and pods from scratch, in a
+// fresh namespace each time.
+func BenchmarkStartFleet1000(b *testing.B) {
+	reqs := make([]kube.StartRequest, fleetSize)
+	for i := range reqs {
+		id := fmt.Sprintf("s%04d", i)
+		reqs[i] = kube.StartRequest{Spore: spore(id), Creds: creds(id)}
+	}
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		e := newEnv(b)
+		b.StartTimer()
+		start := time.Now()
+		if err := e.rt.StartAll(b.Context(), reqs, benchParallelism()); err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(fleetSize*b.N)/total.Seconds(), "spores/s")
+}
+
+// statusJSON is the shape `status -o json` prints for the observed part.
+type statusJSON struct {
+	Spores []statusSpore `json:"spores"`
+}
+
+type statusSpore struct {
+	ID       string             `json:"id"`
+	Observed reconcile.Observed `json:"observed"`
+}
+
+func observeJSON(b *testing.B, rt *kube.Runtime, w io.Writer) {
+	obs, err := rt.Observe(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := statusJSON{Spores: make([]statusSpore, 0, len(obs.Spores))}
+	for id, o := range obs.Spores {
+		out.Spores = append(out.Spores, statusSpore{ID: id, Observed: reconcile.Observed{
+			Pod: o.State, Bridge: reconcile.BridgeUnknown, Restarts: o.Restarts, Reason: o.Reason,
+		}})
+	}
+	sort.Slice(out.Spores, func(i, j int) bool { return out.Spores[i].ID < out.Spores[j].ID })
+	if err := json.NewEncoder(w).Encode(out); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// Observe plus JSON output against `kubectl get pods -l … -o json` on the
+// same server and fleet. ratio = sporectl time / kubectl time.
+func BenchmarkObserveJSONVsKubectl(b *testing.B) {
+	e := benchFleet(b)
+	kubectl := kubetest.RequireBinary(b, "kubectl")
+	srv := kubetest.Shared(b)
+	rt, err := kube.New(e.saCfg, kube.Options{Namespace: e.ns})
+	require.NoError(b, err)
+	selector := kube.LabelManagedBy + "=" + kube.ManagedByValue + "," + kube.LabelComponent + "=" + kube.ComponentSpore
+	var ours, theirs time.Duration
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		t0 := time.Now()
+		observeJSON(b, rt, &buf)
+		ours += time.Since(t0)
+
+		t1 := time.Now()
+		cmd := exec.Command(kubectl, "--kubeconfig", srv.Kubeconfig, "get", "pods", "-n", e.ns, "-l", selector, "-o", "json")
+		cmd.Stdout = io.Discard
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("kubectl: %v %s", err, stderr.String())
+		}
+		theirs += time.Since(t1)
+	}
+	b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "sporectl-ms/op")
+	b.ReportMetric(float64(theirs.Milliseconds())/float64(b.N), "kubectl-ms/op")
+	b.ReportMetric(ours.Seconds()/theirs.Seconds(), "ratio")
+}
+
+func benchParallelism() int {
+	n, _ := strconv.Atoi(os.Getenv("BENCH_PAR"))
+	return n
+}

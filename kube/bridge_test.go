@@ -1,0 +1,95 @@
+package kube_test
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sporectl/sporectl/kube"
+	"github.com/sporectl/sporectl/kube/kubetest"
+)
+
+// In the cluster the bridge is dialled at the pod IP the kubelet reported.
+func TestBridgeInClusterUsesPodIP(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	rt, err := kube.New(e.saCfg, kube.Options{Namespace: e.ns, InCluster: true})
+	require.NoError(t, err)
+	e.start(t, "direct")
+
+	_, err = rt.Bridge(ctx, "direct")
+	require.ErrorIs(t, err, kube.ErrNoPodIP, "an unscheduled pod has no address")
+
+	require.NoError(t, e.kubelet.Schedule(ctx, "spore-direct"))
+	require.NoError(t, e.kubelet.Run(ctx, "spore-direct", true))
+	ep, err := rt.Bridge(ctx, "direct")
+	require.NoError(t, err)
+	pod, err := e.admin.CoreV1().Pods(e.ns).Get(ctx, "spore-direct", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "http://"+pod.Status.PodIP+":8080", ep.BaseURL)
+	assert.True(t, ep.Token == creds("direct").BridgeToken, "token read from the spore's secret")
+	require.NotNil(t, ep.Client)
+}
+
+// From outside the cluster the bridge is reached through the real API
+// server's pod proxy: the request carries the API credentials to the
+// server and the bridge token to the bridge.
+func TestBridgeFromOutsideGoesThroughPodProxy(t *testing.T) {
+	host := kubetest.NewPodHost(t)
+	ip := host.IP
+	e := newEnv(t)
+	ctx := t.Context()
+	want := creds("proxied").BridgeToken
+	var gotAuth, gotToken string
+	l, err := host.Listen(0)
+	require.NoError(t, err)
+	bridge := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotToken = r.Header.Get("Authorization"), r.Header.Get(kube.BridgeTokenHeader)
+		if r.URL.Path != "/v1/status" || gotToken != want {
+			http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"state": "idle", "last_seq": 7})
+	}))
+	bridge.Listener = l
+	bridge.Start()
+	t.Cleanup(bridge.Close)
+	port := l.Addr().(*net.TCPAddr).Port
+
+	// Operators reach bridges with their own credentials (pods/proxy is not
+	// in sporectl's Role), so this runtime uses the admin config.
+	srv := kubetest.Shared(t)
+	rt, err := kube.New(srv.Config, kube.Options{Namespace: e.ns, BridgePort: port})
+	require.NoError(t, err)
+	e.start(t, "proxied")
+	e.kubelet.IP = ip
+	require.NoError(t, e.kubelet.Schedule(ctx, "spore-proxied"))
+	require.NoError(t, e.kubelet.Run(ctx, "spore-proxied", true))
+
+	ep, err := rt.Bridge(ctx, "proxied")
+	require.NoError(t, err)
+	assert.Contains(t, ep.BaseURL, "/api/v1/namespaces/"+e.ns+"/pods/spore-proxied:"+strconv.Itoa(port)+"/proxy")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.BaseURL+"/v1/status", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+ep.Token)
+	resp, err := ep.Client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var status struct {
+		State   string `json:"state"`
+		LastSeq int    `json:"last_seq"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&status))
+	assert.Equal(t, "idle", status.State)
+	assert.Equal(t, 7, status.LastSeq)
+	assert.Empty(t, gotAuth, "the API server's credentials never reach the bridge")
+	assert.True(t, gotToken == want, "the bridge token arrives in its own header")
+}

@@ -1,0 +1,49 @@
+package kube
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Labels and annotations that mark an object as sporectl's. The managed-by
+// label is what every LIST selects on; the spore label says which spore an
+// object belongs to, so a pod that was renamed or copied still counts
+// against its spore and shows up as a duplicate rather than a stranger.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByValue = "sporectl"
+	LabelComponent = "app.kubernetes.io/component"
+	ComponentSpore = "spore"
+	LabelSpore     = "sporectl.dev/spore"
+	LabelColony    = "sporectl.dev/colony"
+	LabelRank      = "sporectl.dev/rank"
+	LabelSwarm     = "sporectl.dev/swarm"
+
+	// AnnotationOwner repeats the ownership in a field label selectors do
+	// not reach, so a person copying labels onto a pod to make it show up
+	// in a dashboard does not hand it to sporectl.
+	AnnotationOwner = "sporectl.dev/owner"
+	OwnerValue      = "sporectl"
+)
+
+// ObjectName is the name of every object of spore id.
+func ObjectName(id string) string { return "spore-" + id }
+
+// fleetSelector selects every spore object sporectl made.
+func fleetSelector() string {
+	return labels.SelectorFromSet(labels.Set{
+		LabelManagedBy: ManagedByValue,
+		LabelComponent: ComponentSpore,
+	}).String()
+}
+
+// Owned reports whether meta carries every ownership mark for spore id:
+// the conventional name, the managed-by and spore labels, and the owner
+// annotation. Anything less is someone else's object.
+func Owned(meta v1.ObjectMeta, id string) bool {
+	return meta.Name == ObjectName(id) &&
+		meta.Labels[LabelManagedBy] == ManagedByValue &&
+		meta.Labels[LabelComponent] == ComponentSpore &&
+		meta.Labels[LabelSpore] == id &&
+		meta.Annotations[AnnotationOwner] == OwnerValue
+}

@@ -1,0 +1,160 @@
+package kube
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+// Keys of the spore's Secret. The bridge reads its token from the
+// environment (DESIGN "The bridge"), so the pod maps these into env vars.
+const (
+	SecretKeyAPIToken    = "api-token"
+	SecretKeyBridgeToken = "bridge-token"
+	containerName        = "bridge"
+	homeVolume           = "home"
+	tmpVolume            = "tmp"
+)
+
+// objectMeta is the identity every spore object carries.
+func objectMeta(s state.Spore, ns string) metav1.ObjectMeta {
+	l := map[string]string{
+		LabelManagedBy: ManagedByValue,
+		LabelComponent: ComponentSpore,
+		LabelSpore:     s.ID,
+		LabelColony:    s.Colony,
+		LabelRank:      string(s.Rank),
+	}
+	if s.Swarm != "" {
+		l[LabelSwarm] = s.Swarm
+	}
+	return metav1.ObjectMeta{
+		Name:        ObjectName(s.ID),
+		Namespace:   ns,
+		Labels:      l,
+		Annotations: map[string]string{AnnotationOwner: OwnerValue},
+	}
+}
+
+// ClaimFor is the spore's home.
+func (o Options) ClaimFor(s state.Spore) (*corev1.PersistentVolumeClaim, error) {
+	spec := o.spec(s.Spec)
+	size, err := resource.ParseQuantity(spec.Storage)
+	if err != nil {
+		return nil, fmt.Errorf("spore %s: storage %q: %w", s.ID, spec.Storage, err)
+	}
+	class := o.storageClass()
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: objectMeta(s, o.Namespace),
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &class,
+			Resources: corev1.VolumeResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceStorage: size},
+			},
+		},
+	}, nil
+}
+
+// SecretFor holds the spore's tokens; it is the only place their
+// plaintext lives in the cluster.
+func (o Options) SecretFor(s state.Spore, creds reconcile.Credentials) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: objectMeta(s, o.Namespace),
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			SecretKeyAPIToken:    []byte(creds.APIToken),
+			SecretKeyBridgeToken: []byte(creds.BridgeToken),
+		},
+	}
+}
+
+// PodFor runs `sporectl bridge` with the home mounted. Requests equal
+// limits so the pod is Guaranteed QoS: the last to be evicted under node
+// pressure, since an evicted spore loses the step it was on.
+func (o Options) PodFor(s state.Spore) (*corev1.Pod, error) {
+	spec := o.spec(s.Spec)
+	cpu, err := resource.ParseQuantity(spec.CPU)
+	if err != nil {
+		return nil, fmt.Errorf("spore %s: cpu %q: %w", s.ID, spec.CPU, err)
+	}
+	mem, err := resource.ParseQuantity(spec.Memory)
+	if err != nil {
+		return nil, fmt.Errorf("spore %s: memory %q: %w", s.ID, spec.Memory, err)
+	}
+	res := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}
+	name := ObjectName(s.ID)
+	fromSecret := func(key string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name},
+			Key:                  key,
+		}}
+	}
+	uid, no, yes := int64(SporeUID), false, true
+	grace := int64(30)
+	return &corev1.Pod{
+		ObjectMeta: objectMeta(s, o.Namespace),
+		Spec: corev1.PodSpec{
+			// A spore has no business with the Kubernetes API; it talks
+			// only to `serve`.
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			RestartPolicy:                 corev1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: &grace,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   &yes,
+				RunAsUser:      &uid,
+				RunAsGroup:     &uid,
+				FSGroup:        &uid,
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:       containerName,
+				Image:      spec.Image,
+				Command:    []string{"sporectl", "bridge"},
+				WorkingDir: HomePath,
+				Ports:      []corev1.ContainerPort{{Name: "bridge", ContainerPort: BridgePort, Protocol: corev1.ProtocolTCP}},
+				Env: []corev1.EnvVar{
+					{Name: "HOME", Value: HomePath},
+					{Name: "SPORECTL_SPORE_ID", Value: s.ID},
+					{Name: "SPORECTL_API_URL", Value: o.apiURL()},
+					{Name: "SPORECTL_BRIDGE_ADDR", Value: fmt.Sprintf(":%d", BridgePort)},
+					{Name: "SPORECTL_BRIDGE_TOKEN", ValueFrom: fromSecret(SecretKeyBridgeToken)},
+					{Name: "SPORECTL_API_TOKEN", ValueFrom: fromSecret(SecretKeyAPIToken)},
+				},
+				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+						Path: "/healthz", Port: intstr.FromInt32(BridgePort),
+					}},
+					PeriodSeconds:    5,
+					FailureThreshold: 3,
+				},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: &no,
+					ReadOnlyRootFilesystem:   &yes,
+					RunAsNonRoot:             &yes,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: homeVolume, MountPath: HomePath},
+					// The root filesystem is read-only; tools (git, npm,
+					// Claude Code) still need a scratch /tmp.
+					{Name: tmpVolume, MountPath: "/tmp"},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: homeVolume, VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
+				}},
+				{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
+		},
+	}, nil
+}

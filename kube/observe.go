@@ -1,0 +1,81 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sporectl/sporectl/reconcile"
+)
+
+// Observe lists every spore pod and claim in the namespace, one LIST each,
+// whatever the size of the fleet. A spore with a pod gets that pod's
+// state; one with only a claim (asleep, or its pod gone) is Absent. Every
+// marked object is reported, including those whose spore the store no
+// longer has: the caller, who knows the store, calls them orphans.
+func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
+	sel := metav1.ListOptions{LabelSelector: fleetSelector()}
+	var pods *corev1.PodList
+	err := retryTransient(ctx, func() (err error) {
+		pods, err = r.client.CoreV1().Pods(r.opts.Namespace).List(ctx, sel)
+		return err
+	})
+	if err != nil {
+		return reconcile.FleetObservation{}, fmt.Errorf("observe: list pods in %s: %w", r.opts.Namespace, err)
+	}
+	var claims *corev1.PersistentVolumeClaimList
+	err = retryTransient(ctx, func() (err error) {
+		claims, err = r.client.CoreV1().PersistentVolumeClaims(r.opts.Namespace).List(ctx, sel)
+		return err
+	})
+	if err != nil {
+		return reconcile.FleetObservation{}, fmt.Errorf("observe: list claims in %s: %w", r.opts.Namespace, err)
+	}
+	return fleet(pods.Items, claims.Items), nil
+}
+
+// fleet folds the two lists into one observation per spore.
+func fleet(pods []corev1.Pod, claims []corev1.PersistentVolumeClaim) reconcile.FleetObservation {
+	byID := map[string][]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		if id := p.Labels[LabelSpore]; id != "" {
+			byID[id] = append(byID[id], p)
+		}
+	}
+	out := reconcile.FleetObservation{Spores: make(map[string]reconcile.PodObservation, len(byID)+len(claims))}
+	for id, ps := range byID {
+		o := podObservation(id, primary(id, ps))
+		o.Count = len(ps)
+		out.Spores[id] = o
+	}
+	for i := range claims {
+		c := &claims[i]
+		id := c.Labels[LabelSpore]
+		if id == "" {
+			continue
+		}
+		if _, ok := out.Spores[id]; ok {
+			continue
+		}
+		out.Spores[id] = reconcile.PodObservation{ID: id, State: reconcile.PodAbsent, Owned: Owned(c.ObjectMeta, id)}
+	}
+	return out
+}
+
+// primary picks which of a spore's pods to describe: the one with the
+// spore's own name if there is one, else the first by name, so the answer
+// is the same on every run. With more than one pod, Count says so and
+// reconcile reports it; nothing here chooses a pod to act on.
+func primary(id string, ps []*corev1.Pod) *corev1.Pod {
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+	for _, p := range ps {
+		if p.Name == ObjectName(id) {
+			return p
+		}
+	}
+	return ps[0]
+}

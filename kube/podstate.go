@@ -1,0 +1,87 @@
+package kube
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sporectl/sporectl/reconcile"
+)
+
+// Termination reasons sporectl reports besides the kubelet's own
+// container reasons (OOMKilled, Error, ContainerCannotRun, …).
+const (
+	ReasonEvicted   = "Evicted"
+	ReasonCompleted = "Completed" // the bridge exited 0, which it never should
+)
+
+// podObservation maps one pod to what reconcile needs. It is a pure
+// function of the pod so the mapping table in docs/runtimes.md can be
+// tested line by line:
+//
+//	deletionTimestamp set          -> Terminating
+//	phase Pending (or not yet set) -> Pending
+//	phase Running                  -> Running, Ready from the Ready condition
+//	phase Failed / Succeeded       -> Failed
+//	phase Unknown (node lost)      -> Unknown
+func podObservation(id string, p *corev1.Pod) reconcile.PodObservation {
+	o := reconcile.PodObservation{
+		ID:       id,
+		Owned:    Owned(p.ObjectMeta, id),
+		Count:    1,
+		Restarts: restarts(p),
+		Reason:   lastReason(p),
+	}
+	switch {
+	case p.DeletionTimestamp != nil:
+		o.State = reconcile.PodTerminating
+	case p.Status.Phase == corev1.PodPending || p.Status.Phase == "":
+		o.State = reconcile.PodPending
+	case p.Status.Phase == corev1.PodRunning:
+		o.State = reconcile.PodRunning
+		o.Ready = ready(p)
+	case p.Status.Phase == corev1.PodFailed:
+		o.State = reconcile.PodFailed
+	case p.Status.Phase == corev1.PodSucceeded:
+		o.State = reconcile.PodFailed
+		if o.Reason == "" {
+			o.Reason = ReasonCompleted
+		}
+	default:
+		o.State = reconcile.PodUnknown
+	}
+	return o
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func restarts(p *corev1.Pod) int {
+	n := 0
+	for _, c := range p.Status.ContainerStatuses {
+		n += int(c.RestartCount)
+	}
+	return n
+}
+
+// lastReason is why the pod or its container last stopped. A pod-level
+// reason (Evicted) explains more than the container's, which the kubelet
+// often leaves as a generic Error when it kills for eviction.
+func lastReason(p *corev1.Pod) string {
+	if p.Status.Reason != "" {
+		return p.Status.Reason
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil && t.Reason != "" {
+			return t.Reason
+		}
+		if t := c.LastTerminationState.Terminated; t != nil && t.Reason != "" {
+			return t.Reason
+		}
+	}
+	return ""
+}

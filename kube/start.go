@@ -1,0 +1,148 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+// Start creates what is missing of the spore's claim, secret and pod, in
+// that order, so a pod never waits on a claim or secret that is not there.
+// Each step is create-first: an object that exists already and is ours is
+// success, one that is not ours stops the start. Waking a sleeping spore
+// is the same call: the claim exists and the new pod names it.
+func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.Credentials) error {
+	claim, err := r.opts.ClaimFor(s)
+	if err != nil {
+		return fmt.Errorf("start spore %s: %w", s.ID, err)
+	}
+	pod, err := r.opts.PodFor(s)
+	if err != nil {
+		return fmt.Errorf("start spore %s: %w", s.ID, err)
+	}
+	if err := r.ensureClaim(ctx, s.ID, claim); err != nil {
+		return fmt.Errorf("start spore %s: %w", s.ID, err)
+	}
+	if err := r.ensureSecret(ctx, s.ID, r.opts.SecretFor(s, creds)); err != nil {
+		return fmt.Errorf("start spore %s: %w", s.ID, err)
+	}
+	if err := r.ensurePod(ctx, s.ID, pod); err != nil {
+		return fmt.Errorf("start spore %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+func (r *Runtime) ensureClaim(ctx context.Context, id string, want *corev1.PersistentVolumeClaim) error {
+	claims := r.client.CoreV1().PersistentVolumeClaims(r.opts.Namespace)
+	err := withRetry(ctx, transient, func() error {
+		_, err := claims.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	})
+	if !apierrors.IsAlreadyExists(err) {
+		return wrap(err, "create claim %s", want.Name)
+	}
+	var got *corev1.PersistentVolumeClaim
+	err = withRetry(ctx, transient, func() (err error) {
+		got, err = claims.Get(ctx, want.Name, metav1.GetOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("read existing claim %s: %w", want.Name, err)
+	}
+	if !Owned(got.ObjectMeta, id) {
+		return &NotOwnedError{Kind: "PersistentVolumeClaim", Namespace: got.Namespace, Name: got.Name}
+	}
+	if got.DeletionTimestamp != nil {
+		// A pod mounting a claim that is going away would never start.
+		return fmt.Errorf("claim %s: %w", got.Name, ErrClaimTerminating)
+	}
+	return nil
+}
+
+// ensureSecret creates the secret, or brings an existing one of ours up
+// to date: tokens rotate, and a pod started after the rotation must read
+// the new ones.
+func (r *Runtime) ensureSecret(ctx context.Context, id string, want *corev1.Secret) error {
+	secrets := r.client.CoreV1().Secrets(r.opts.Namespace)
+	err := withRetry(ctx, transient, func() error {
+		_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	})
+	if !apierrors.IsAlreadyExists(err) {
+		return wrap(err, "create secret %s", want.Name)
+	}
+	err = retry.RetryOnConflict(backoff, func() error {
+		var got *corev1.Secret
+		err := retryTransient(ctx, func() (err error) {
+			got, err = secrets.Get(ctx, want.Name, metav1.GetOptions{})
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if !Owned(got.ObjectMeta, id) {
+			return &NotOwnedError{Kind: "Secret", Namespace: got.Namespace, Name: got.Name}
+		}
+		if sameData(got.Data, want.Data) && maps.Equal(got.Labels, want.Labels) {
+			return nil
+		}
+		got.Data, got.Labels = want.Data, want.Labels
+		return retryTransient(ctx, func() error {
+			_, err := secrets.Update(ctx, got, metav1.UpdateOptions{})
+			return err
+		})
+	})
+	return wrap(err, "update secret %s", want.Name)
+}
+
+// ensurePod creates the pod. One that exists and is ours is success even
+// if its spec differs: replacing a running spore would cut off the step it
+// is on, so a changed spec takes effect at the next sleep and wake.
+func (r *Runtime) ensurePod(ctx context.Context, id string, want *corev1.Pod) error {
+	pods := r.client.CoreV1().Pods(r.opts.Namespace)
+	err := withRetry(ctx, transient, func() error {
+		_, err := pods.Create(ctx, want, metav1.CreateOptions{})
+		return err
+	})
+	if !apierrors.IsAlreadyExists(err) {
+		return wrap(err, "create pod %s", want.Name)
+	}
+	var got *corev1.Pod
+	err = retryTransient(ctx, func() (err error) {
+		got, err = pods.Get(ctx, want.Name, metav1.GetOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("read existing pod %s: %w", want.Name, err)
+	}
+	if !Owned(got.ObjectMeta, id) {
+		return &NotOwnedError{Kind: "Pod", Namespace: got.Namespace, Name: got.Name}
+	}
+	if got.DeletionTimestamp != nil {
+		return fmt.Errorf("pod %s: %w", got.Name, ErrTerminating)
+	}
+	return nil
+}
+
+func retryTransient(ctx context.Context, fn func() error) error { return withRetry(ctx, transient, fn) }
+
+func sameData(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+// wrap adds what was being done to a non-nil error.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
