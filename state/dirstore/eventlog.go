@@ -123,6 +123,11 @@ func lineStartAfter(f *os.File, pos, limit int64) (int64, uint64, bool, error) {
 			if start >= limit {
 				return 0, 0, false, nil
 			}
+			// Usually the line's seq is in the bytes already read.
+			if rest := buf[i+1 : n]; bytes.IndexByte(rest, ' ') > 0 && start+int64(bytes.IndexByte(rest, ' ')) < limit {
+				seq, ok := lineSeq(rest)
+				return start, seq, ok, nil
+			}
 			var head [24]byte
 			k, err := f.ReadAt(head[:min(int64(len(head)), limit-start)], start)
 			if err != nil && !errors.Is(err, io.EOF) {
