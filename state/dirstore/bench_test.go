@@ -150,3 +150,50 @@ func BenchmarkAppendBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkStatusFleet reads every spore and head of a 10,000-spore store
+// with a fresh handle, as a `status` process does; the PostgreSQL store's
+// BenchmarkStatus does the same work.
+func BenchmarkStatusFleet(b *testing.B) {
+	ctx := context.Background()
+	root := filepath.Join(b.TempDir(), "store")
+	s, _, err := Init(ctx, root, state.Settings{Runtime: "local"}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for done := 0; done < 10000; done += 500 {
+		err := s.Update(ctx, func(tx state.Tx) error {
+			for i := done; i < done+500; i++ {
+				sp := storetest.Spore(fmt.Sprintf("spore-%05d", i))
+				if err := tx.CreateSpore(ctx, sp); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		fresh, err := Open(ctx, root, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		err = fresh.View(ctx, func(tx state.Tx) error {
+			sp, err := tx.Spores(ctx)
+			if err == nil && len(sp) != 10000 {
+				err = fmt.Errorf("got %d spores", len(sp))
+			}
+			if err != nil {
+				return err
+			}
+			_, err = tx.Heads(ctx)
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/op")
+}
