@@ -10,7 +10,7 @@ GO       ?= go
 BIN      ?= bin/sporectl
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/sporectl/sporectl/cmd/cli.version=$(VERSION)
-BENCHTIME ?= 1x
+BENCHTIME ?= 1s
 BENCHCOUNT ?= 5
 
 .PHONY: build test test-short bench fuzz fmt vet demo deps
