@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +56,7 @@ func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed
 			orphans = append(orphans, id)
 		}
 	}
+	slices.Sort(orphans)
 
 	var mu sync.Mutex
 	var wg sync.WaitGroup

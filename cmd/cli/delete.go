@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -13,6 +15,7 @@ type deleteOptions struct {
 	f         *Factory
 	IDs       []string
 	PurgeHome bool
+	Orphan    bool
 }
 
 func newCmdDelete(f *Factory) *cobra.Command {
@@ -31,6 +34,7 @@ deleted.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.PurgeHome, "purge-home", false, "also delete the spores' homes (files, git work, Claude's session)")
+	cmd.Flags().BoolVar(&o.Orphan, "orphan", false, "delete runtime objects of ids that are not in the store (orphans that status lists)")
 	return cmd
 }
 
@@ -40,6 +44,9 @@ func (o *deleteOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
+	if o.Orphan {
+		return o.deleteOrphans(ctx, st)
+	}
 	// Check every id first, so a typo deletes nothing anywhere.
 	err = st.View(ctx, func(tx state.Tx) error {
 		for _, id := range o.IDs {
@@ -78,6 +85,47 @@ func (o *deleteOptions) run(ctx context.Context) error {
 	res := actionResults{}
 	for _, id := range o.IDs {
 		res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: "deleted"})
+	}
+	return o.f.Print(res)
+}
+
+// deleteOrphans removes runtime objects that carry sporectl's marks for ids
+// the store does not know. Only ids the runtime reports as orphans now are
+// touched: a spore in the store is refused, an unknown id is not found.
+func (o *deleteOptions) deleteOrphans(ctx context.Context, st state.Store) error {
+	var known []string
+	err := st.View(ctx, func(tx state.Tx) error {
+		spores, err := tx.Spores(ctx)
+		for _, s := range spores {
+			known = append(known, s.ID)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	rt, err := o.f.Runtime(ctx, st)
+	if err != nil {
+		return err
+	}
+	_, orphans, err := reconcile.Observe(ctx, rt, known)
+	if err != nil {
+		return fmt.Errorf("observe orphans: %w", err)
+	}
+	for _, id := range o.IDs {
+		switch {
+		case slices.Contains(known, id):
+			return usageErrorf("spore %s is in the store; delete it without --orphan", id)
+		case !slices.Contains(orphans, id):
+			return fmt.Errorf("orphan %s: %w", id, state.ErrNotFound)
+		}
+	}
+	res := actionResults{}
+	for _, id := range o.IDs {
+		if err := rt.Delete(ctx, id, o.PurgeHome); err != nil {
+			return fmt.Errorf("delete orphan %s: %w", id, err)
+		}
+		res.Results = append(res.Results, actionResult{Kind: "orphan", ID: id, Action: "deleted"})
 	}
 	return o.f.Print(res)
 }

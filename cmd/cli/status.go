@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -26,7 +27,9 @@ func newCmdStatus(f *Factory) *cobra.Command {
 process tree, its bridge, the agent's activity), and the effective health that
 follows (docs/health.md). Nothing observed is stored.
 
-Exits 3 when any spore shown is Dead, Diverged, Suspect, Blocked or Error.`,
+Exits 3 when any spore shown is Dead, Diverged, Suspect, Blocked or Error,
+or when the runtime holds objects marked as sporectl's whose spore is not in
+the store (orphans: listed, never removed by status).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return nil
@@ -85,9 +88,18 @@ func (o *statusOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	obsErr := o.observe(ctx, st, out.Spores)
+	orphans, obsErr := o.observe(ctx, st, out.Spores)
+	if len(o.IDs) == 0 {
+		// Only a whole-fleet status can tell an orphan from a spore it
+		// was not asked about.
+		out.Orphans = orphans
+	}
 	if err := o.f.Print(out); err != nil {
 		return err
+	}
+	if len(out.Orphans) > 0 {
+		fmt.Fprintf(o.f.IO.ErrOut, "warning: %d runtime object(s) carry sporectl's marks but no spore in the store has their id: %s (remove with 'sporectl delete --orphan ID')\n",
+			len(out.Orphans), strings.Join(out.Orphans, ", "))
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("status: %w", errors.Join(missing...))
@@ -101,8 +113,8 @@ func (o *statusOptions) run(ctx context.Context) error {
 			bad++
 		}
 	}
-	if bad > 0 {
-		return &UnhealthyError{Msg: fmt.Sprintf("%d of %d spores need attention", bad, len(out.Spores))}
+	if bad > 0 || len(out.Orphans) > 0 {
+		return &UnhealthyError{Msg: fmt.Sprintf("%d of %d spores need attention, %d orphan(s)", bad, len(out.Spores), len(out.Orphans))}
 	}
 	return nil
 }
@@ -110,15 +122,16 @@ func (o *statusOptions) run(ctx context.Context) error {
 // observe fills observed and effective health. When the runtime cannot be
 // observed every spore is Unknown and Suspect, and the error is returned
 // after the table is printed.
-func (o *statusOptions) observe(ctx context.Context, st state.Store, spores []sporeStatus) error {
+func (o *statusOptions) observe(ctx context.Context, st state.Store, spores []sporeStatus) ([]string, error) {
 	ids := make([]string, len(spores))
 	for i, s := range spores {
 		ids[i] = s.ID
 	}
 	var observed map[string]reconcile.Observed
+	var orphans []string
 	rt, err := o.f.Runtime(ctx, st)
 	if err == nil {
-		observed, _, err = reconcile.Observe(ctx, rt, ids)
+		observed, orphans, err = reconcile.Observe(ctx, rt, ids)
 	}
 	for i := range spores {
 		s := &spores[i]
@@ -130,7 +143,7 @@ func (o *statusOptions) observe(ctx context.Context, st state.Store, spores []sp
 		e := string(eff)
 		s.Observed, s.Effective, s.Reason = &obs, &e, reason
 	}
-	return err
+	return orphans, err
 }
 
 // sporeStatus is one entry of `status -o json` (DESIGN "Commands").
@@ -148,6 +161,9 @@ type sporeStatus struct {
 
 type statusList struct {
 	Spores []sporeStatus `json:"spores"`
+	// Orphans are ids of runtime objects marked as sporectl's with no
+	// spore in the store (whole-fleet status only).
+	Orphans []string `json:"orphans,omitempty"`
 }
 
 func (l statusList) Table(wide bool) ([]string, [][]string) {

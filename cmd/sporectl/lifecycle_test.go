@@ -1,18 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
 )
 
 type statusDoc struct {
@@ -151,3 +156,46 @@ func containsEnv(environ []byte, kv string) bool {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestOrphans: a running spore whose record vanished from the store is
+// listed by status as an orphan (exit 3), never removed by it, and removed
+// only by `delete --orphan`.
+func TestOrphans(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	runOK(t, store, "init", "--agent", "echo")
+	runOK(t, store, "create", "lost", "--wake")
+	runOK(t, store, "create", "kept")
+	t.Cleanup(func() { _ = sporectl(store, "delete", "--orphan", "lost").Run() })
+	pid := bridgePID(t, store, "lost")
+
+	// Remove the record behind sporectl's back.
+	ctx := context.Background()
+	st, err := dirstore.Open(ctx, store, dirstore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, st.Update(ctx, func(tx state.Tx) error { return tx.DeleteSpore(ctx, "lost") }))
+
+	cmd := sporectl(store, "status", "-o", "json")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, _ := cmd.Output()
+	require.Equal(t, 3, cmd.ProcessState.ExitCode())
+	var doc struct {
+		Orphans []string `json:"orphans"`
+	}
+	require.NoError(t, json.Unmarshal(out, &doc))
+	require.Equal(t, []string{"lost"}, doc.Orphans)
+	require.Contains(t, stderr.String(), "delete --orphan")
+	require.NoError(t, syscall.Kill(pid, 0), "status never removes an orphan")
+
+	for _, c := range []struct {
+		id   string
+		code int
+	}{{"kept", 2}, {"ghost", 4}} {
+		cmd := sporectl(store, "delete", "--orphan", c.id)
+		b, _ := cmd.CombinedOutput()
+		require.Equal(t, c.code, cmd.ProcessState.ExitCode(), "%s", b)
+	}
+	runOK(t, store, "delete", "--orphan", "lost")
+	require.Eventually(t, func() bool { return syscall.Kill(pid, 0) != nil }, 5*time.Second, 20*time.Millisecond)
+	runOK(t, store, "status")
+}
