@@ -116,6 +116,8 @@ func TestStartRetriesWhatIsSafeToRetry(t *testing.T) {
 func TestSecretUpdateRetriesOnConflict(t *testing.T) {
 	e := newEnv(t)
 	e.start(t, "conflict")
+	// Tokens rotate only with a new pod: let the old one go first.
+	require.NoError(t, e.rt.Stop(t.Context(), "conflict"))
 	f := &faulty{method: "PUT", suffix: "/secrets/spore-conflict", left: 1, mode: "status:409:Conflict"}
 	rt := e.faultyRuntime(t, f)
 	rotated := reconcile.Credentials{APIToken: "spt_new", BridgeToken: "brt_new"}

@@ -211,3 +211,19 @@ func TestStartRotatesTokens(t *testing.T) {
 	assert.True(t, string(secret.Data["bridge-token"]) == newCreds.BridgeToken, "bridge token rotated")
 	assert.True(t, string(secret.Data["api-token"]) == newCreds.APIToken, "api token rotated")
 }
+
+// A Start on a spore whose pod exists changes nothing, Secret included: the
+// pod read its tokens when it started.
+func TestStartLeavesARunningSporeAlone(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	e.start(t, "theta")
+	require.NoError(t, e.kubelet.Schedule(ctx, "spore-theta"))
+	require.NoError(t, e.kubelet.Run(ctx, "spore-theta", true))
+	before, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-theta", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NoError(t, e.rt.Start(ctx, spore("theta"), reconcile.Credentials{APIToken: "spt_other", BridgeToken: "brt_other"}))
+	after, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-theta", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "the running spore's tokens were rotated under it")
+}

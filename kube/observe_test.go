@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sporectl/sporectl/kube"
@@ -126,8 +127,10 @@ func TestNeverTouchesObjectsItDoesNotOwn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, created.UID, got.UID)
 	assert.Equal(t, created.ResourceVersion, got.ResourceVersion, "left exactly as it was")
-	_, ok := e.observe(t)["stranger"]
-	assert.True(t, ok, "its claim and secret were ours (Start made them), so the spore is observed")
+	_, err = e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-stranger", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "Start stops at the foreign pod before making anything")
+	_, err = e.admin.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "spore-stranger", metav1.GetOptions{})
+	assert.True(t, apierrors.IsNotFound(err), "Start stops at the foreign pod before making anything")
 	assert.NotContains(t, delErr.Error(), creds("stranger").BridgeToken)
 }
 

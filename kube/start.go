@@ -20,7 +20,18 @@ import (
 // Each step is create-first: an object that exists already and is ours is
 // success, one that is not ours stops the start. Waking a sleeping spore
 // is the same call: the claim exists and the new pod names it.
+//
+// A spore whose pod runs already is left exactly as it is, Secret included:
+// the pod read its tokens when it started, so rotating them under it would
+// lock sporectl out of its bridge. Tokens change only with a new pod.
 func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.Credentials) error {
+	running, err := r.podRunning(ctx, s.ID)
+	if err != nil {
+		return fmt.Errorf("start spore %s: %w", s.ID, err)
+	}
+	if running {
+		return nil
+	}
 	claim, err := r.opts.ClaimFor(s)
 	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
@@ -131,6 +142,28 @@ func (r *Runtime) ensurePod(ctx context.Context, id string, want *corev1.Pod) er
 		return fmt.Errorf("pod %s: %w", got.Name, ErrTerminating)
 	}
 	return nil
+}
+
+// podRunning reports whether the spore's pod exists, is ours and is not
+// going away. A pod that is not ours, or is terminating, is an error: a
+// start could not succeed, so nothing may be touched.
+func (r *Runtime) podRunning(ctx context.Context, id string) (bool, error) {
+	var got *corev1.Pod
+	err := retryTransient(ctx, func() (err error) {
+		got, err = r.client.CoreV1().Pods(r.opts.Namespace).Get(ctx, ObjectName(id), metav1.GetOptions{})
+		return err
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("read pod %s: %w", ObjectName(id), err)
+	case !Owned(got.ObjectMeta, id):
+		return false, &NotOwnedError{Kind: "Pod", Namespace: got.Namespace, Name: got.Name}
+	case got.DeletionTimestamp != nil:
+		return false, fmt.Errorf("pod %s: %w", got.Name, ErrTerminating)
+	}
+	return true, nil
 }
 
 func retryTransient(ctx context.Context, fn func() error) error { return withRetry(ctx, transient, fn) }

@@ -90,27 +90,26 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.Cred
 		return err
 	}
 	defer unlock()
-	home := r.home(s.ID)
-	if err := os.MkdirAll(filepath.Dir(tokenPath(home)), 0o700); err != nil {
-		return fmt.Errorf("create home of %s: %w", s.ID, err)
-	}
-	// The API token is read by the spore's tools at each call, so it is
-	// replaced even under a running bridge; the bridge token only when a
-	// new bridge starts, since a running one keeps the token it read.
-	if creds.APIToken != "" {
-		if err := writeSecret(apiTokenPath(home), creds.APIToken); err != nil {
-			return fmt.Errorf("write api token of %s: %w", s.ID, err)
-		}
-	}
 	rf, err := readRunFile(r.runPath(s.ID, ".json"))
 	if err != nil {
 		return err
 	}
 	if rf.alive() {
+		// Running already: it keeps the tokens it started with, so
+		// nothing is written (the caller rotates tokens only on a start).
 		return nil
+	}
+	home := r.home(s.ID)
+	if err := os.MkdirAll(filepath.Dir(tokenPath(home)), 0o700); err != nil {
+		return fmt.Errorf("create home of %s: %w", s.ID, err)
 	}
 	if err := writeSecret(tokenPath(home), creds.BridgeToken); err != nil {
 		return fmt.Errorf("write bridge token of %s: %w", s.ID, err)
+	}
+	if creds.APIToken != "" {
+		if err := writeSecret(apiTokenPath(home), creds.APIToken); err != nil {
+			return fmt.Errorf("write api token of %s: %w", s.ID, err)
+		}
 	}
 	addr, err := freeAddr()
 	if err != nil {

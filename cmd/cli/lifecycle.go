@@ -62,6 +62,18 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A spore that runs already keeps the tokens it started with (the
+	// runtime leaves it alone), so only spores about to start get new ones.
+	running := map[string]bool{}
+	if o.desired == state.Running {
+		fleet, err := rt.Observe(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: observe the runtime: %w", o.verb, err)
+		}
+		for id, po := range fleet.Spores {
+			running[id] = po.Owned && po.Count > 0 && (po.State == reconcile.PodRunning || po.State == reconcile.PodPending)
+		}
+	}
 	now := o.f.Now().UTC()
 	tokens := map[string]string{}
 	spores := map[string]state.Spore{}
@@ -82,7 +94,7 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 					return err
 				}
 			}
-			if o.desired == state.Running {
+			if o.desired == state.Running && !running[id] {
 				tok, hash, err := state.NewToken()
 				if err != nil {
 					return err

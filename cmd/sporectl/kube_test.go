@@ -83,6 +83,13 @@ func TestKubeLifecycle(t *testing.T) {
 	require.Equal(t, "Up", doc.Spores[0].Observed.Bridge)
 	require.Equal(t, "idle", doc.Spores[0].Observed.Activity)
 
+	// Waking the running spore again must not rotate the tokens its pod
+	// read at start: the bridge still answers.
+	ok("wake", "k-1")
+	doc, code = statusOf()
+	require.Equal(t, 0, code)
+	require.Equal(t, "Healthy", doc.Spores[0].Effective)
+
 	require.NoError(t, kubelet.Crash(ctx, "spore-k-1", "OOMKilled", 137))
 	doc, code = statusOf()
 	require.Equal(t, 3, code)

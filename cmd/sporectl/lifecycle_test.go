@@ -77,6 +77,19 @@ func TestLocalLifecycle(t *testing.T) {
 	require.Equal(t, "Up", s.Observed.Bridge)
 	require.Equal(t, "Healthy", s.Effective)
 
+	// Waking a running spore leaves it alone: same bridge, same tokens.
+	apiToken := filepath.Join(store, "homes", "echo-1", ".sporectl-bridge", "api-token")
+	tokBefore, err := os.ReadFile(apiToken)
+	require.NoError(t, err)
+	pidBefore := bridgePID(t, store, "echo-1")
+	runOK(t, store, "wake", "echo-1")
+	tokAfter, err := os.ReadFile(apiToken)
+	require.NoError(t, err)
+	require.Equal(t, tokBefore, tokAfter, "a running spore's token was rotated under it")
+	require.Equal(t, pidBefore, bridgePID(t, store, "echo-1"))
+	doc, _ = status(t, store, "echo-1")
+	require.Equal(t, "Healthy", doc.Spores[0].Effective)
+
 	// SIGKILL the bridge: observed for real, not remembered.
 	pid := bridgePID(t, store, "echo-1")
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
