@@ -350,13 +350,11 @@ func FuzzParseTxlog(f *testing.F) {
 			require.Nil(t, sc)
 			ce := requireCorrupt(t, err, name)
 			require.GreaterOrEqual(t, ce.Line, first)
-			// Corruption is a bad line with more lines after it.
+			// Corruption is a complete (LF-terminated) line that is bad.
 			lines := bytes.SplitAfter(data, []byte("\n"))
 			k := ce.Line - first // index of the bad line
 			require.Less(t, k, len(lines))
-			require.True(t, bytes.HasSuffix(lines[k], []byte("\n")))
-			rest := bytes.Join(lines[k+1:], nil)
-			require.NotEmpty(t, rest, "the last line was called corrupt, not torn")
+			require.True(t, bytes.HasSuffix(lines[k], []byte("\n")), "a line without its LF was called corrupt, not torn")
 			return
 		}
 		require.GreaterOrEqual(t, sc.good, int64(0))
@@ -370,10 +368,9 @@ func FuzzParseTxlog(f *testing.F) {
 		if sc.torn == "" {
 			require.Empty(t, tail)
 		} else {
-			// A torn tail is the last line only.
+			// A torn tail is bytes after the last LF, never a whole line.
 			require.NotEmpty(t, tail)
-			nl := bytes.IndexByte(tail, '\n')
-			require.True(t, nl < 0 || nl == len(tail)-1, "torn tail %q holds more than one line", tail)
+			require.Equal(t, -1, bytes.IndexByte(tail, '\n'), "torn tail %q holds a complete line", tail)
 			require.Contains(t, sc.torn, "line "+strconv.Itoa(first+sc.lines))
 		}
 		last := afterTx
@@ -437,8 +434,8 @@ func FuzzTxlogRoundTrip(f *testing.F) {
 		atEnd := c == 0 || data[c-1] == '\n'
 		require.Equal(t, !atEnd, sc.torn != "", "cut at %d: torn=%q", c, sc.torn)
 
-		// One damaged byte: corruption at its line, unless that line is the
-		// last (then a torn tail: the design cannot tell them apart).
+		// One damaged byte: corruption at its line, unless it is the final
+		// LF (then the last line has no end: a torn tail).
 		i := int(flipAt) % len(data)
 		d := flipped(data, i, mask)
 		k := lineOf(data, i)
@@ -456,8 +453,8 @@ func FuzzTxlogRoundTrip(f *testing.F) {
 			// and has lines after it.
 			ce := requireCorrupt(t, err, name)
 			require.Equal(t, k, ce.Line, "flip at byte %d", i)
-		case k == len(recs) || (k == len(recs)-1 && i == ends[k-1]-1):
-			// The last line, or the LF that joins it to the one before.
+		case i == len(data)-1:
+			// The final LF: the last line loses its end.
 			require.NoError(t, err)
 			require.NotEmpty(t, sc.torn)
 			requireRecords(t, recs[:k-1], sc.records)

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/sporectl/sporectl/state"
 )
@@ -16,8 +17,9 @@ import (
 // settings are written only then.
 //
 // A new store is built in a temporary sibling directory and renamed into
-// place, so a crash leaves either no store or a whole one (format §1).
-// Init refuses a non-empty directory that is not a store.
+// place, so a crash leaves either no store or a whole one (format §1). An
+// existing empty directory is built in place, FORMAT last. Init refuses a
+// non-empty directory that is not a store.
 func Init(ctx context.Context, root string, settings state.Settings, opts Options) (*Store, bool, error) {
 	opts.defaults()
 	err := readFormat(root)
@@ -34,32 +36,94 @@ func Init(ctx context.Context, root string, settings state.Settings, opts Option
 	entries, err := os.ReadDir(root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
+		if err := buildAside(root, settings); err != nil {
+			return nil, false, err
+		}
 	case err != nil:
 		return nil, false, &state.UnavailableError{Op: "init store", Err: err}
-	case len(entries) > 0:
+	case len(entries) == 0 || partialInit(root, entries):
+		// An existing directory (made by the user, or a mount point)
+		// cannot be replaced by rename: the store is built in place, and
+		// FORMAT, written last, is the commit point (format §1).
+		if err := clearPartialInit(root, entries); err != nil {
+			return nil, false, err
+		}
+		if err := buildStore(root, settings); err != nil {
+			return nil, false, err
+		}
+	default:
 		return nil, false, &state.UnavailableError{Op: "init store", Err: fmt.Errorf("%s is not empty and holds no store (no %s file); refusing to write into it", root, formatFile)}
-	}
-	parent := filepath.Dir(filepath.Clean(root))
-	if err := os.MkdirAll(parent, 0o700); err != nil {
-		return nil, false, ioErr("init store", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(root)+".init-")
-	if err != nil {
-		return nil, false, ioErr("init store", err)
-	}
-	defer os.RemoveAll(tmp) // a no-op once renamed
-	if err := buildStore(tmp, settings); err != nil {
-		return nil, false, err
-	}
-	// rename(2) replaces an empty directory atomically.
-	if err := os.Rename(tmp, root); err != nil {
-		return nil, false, ioErr("init store", err)
-	}
-	if err := syncDir(parent); err != nil {
-		return nil, false, ioErr("init store", err)
 	}
 	s, err := Open(ctx, root, opts)
 	return s, true, err
+}
+
+// buildAside builds a new store in a temporary sibling and renames it into
+// place, so a crash leaves no store or a whole one.
+func buildAside(root string, settings state.Settings) error {
+	parent := filepath.Dir(filepath.Clean(root))
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return ioErr("init store", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(root)+".init-")
+	if err != nil {
+		return ioErr("init store", err)
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	if err := buildStore(tmp, settings); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, root); err != nil {
+		return ioErr("init store", err)
+	}
+	if err := syncDir(parent); err != nil {
+		return ioErr("init store", err)
+	}
+	return nil
+}
+
+// partialInit recognises what an in-place init leaves when it dies before
+// writing FORMAT: only its own files, none holding data (an empty commit
+// log, an empty events/, a snapshot without rows). Anything else is not
+// ours to remove.
+func partialInit(root string, entries []fs.DirEntry) bool {
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == lockFile, strings.HasPrefix(name, "."+snapshotFile):
+		case name == eventsDir:
+			inner, err := os.ReadDir(filepath.Join(root, eventsDir))
+			if err != nil || len(inner) > 0 {
+				return false
+			}
+		case name == txlogName(1):
+			fi, err := e.Info()
+			if err != nil || fi.Size() > 0 {
+				return false
+			}
+		case name == snapshotFile:
+			data, err := os.ReadFile(filepath.Join(root, snapshotFile))
+			if err != nil {
+				return false
+			}
+			m, err := decodeSnapshot(snapshotFile, data)
+			if err != nil || len(m.rows) > 0 || m.txid != 0 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func clearPartialInit(root string, entries []fs.DirEntry) error {
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
+			return ioErr("init store", err)
+		}
+	}
+	return nil
 }
 
 func buildStore(dir string, settings state.Settings) error {

@@ -17,9 +17,9 @@ type txlogScan struct {
 	torn    string // why the bytes past good are a torn tail; "" if none
 }
 
-// parseTxlog parses commit-log bytes. Only the last line may be bad: it is
-// then a torn tail (a commit that never finished) and is reported, not
-// parsed. A bad line followed by more lines is corruption.
+// parseTxlog parses commit-log bytes. Bytes after the last LF are a torn
+// tail (a commit whose write never finished) and are reported, not parsed.
+// A complete line that does not check out is corruption, wherever it is.
 func parseTxlog(name string, data []byte, afterTx uint64, firstLine int) (*txlogScan, error) {
 	sc := &txlogScan{}
 	line := firstLine - 1
@@ -36,10 +36,9 @@ func parseTxlog(name string, data []byte, afterTx uint64, firstLine int) (*txlog
 		rest := data[nl+1:]
 		rec, bad := decodeTxRecord(raw, last)
 		if bad != "" {
-			if len(rest) == 0 {
-				sc.torn = fmt.Sprintf("line %d: %s", line, bad)
-				return sc, nil
-			}
+			// A record is written whole with its LF last, so a line that
+			// has its LF but not its checksum was damaged after it was
+			// written — perhaps after it was acknowledged. Never dropped.
 			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: bad}
 		}
 		sc.records = append(sc.records, rec)
