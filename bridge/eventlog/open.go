@@ -56,8 +56,8 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Log, error) {
 }
 
 // scan checks every record, fills last and the index, and returns the
-// offset just after the last good record. Only the final record may be
-// bad (it is then the torn tail); a bad record before it is an error.
+// offset just after the last complete record. Bytes after the last LF are
+// the torn tail; a complete record that is bad is an error, wherever it is.
 func (l *Log) scan(ctx context.Context) (int64, error) {
 	br := bufio.NewReaderSize(io.NewSectionReader(l.f, 0, 1<<62), 256<<10)
 	var off int64
@@ -85,9 +85,9 @@ func (l *Log) scan(ctx context.Context) (int64, error) {
 			perr = fmt.Errorf("%w: sequence %d follows %d", ErrBadRecord, rec.Seq, l.last)
 		}
 		if perr != nil {
-			if _, err := br.Peek(1); errors.Is(err, io.EOF) {
-				return off, nil // corrupt last record: torn tail
-			}
+			// A complete record (LF included) was fsync'd and maybe served:
+			// damage to it, even on the last line, is an error, never a
+			// torn tail whose number could be reused.
 			return 0, fmt.Errorf("event log %s line %d: %w", l.path, lineNo, perr)
 		}
 		l.note(rec.Seq, off)

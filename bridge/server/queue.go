@@ -76,7 +76,7 @@ func openQueue(ctx context.Context, path string, logger *slog.Logger) (*queue, e
 }
 
 // replay rebuilds the queue from the journal and returns the offset after
-// the last complete op. Only the last line may be torn.
+// the last complete op. Only bytes after the last LF may be torn.
 func (q *queue) replay(ctx context.Context) (int64, error) {
 	br := bufio.NewReader(q.f)
 	var off int64
@@ -93,9 +93,8 @@ func (q *queue) replay(ctx context.Context) (int64, error) {
 		}
 		var op queueOp
 		if err := json.Unmarshal(b, &op); err != nil || !q.apply(op) {
-			if _, perr := br.Peek(1); errors.Is(perr, io.EOF) {
-				return off, nil
-			}
+			// A complete line was written whole and fsync'd, and its prompt
+			// acknowledged: a bad one is damage, never a torn tail.
 			return 0, fmt.Errorf("queue %s line %d: not a queue op", q.path, n)
 		}
 		off += int64(len(b))
