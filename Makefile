@@ -24,7 +24,7 @@ deps:
 	@bash .ci/deps.sh
 
 test:
-	@set -e; eval "$$(bash .ci/deps.sh)"; \
+	@set -e; deps="$$(bash .ci/deps.sh)"; eval "$$deps"; \
 	$(GO) test -count=1 -timeout 60m ./...
 
 # test-short runs only what needs no external component.
@@ -32,7 +32,7 @@ test-short:
 	$(GO) test -count=1 -short ./...
 
 bench:
-	@set -e; eval "$$(bash .ci/deps.sh)"; \
+	@set -e; deps="$$(bash .ci/deps.sh)"; eval "$$deps"; \
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./...
 
 # fuzz runs every fuzz target of every package for FUZZTIME each.

@@ -8,6 +8,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 run() { # run NAME SCRIPT
 	local name="$1" script="$2" out
 	if [[ ! -f "$here/$script" ]]; then
+		echo "deps: $script is missing" >&2
+		if [[ -n "${CI:-}" ]]; then exit 1; fi
 		return 0
 	fi
 	if out="$(bash "$here/$script")"; then

@@ -33,6 +33,11 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) (Effective, str
 	if o.Reason == "MultiplePods" {
 		return Diverged, "more than one pod or process tree for this spore"
 	}
+	if o.Pod == PodUnknown {
+		// Nothing is known, so nothing may be concluded (least of all
+		// Diverged, which reconcile would act on).
+		return Suspect, orReason(o.Reason, "runtime state unknown")
+	}
 	alive := o.Pod != PodAbsent && o.Pod != PodFailed
 	switch desired {
 	case state.Stopped, state.Paused:
@@ -63,7 +68,12 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) (Effective, str
 	}
 	switch o.Bridge {
 	case BridgeUp:
-		if o.Activity == "blocked" {
+		switch {
+		case o.Reason == "BridgeUnhealthy":
+			return Suspect, "the bridge cannot append to its log"
+		case o.Activity == "backoff":
+			return Suspect, "the agent keeps dying; the bridge is backing off"
+		case o.Activity == "blocked":
 			return Blocked, "the agent waits for a person"
 		}
 		return Healthy, o.Reason

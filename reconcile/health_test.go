@@ -38,6 +38,10 @@ func TestHealth(t *testing.T) {
 		{"stopped", state.Stopped, Observed{Pod: PodAbsent}, false, Stopped, ""},
 		{"pending while stopped", state.Stopped, Observed{Pod: PodPending}, false, Diverged, "Pending while desired Stopped"},
 		{"stopped with open breaker", state.Stopped, Observed{Pod: PodAbsent}, true, Error, "circuit breaker open after repeated crashes; run `sporectl reset`"},
+		{"observation failed while asleep", state.Paused, Observed{Pod: PodUnknown, Bridge: BridgeUnknown, Reason: "ObservationFailed"}, false, Suspect, "ObservationFailed"},
+		{"observation failed while stopped", state.Stopped, Observed{Pod: PodUnknown}, false, Suspect, "runtime state unknown"},
+		{"bridge cannot append", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUp, Activity: "idle", Reason: "BridgeUnhealthy"}, false, Suspect, "the bridge cannot append to its log"},
+		{"agent keeps dying", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUp, Activity: "backoff"}, false, Suspect, "the agent keeps dying; the bridge is backing off"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -77,7 +77,7 @@ func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed
 				} else {
 					o.Bridge = BridgeUp
 					o.Activity = string(st.State)
-					if !st.Healthy && st.Error != "" && o.Reason == "" {
+					if !st.Healthy && o.Reason == "" {
 						o.Reason = "BridgeUnhealthy"
 					}
 				}

@@ -38,9 +38,9 @@ const (
 type Observed struct {
 	Pod      PodState    `json:"pod"`
 	Bridge   BridgeState `json:"bridge"`
-	Activity string      `json:"activity,omitempty"` // idle, working, blocked (from the bridge)
+	Activity string      `json:"activity"` // idle, working, blocked, … (from the bridge; "" when not asked)
 	Restarts int         `json:"restarts"`
-	Reason   string      `json:"reason,omitempty"` // OOMKilled, Evicted, Error, …
+	Reason   string      `json:"reason"` // OOMKilled, Evicted, Error, … ("" when none)
 }
 
 // PodObservation is what a runtime observes of one spore without asking

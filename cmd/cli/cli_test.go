@@ -104,7 +104,7 @@ func TestStatusJSONShape(t *testing.T) {
 	store := fixture(t)
 	out := mustRun(t, store, "status", "-o", "json", "worker-7")
 	require.JSONEq(t, `{"spores":[{"id":"worker-7","colony":"lab","rank":"spore","desired":"Paused",
-		"observed":{"pod":"Absent","bridge":"Down","restarts":0},"effective":"Paused","reason":"","last_seq":1}]}`, out)
+		"observed":{"pod":"Absent","bridge":"Down","activity":"","restarts":0,"reason":""},"effective":"Paused","reason":"","last_seq":1}]}`, out)
 }
 
 func TestExitCodes(t *testing.T) {

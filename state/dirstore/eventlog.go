@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strconv"
 	"unicode/utf8"
@@ -201,6 +202,11 @@ func readEvents(path, name string, head logHead, after uint64, limit int) ([]sta
 		return nil, nil
 	}
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The spore was deleted (its log removed) after this reader took
+		// its snapshot: it is gone, as a fresh read would say.
+		return nil, fmt.Errorf("event log %s: %w", name, state.ErrNotFound)
+	}
 	if err != nil {
 		return nil, ioErr("read events", err)
 	}
