@@ -8,7 +8,6 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // ConfigFlags are kubectl's connection inputs. Empty fields mean "as
@@ -69,18 +68,13 @@ func LoadCluster(flags ConfigFlags) (Cluster, error) {
 	if err != nil {
 		return Cluster{}, fmt.Errorf("resolve namespace: %w", err)
 	}
-	if !explicit && flags.DefaultNamespace != "" && !contextNamesNamespace(raw, flags.Context) {
+	// The store names its colony's namespace; a context's namespace is a
+	// person's default and must not move the colony (kubens would make
+	// every spore look Dead and wake them in the wrong place).
+	if !explicit && flags.DefaultNamespace != "" {
 		ns = flags.DefaultNamespace
 	}
 	return finish(Cluster{Config: cfg, Namespace: ns}), nil
-}
-
-func contextNamesNamespace(raw clientcmdapi.Config, name string) bool {
-	if name == "" {
-		name = raw.CurrentContext
-	}
-	c, ok := raw.Contexts[name]
-	return ok && c.Namespace != ""
 }
 
 func inClusterNamespace(flags ConfigFlags) string {

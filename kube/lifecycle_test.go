@@ -38,7 +38,7 @@ func TestStartCreatesSporeObjects(t *testing.T) {
 	assert.True(t, kube.Owned(pod.ObjectMeta, "alpha"))
 	require.Len(t, pod.Spec.Containers, 1)
 	c := pod.Spec.Containers[0]
-	assert.Equal(t, []string{"sporectl", "bridge"}, c.Command)
+	assert.Equal(t, []string{"sporectl", "bridge", "--agent", "claude"}, c.Command)
 	assert.True(t, c.Resources.Limits.Cpu().Equal(resource.MustParse("2")), "cpu limit %s", c.Resources.Limits.Cpu())
 	assert.True(t, c.Resources.Limits.Memory().Equal(resource.MustParse("3Gi")), "memory limit %s", c.Resources.Limits.Memory())
 	assert.Equal(t, c.Resources.Limits, c.Resources.Requests)
@@ -98,7 +98,7 @@ func TestStartCreatesSporeObjects(t *testing.T) {
 func TestStartHonoursSpecAndSettings(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	rt, err := kube.New(e.saCfg, kube.Options{Namespace: e.ns, StorageClass: "fast", DefaultSpec: state.Spec{Memory: "6Gi"}})
+	rt, err := kube.New(e.saCfg, kube.Options{Namespace: e.ns, StorageClass: "fast", DefaultSpec: state.Spec{Memory: "6Gi"}, Agent: "echo"})
 	require.NoError(t, err)
 	s := spore("beta")
 	s.Spec = state.Spec{CPU: "500m", Storage: "20Gi", Image: "example.org/spore:1"}
@@ -110,6 +110,7 @@ func TestStartHonoursSpecAndSettings(t *testing.T) {
 	assert.Equal(t, "example.org/spore:1", c.Image)
 	assert.Equal(t, "500m", c.Resources.Limits.Cpu().String())
 	assert.Equal(t, "6Gi", c.Resources.Limits.Memory().String())
+	assert.Equal(t, []string{"sporectl", "bridge", "--agent", "echo"}, c.Command, "the store's agent setting reaches the pod")
 	claim, err := e.admin.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "spore-beta", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "fast", *claim.Spec.StorageClassName)
@@ -226,4 +227,25 @@ func TestStartLeavesARunningSporeAlone(t *testing.T) {
 	after, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-theta", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "the running spore's tokens were rotated under it")
+}
+
+// Waking a spore whose pod was evicted replaces the pod: it never runs
+// again, so leaving it would report a wake that did nothing.
+func TestStartReplacesAnEvictedPod(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	e.start(t, "iota")
+	require.NoError(t, e.kubelet.Schedule(ctx, "spore-iota"))
+	require.NoError(t, e.kubelet.Run(ctx, "spore-iota", true))
+	require.NoError(t, e.kubelet.Evict(ctx, "spore-iota"))
+	old, err := e.admin.CoreV1().Pods(e.ns).Get(ctx, "spore-iota", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, corev1.PodFailed, old.Status.Phase)
+
+	// The API server removes a terminal pod at once (no grace period), so
+	// the replacement is created in the same start.
+	require.NoError(t, e.rt.Start(ctx, spore("iota"), creds("iota")))
+	fresh, err := e.admin.CoreV1().Pods(e.ns).Get(ctx, "spore-iota", metav1.GetOptions{})
+	require.NoError(t, err)
+	assert.NotEqual(t, old.UID, fresh.UID, "a new pod replaced the evicted one")
 }

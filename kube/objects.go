@@ -117,7 +117,7 @@ func (o Options) PodFor(s state.Spore) (*corev1.Pod, error) {
 			Containers: []corev1.Container{{
 				Name:       containerName,
 				Image:      spec.Image,
-				Command:    []string{"sporectl", "bridge"},
+				Command:    []string{"sporectl", "bridge", "--agent", o.agent()},
 				WorkingDir: HomePath,
 				Ports:      []corev1.ContainerPort{{Name: "bridge", ContainerPort: BridgePort, Protocol: corev1.ProtocolTCP}},
 				Env: []corev1.EnvVar{

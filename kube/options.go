@@ -35,14 +35,17 @@ type Options struct {
 	// BridgePort overrides the port Bridge dials (tests only; pods always
 	// listen on BridgePort).
 	BridgePort int
+	// Agent is what each pod's bridge runs: "claude" (default) or "echo".
+	Agent string
 }
 
-// OptionsFromSettings takes the kube fields of the store's settings; the
-// cluster connection decides the namespace when the settings name none.
+// OptionsFromSettings takes the kube fields of the store's settings. The
+// namespace is the cluster connection's, which LoadCluster resolved with
+// -n first, then the store's, then the kubeconfig context's.
 func OptionsFromSettings(s state.Settings, c Cluster) Options {
-	ns := s.Namespace
+	ns := c.Namespace
 	if ns == "" {
-		ns = c.Namespace
+		ns = s.Namespace
 	}
 	return Options{
 		Namespace:    ns,
@@ -50,6 +53,7 @@ func OptionsFromSettings(s state.Settings, c Cluster) Options {
 		Image:        s.Image,
 		DefaultSpec:  s.DefaultSpec,
 		InCluster:    c.InCluster,
+		Agent:        s.Agent,
 	}
 }
 
@@ -84,4 +88,11 @@ func (o Options) apiURL() string {
 		return o.APIURL
 	}
 	return "http://sporectl-api." + o.Namespace + ".svc"
+}
+
+func (o Options) agent() string {
+	if o.Agent == "" {
+		return "claude"
+	}
+	return o.Agent
 }

@@ -162,6 +162,18 @@ func (r *Runtime) podRunning(ctx context.Context, id string) (bool, error) {
 		return false, &NotOwnedError{Kind: "Pod", Namespace: got.Namespace, Name: got.Name}
 	case got.DeletionTimestamp != nil:
 		return false, fmt.Errorf("pod %s: %w", got.Name, ErrTerminating)
+	case got.Status.Phase == corev1.PodFailed || got.Status.Phase == corev1.PodSucceeded:
+		// An evicted or finished pod never runs again. Remove exactly this
+		// pod (UID precondition); its replacement can be created once the
+		// node lets it go.
+		uid := got.UID
+		err := retryTransient(ctx, func() error {
+			return r.client.CoreV1().Pods(r.opts.Namespace).Delete(ctx, got.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("remove %s pod %s: %w", got.Status.Phase, got.Name, err)
+		}
+		return false, nil
 	}
 	return true, nil
 }

@@ -51,8 +51,10 @@ func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed
 		out[id] = o
 	}
 	var orphans []string
-	for id := range fleet.Spores {
-		if !known[id] {
+	for id, po := range fleet.Spores {
+		// Only something that runs (or tries to) is an orphan: a home kept
+		// after `delete` is not, and `create` of the same id adopts it.
+		if !known[id] && po.State != PodAbsent {
 			orphans = append(orphans, id)
 		}
 	}

@@ -56,6 +56,7 @@ func TestKubeLifecycle(t *testing.T) {
 	pod, err := cs.CoreV1().Pods(ns).Get(ctx, "spore-k-1", metav1.GetOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "1Gi", pod.Spec.Containers[0].Resources.Limits.Memory().String())
+	require.Contains(t, pod.Spec.Containers[0].Command, "echo", "init --agent echo reaches the pod")
 
 	doc, code := statusOf()
 	require.Equal(t, 3, code)
@@ -104,6 +105,21 @@ func TestKubeLifecycle(t *testing.T) {
 	require.NoError(t, err, "sleep keeps the home")
 
 	ok("stop", "k-1")
+	claim, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "spore-k-1", metav1.GetOptions{})
+	require.NoError(t, err)
+
+	// A plain delete keeps the home; a kept home is no orphan, and creating
+	// the id again adopts it.
+	ok("delete", "k-1")
+	all := kctl("status", "-o", "json")
+	out, err := all.Output()
+	require.NoError(t, err, "status after a plain delete: %s", out)
+	require.NotContains(t, string(out), "orphans")
+	ok("create", "k-1", "--wake")
+	again, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "spore-k-1", metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, claim.UID, again.UID, "the same home")
+
 	ok("delete", "k-1", "--purge-home")
 	require.Eventually(t, func() bool {
 		pvc, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "spore-k-1", metav1.GetOptions{})
