@@ -10,14 +10,62 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/sporectl/sporectl/state"
 )
 
-// Check verifies every invariant of format §8 without writing anything
-// and without taking the write lock.
+// Check verifies every invariant of format §8 without writing anything.
+// It reads without the lock, so a writer may commit meanwhile; a report
+// with problems is only believed if nothing was committed while it was
+// made. After two such races the last attempt holds the write lock (which
+// writes nothing, but makes writers wait) for a stable view.
 func (s *Store) Check(ctx context.Context) (*state.CheckReport, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		before := s.commitStamp()
+		rep, err := s.checkOnce(ctx)
+		if err == nil && rep.OK() {
+			return rep, nil
+		}
+		if s.commitStamp() == before {
+			return rep, err
+		}
+	}
+	lk, err := acquireLock(ctx, s.path(lockFile), s.opts.LockTimeout)
+	if err != nil {
+		return nil, &state.UnavailableError{Op: "lock store for check", Err: err}
+	}
+	defer lk.release()
+	return s.checkOnce(ctx)
+}
+
+// commitStamp changes whenever a transaction commits or a compaction runs:
+// the snapshot's identity and the commit logs' sizes.
+func (s *Store) commitStamp() string {
+	var b strings.Builder
+	if fi, err := os.Stat(s.path(snapshotFile)); err == nil {
+		fmt.Fprintf(&b, "%v/%d/%d;", fi.ModTime().UnixNano(), fi.Size(), inode(fi))
+	}
+	entries, _ := os.ReadDir(s.root)
+	for _, e := range entries {
+		if _, ok := parseTxlogName(e.Name()); ok {
+			if fi, err := e.Info(); err == nil {
+				fmt.Fprintf(&b, "%s=%d;", e.Name(), fi.Size())
+			}
+		}
+	}
+	return b.String()
+}
+
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Ino
+	}
+	return 0
+}
+
+func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	rep := &state.CheckReport{Problems: []state.Problem{}, Notes: []state.Problem{}}
 	problem := func(where, format string, a ...any) {
 		rep.Problems = append(rep.Problems, state.Problem{Where: where, Message: fmt.Sprintf(format, a...)})

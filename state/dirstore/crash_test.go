@@ -34,6 +34,7 @@ const (
 	envCount     = "SPORECTL_DIRSTORE_COUNT"
 	envFailpoint = "SPORECTL_DIRSTORE_FAILPOINT"
 	envCompact   = "SPORECTL_DIRSTORE_COMPACT"
+	envChurn     = "SPORECTL_DIRSTORE_CHURN"
 )
 
 var crashSpores = []string{"alpha", "beta", "gamma"}
@@ -81,6 +82,26 @@ func runWriter() int {
 			texts[j] = fmt.Sprintf("%s-%d-%d", tag, i, j)
 		}
 		msg := fmt.Sprintf("%s-m%d", tag, i)
+		if os.Getenv(envChurn) != "" {
+			// Spores come and go: each has a log that its delete removes.
+			err := s.Update(ctx, func(tx state.Tx) error {
+				id := fmt.Sprintf("churn-%d", i)
+				if err := tx.CreateSpore(ctx, storetest.Spore(id)); err != nil {
+					return err
+				}
+				if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindLifecycle, Action: "created"}}); err != nil {
+					return err
+				}
+				if i > 0 {
+					return tx.DeleteSpore(ctx, fmt.Sprintf("churn-%d", i-1))
+				}
+				return nil
+			})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "churn:", err)
+				return 1
+			}
+		}
 		err := s.Update(ctx, func(tx state.Tx) error {
 			evs := make([]state.Event, batch)
 			for j, txt := range texts {
@@ -299,4 +320,30 @@ func TestConcurrentProcesses(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, len(acks)+1, total, "every acknowledged event plus the recovery event")
+}
+
+// TestCheckWhileWriting runs check in a loop while another process creates
+// and deletes spores: a check never reports a problem a race made up.
+func TestCheckWhileWriting(t *testing.T) {
+	root := newCrashStore(t)
+	w := startWriter(t, root, "churn", 300, envCompact+"=4096", envChurn+"=1")
+	ctx := context.Background()
+	s, err := Open(ctx, root, Options{})
+	require.NoError(t, err)
+	checks := 0
+	for {
+		select {
+		case <-w.done:
+			w.wait()
+			require.True(t, w.cmd.ProcessState.Success())
+			require.Positive(t, checks)
+			t.Logf("%d checks during %d commits", checks, len(w.msgs))
+			return
+		default:
+		}
+		rep, err := s.Check(ctx)
+		require.NoError(t, err)
+		require.Empty(t, rep.Problems, "check %d", checks)
+		checks++
+	}
 }
