@@ -24,7 +24,10 @@ import (
 // A spore whose pod runs already is left exactly as it is, Secret included:
 // the pod read its tokens when it started, so rotating them under it would
 // lock sporectl out of its bridge. Tokens change only with a new pod.
-func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.Credentials) error {
+//
+// Kubernetes has no lock for this: two starts racing each other may both
+// ask src, and the Secret keeps the last one's tokens.
+func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.CredentialSource) error {
 	running, err := r.podRunning(ctx, s.ID)
 	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
@@ -42,6 +45,10 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.Cred
 	}
 	if err := r.ensureClaim(ctx, s.ID, claim); err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
+	}
+	creds, err := src.Credentials(ctx)
+	if err != nil {
+		return fmt.Errorf("start spore %s: credentials: %w", s.ID, err)
 	}
 	if err := r.ensureSecret(ctx, s.ID, r.opts.SecretFor(s, creds)); err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)

@@ -84,7 +84,7 @@ func apiTokenPath(home string) string { return filepath.Join(home, ".sporectl-br
 // Start makes the spore's bridge run. Under the spore's lock it first
 // checks for a live bridge (then it is done), so two starts at once never
 // run two bridges for one spore.
-func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.Credentials) error {
+func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.CredentialSource) error {
 	unlock, err := r.lock(ctx, s.ID)
 	if err != nil {
 		return err
@@ -98,6 +98,11 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.Cred
 		// Running already: it keeps the tokens it started with, so
 		// nothing is written (the caller rotates tokens only on a start).
 		return nil
+	}
+	// Under the spore's lock: two starts never both issue credentials.
+	creds, err := src.Credentials(ctx)
+	if err != nil {
+		return fmt.Errorf("credentials for %s: %w", s.ID, err)
 	}
 	home := r.home(s.ID)
 	if err := os.MkdirAll(filepath.Dir(tokenPath(home)), 0o700); err != nil {

@@ -70,6 +70,19 @@ type Credentials struct {
 	BridgeToken string // what sporectl presents to the spore's bridge
 }
 
+// CredentialSource gives the credentials for a start. A runtime asks for
+// them only when it is about to start new processes for the spore, and,
+// where it can, while it holds what serialises starts of that spore; so an
+// issuer that records a token's hash in the store records the hash of the
+// token the spore really got. A running spore is left alone and its source
+// is never asked.
+type CredentialSource interface {
+	Credentials(ctx context.Context) (Credentials, error)
+}
+
+// Credentials makes fixed credentials their own source.
+func (c Credentials) Credentials(context.Context) (Credentials, error) { return c, nil }
+
 // BridgeEndpoint is how to reach one spore's bridge from here.
 type BridgeEndpoint struct {
 	BaseURL string
@@ -82,9 +95,10 @@ type BridgeEndpoint struct {
 type Runtime interface {
 	// Observe looks at every spore this runtime manages in one call.
 	Observe(ctx context.Context) (FleetObservation, error)
-	// Start makes the spore run (creating its home if missing). Starting a
-	// spore that runs already is success.
-	Start(ctx context.Context, s state.Spore, creds Credentials) error
+	// Start makes the spore run (creating its home if missing), with
+	// credentials from creds. Starting a spore that runs already is
+	// success and changes nothing.
+	Start(ctx context.Context, s state.Spore, creds CredentialSource) error
 	// Stop ends the spore's processes and keeps its home.
 	Stop(ctx context.Context, id string) error
 	// Delete removes everything of the spore; the home only with purgeHome.

@@ -62,20 +62,7 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A spore that runs already keeps the tokens it started with (the
-	// runtime leaves it alone), so only spores about to start get new ones.
-	running := map[string]bool{}
-	if o.desired == state.Running {
-		fleet, err := rt.Observe(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: observe the runtime: %w", o.verb, err)
-		}
-		for id, po := range fleet.Spores {
-			running[id] = po.Owned && po.Count > 0 && (po.State == reconcile.PodRunning || po.State == reconcile.PodPending)
-		}
-	}
 	now := o.f.Now().UTC()
-	tokens := map[string]string{}
 	spores := map[string]state.Spore{}
 	err = st.Update(ctx, func(tx state.Tx) error {
 		for _, id := range o.IDs {
@@ -94,16 +81,6 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 					return err
 				}
 			}
-			if o.desired == state.Running && !running[id] {
-				tok, hash, err := state.NewToken()
-				if err != nil {
-					return err
-				}
-				if err := tx.SetTokenHash(ctx, id, hash); err != nil {
-					return err
-				}
-				tokens[id] = tok
-			}
 			spores[id] = sp
 		}
 		return nil
@@ -116,10 +93,7 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 	for _, id := range o.IDs {
 		var err error
 		if o.desired == state.Running {
-			var bt string
-			if bt, err = bridgeToken(); err == nil {
-				err = rt.Start(ctx, spores[id], reconcile.Credentials{APIToken: tokens[id], BridgeToken: bt})
-			}
+			err = rt.Start(ctx, spores[id], &tokenIssuer{st: st, id: id})
 		} else {
 			err = rt.Stop(ctx, id)
 		}
@@ -135,6 +109,32 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// tokenIssuer gives a starting spore fresh tokens. The runtime asks only
+// when it really starts the spore, under its per-spore lock where it has
+// one, and the API token's hash is committed before the plaintext leaves
+// here: the store always knows the token the spore got. A running spore
+// is never asked, so it keeps the tokens its processes read at start.
+type tokenIssuer struct {
+	st state.Store
+	id string
+}
+
+func (i *tokenIssuer) Credentials(ctx context.Context) (reconcile.Credentials, error) {
+	tok, hash, err := state.NewToken()
+	if err != nil {
+		return reconcile.Credentials{}, err
+	}
+	bt, err := bridgeToken()
+	if err != nil {
+		return reconcile.Credentials{}, err
+	}
+	err = i.st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, i.id, hash) })
+	if err != nil {
+		return reconcile.Credentials{}, fmt.Errorf("record token of %s: %w", i.id, err)
+	}
+	return reconcile.Credentials{APIToken: tok, BridgeToken: bt}, nil
 }
 
 // bridgeToken is a fresh secret for sporectl → bridge calls. It lives only

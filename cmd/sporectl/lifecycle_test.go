@@ -153,6 +153,19 @@ func TestConcurrentWakes(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, n)
+
+	// The store holds the hash of the token the spore actually got.
+	tok, err := os.ReadFile(filepath.Join(store, "homes", "racer", ".sporectl-bridge", "api-token"))
+	require.NoError(t, err)
+	ctx := context.Background()
+	st, err := dirstore.Open(ctx, store, dirstore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, st.View(ctx, func(tx state.Tx) error {
+		h, err := tx.TokenHash(ctx, "racer")
+		require.NoError(t, err)
+		require.True(t, h.Matches(strings.TrimSpace(string(tok))), "stored hash and the spore's token disagree")
+		return nil
+	}))
 }
 
 func containsEnv(environ []byte, kv string) bool {
