@@ -445,3 +445,50 @@ func TestStaleLogCleanupDiskFull(t *testing.T) {
 	require.ErrorAs(t, err, &ue, "got %T: %v", err, err)
 	require.Contains(t, err.Error(), "disk full")
 }
+
+// TestReaderForgetsAWithdrawnRecord: a reader in another handle that read a
+// commit record in the moment before its writer's fsync failed and cut it
+// must drop what it cached, not fail forever or keep the ghost.
+func TestReaderForgetsAWithdrawnRecord(t *testing.T) {
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "store")
+	w, _, err := Init(ctx, root, state.Settings{Runtime: "local"}, Options{})
+	require.NoError(t, err)
+	r, err := Open(ctx, root, Options{})
+	require.NoError(t, err)
+	require.NoError(t, w.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("real")) }))
+
+	var sawGhost bool
+	failpoint = func(at string) {
+		if at != "commit-written" {
+			return
+		}
+		_ = r.View(ctx, func(tx state.Tx) error {
+			_, err := tx.Spore(ctx, "ghost")
+			sawGhost = err == nil
+			return nil
+		})
+	}
+	syncFile = func(f *os.File) error {
+		if strings.HasPrefix(filepath.Base(f.Name()), txlogPrefix) {
+			return syscall.EIO
+		}
+		return f.Sync()
+	}
+	t.Cleanup(func() {
+		failpoint = func(string) {}
+		syncFile = func(f *os.File) error { return f.Sync() }
+	})
+	err = w.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("ghost")) })
+	require.Error(t, err)
+	require.True(t, sawGhost, "the reader should have read the record before it was cut")
+	failpoint = func(string) {}
+	syncFile = func(f *os.File) error { return f.Sync() }
+
+	spores := view(t, r, func(tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Len(t, spores, 1, "the withdrawn transaction is forgotten")
+	require.Equal(t, "real", spores[0].ID)
+	require.NoError(t, w.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("next")) }))
+	spores = view(t, r, func(tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Len(t, spores, 2)
+}

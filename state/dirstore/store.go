@@ -224,7 +224,15 @@ func (s *Store) extend(c *loaded) (*loaded, error) {
 		return nil, ioErr("read commit log", err)
 	}
 	if fi.Size() < c.logOff {
-		return nil, &state.CorruptError{File: name, Offset: fi.Size(), Reason: fmt.Sprintf("commit log is shorter (%d bytes) than what was committed (%d bytes)", fi.Size(), c.logOff)}
+		// A writer whose fsync failed withdrew its record after we read it
+		// (format §5): that transaction was never acknowledged. Forget
+		// what we cached and read afresh.
+		s.mu.Lock()
+		if s.cache == c {
+			s.cache = nil
+		}
+		s.mu.Unlock()
+		return nil, errRaced
 	}
 	if fi.Size() == c.logOff && c.torn == "" {
 		return c, nil
