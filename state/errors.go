@@ -60,9 +60,11 @@ type IncompatibleError struct {
 }
 
 func (e *IncompatibleError) Error() string {
-	msg := fmt.Sprintf("store %s has format version %d; this sporectl understands up to version %d", e.Where, e.Found, e.Newest)
+	var msg string
 	if e.Found > e.Newest {
-		msg += " (upgrade sporectl)"
+		msg = fmt.Sprintf("store %s has format version %d; this sporectl understands up to version %d (upgrade sporectl)", e.Where, e.Found, e.Newest)
+	} else {
+		msg = fmt.Sprintf("store %s has format version %d, older than this sporectl's %d: run 'sporectl init' to upgrade it", e.Where, e.Found, e.Newest)
 	}
 	if e.Details != "" {
 		msg += ": " + e.Details

@@ -112,6 +112,10 @@ func TestExitCodes(t *testing.T) {
 	newer := filepath.Join(t.TempDir(), "newer")
 	mustRun(t, newer, "init")
 	require.NoError(t, os.WriteFile(filepath.Join(newer, "FORMAT"), []byte("sporectl store\nformat 99\n"), 0o600))
+	kubeStore := filepath.Join(t.TempDir(), "kube")
+	mustRun(t, kubeStore, "init", "--runtime", "kube")
+	mustRun(t, kubeStore, "create", "k")
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "no-such-kubeconfig"))
 	notStore := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(notStore, "notes.txt"), []byte("mine"), 0o600))
 
@@ -140,6 +144,7 @@ func TestExitCodes(t *testing.T) {
 		{"init over non-store", notStore, []string{"init"}, ExitStore, "refusing to write into it"},
 		{"newer format", newer, []string{"list"}, ExitIncompatible, "format version 99"},
 		{"bad runtime", store, []string{"init", "--runtime", "vm"}, ExitUsage, "--runtime"},
+		{"no cluster", kubeStore, []string{"wake", "k"}, ExitRuntime, "load cluster config"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

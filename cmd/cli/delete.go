@@ -68,7 +68,7 @@ func (o *deleteOptions) run(ctx context.Context) error {
 	// would be an orphan.
 	for _, id := range o.IDs {
 		if err := rt.Delete(ctx, id, o.PurgeHome); err != nil {
-			return fmt.Errorf("delete %s: %w", id, err)
+			return &RuntimeError{Op: "delete " + id + " (still in the store; run delete again)", Err: err}
 		}
 	}
 	err = st.Update(ctx, func(tx state.Tx) error {
@@ -110,7 +110,7 @@ func (o *deleteOptions) deleteOrphans(ctx context.Context, st state.Store) error
 	}
 	_, orphans, err := reconcile.Observe(ctx, rt, known)
 	if err != nil {
-		return fmt.Errorf("observe orphans: %w", err)
+		return &RuntimeError{Op: "observe orphans", Err: err}
 	}
 	for _, id := range o.IDs {
 		switch {
@@ -123,7 +123,7 @@ func (o *deleteOptions) deleteOrphans(ctx context.Context, st state.Store) error
 	res := actionResults{}
 	for _, id := range o.IDs {
 		if err := rt.Delete(ctx, id, o.PurgeHome); err != nil {
-			return fmt.Errorf("delete orphan %s: %w", id, err)
+			return &RuntimeError{Op: "delete orphan " + id, Err: err}
 		}
 		res.Results = append(res.Results, actionResult{Kind: "orphan", ID: id, Action: "deleted"})
 	}

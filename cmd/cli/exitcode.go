@@ -22,7 +22,8 @@ const (
 	ExitConflict     = 5 // it exists already
 	ExitStore        = 6 // the store is missing, unreachable, locked or out of space
 	ExitCorrupt      = 7 // stored data breaks the format; `check` found problems
-	ExitIncompatible = 8 // the store's format is newer than this binary
+	ExitIncompatible = 8 // the store's format is newer (or older) than this binary
+	ExitRuntime      = 9 // the runtime (Kubernetes, the OS, a bridge) failed or cannot be reached
 	ExitInterrupted  = 130
 )
 
@@ -34,6 +35,17 @@ func (e *UsageError) Error() string { return e.Msg }
 func usageErrorf(format string, a ...any) error {
 	return &UsageError{Msg: fmt.Sprintf(format, a...)}
 }
+
+// RuntimeError is a failure of the runtime: the Kubernetes API, a process
+// that would not start, a bridge that never became healthy. What the
+// command recorded in the store before it stays recorded.
+type RuntimeError struct {
+	Op  string
+	Err error
+}
+
+func (e *RuntimeError) Error() string { return e.Op + ": " + e.Err.Error() }
+func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // UnhealthyError reports that the command did its work and found some
 // spores not healthy; its message has already been printed as data.
@@ -50,6 +62,7 @@ func exitCode(err error) int {
 		corrupt  *state.CorruptError
 		incompat *state.IncompatibleError
 		unavail  *state.UnavailableError
+		rterr    *RuntimeError
 	)
 	switch {
 	case err == nil:
@@ -60,6 +73,8 @@ func exitCode(err error) int {
 		return ExitIncompatible
 	case errors.As(err, &corrupt):
 		return ExitCorrupt
+	case errors.As(err, &rterr):
+		return ExitRuntime
 	case errors.Is(err, state.ErrNotFound):
 		return ExitNotFound
 	case errors.Is(err, state.ErrExists), errors.Is(err, storecopy.ErrNotEmpty):

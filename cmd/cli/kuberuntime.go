@@ -20,11 +20,11 @@ func (f *Factory) kubeRuntime(ctx context.Context, settings state.Settings) (rec
 		DefaultNamespace: settings.Namespace,
 	})
 	if err != nil {
-		return nil, &state.UnavailableError{Op: "kube runtime", Err: fmt.Errorf("load cluster config: %w", err)}
+		return nil, &RuntimeError{Op: "kube runtime", Err: fmt.Errorf("load cluster config: %w", err)}
 	}
 	rt, err := kube.New(c.Config, kube.OptionsFromSettings(settings, c))
 	if err != nil {
-		return nil, &state.UnavailableError{Op: "kube runtime", Err: err}
+		return nil, &RuntimeError{Op: "kube runtime", Err: err}
 	}
 	return rt, nil
 }

@@ -98,7 +98,7 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 			err = rt.Stop(ctx, id)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %s (desired %s is recorded; the next wake or reconcile retries): %w", o.verb, id, o.desired, err))
+			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: err})
 			continue
 		}
 		res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: o.action})

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/sporectl/sporectl/local"
@@ -34,11 +37,14 @@ func (f *Factory) Runtime(ctx context.Context, st state.Store) (reconcile.Runtim
 func (f *Factory) localRuntime(st state.Store, settings state.Settings) (reconcile.Runtime, error) {
 	root := st.Info().Location
 	if st.Info().Backend != "dir" {
+		// One directory per store: two colonies on this machine must not
+		// share homes because their spores share an id.
 		loc, err := f.defaultStateDir()
 		if err != nil {
 			return nil, err
 		}
-		root = loc + "/local"
+		sum := sha256.Sum256([]byte(st.Info().Backend + "\x00" + st.Info().Location))
+		root = filepath.Join(loc, "local", hex.EncodeToString(sum[:6]))
 	}
 	bin := f.Executable
 	if bin == "" {
