@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -112,6 +113,14 @@ func summary(e state.Event, wide bool) string {
 	default:
 		s = e.Text
 	}
+	// An agent's text is untrusted: no control character (an escape
+	// sequence, say) reaches the terminal.
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 	s = strings.Join(strings.Fields(s), " ")
 	if !wide && len(s) > 80 {
 		cut := 77
@@ -135,8 +144,34 @@ func agentSummary(line json.RawMessage) string {
 	if json.Unmarshal(line, &v) != nil || v.Type == "" {
 		return string(line)
 	}
+	if v.Type == "assistant" || v.Type == "user" {
+		if t := firstText(line); t != "" {
+			return v.Type + ": " + t
+		}
+	}
 	if v.Subtype != "" {
 		return v.Type + "/" + v.Subtype
 	}
 	return v.Type
+}
+
+// firstText is the first text block of a stream-json message line.
+func firstText(line json.RawMessage) string {
+	var m struct {
+		Message struct {
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"message"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return ""
+	}
+	for _, c := range m.Message.Content {
+		if c.Type == "text" && c.Text != "" {
+			return c.Text
+		}
+	}
+	return ""
 }

@@ -9,7 +9,8 @@ COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags=-s -o /out/sporectl ./cmd/sporectl
 
 FROM node:22-bookworm-slim
-ARG CLAUDE_CODE_VERSION=latest
+# The version the tests run (.ci/claude-code.sh); raise both together.
+ARG CLAUDE_CODE_VERSION=2.1.328
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates openssh-client ripgrep \
  && rm -rf /var/lib/apt/lists/* \
