@@ -79,17 +79,38 @@ func sessionMembers(sid int) []int {
 // Code and its tools: the ownership mark of a spore's processes.
 const markEnv = "SPORECTL_SPORE_ID"
 
-// hasMark reports whether pid's environment names spore id.
-func hasMark(pid int, id string) bool {
+// hasMark reports whether pid's environment names spore id and its home:
+// the id alone is not enough, since two stores on one machine may both
+// have a spore of that id.
+func hasMark(pid int, id, home string) bool {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
 	if err != nil {
 		return false
 	}
-	want := []byte(markEnv + "=" + id)
+	wantID, wantHome := []byte(markEnv+"="+id), []byte("HOME="+home)
+	var idOK, homeOK bool
 	for _, kv := range bytes.Split(b, []byte{0}) {
-		if bytes.Equal(kv, want) {
-			return true
+		idOK = idOK || bytes.Equal(kv, wantID)
+		homeOK = homeOK || bytes.Equal(kv, wantHome)
+	}
+	return idOK && homeOK
+}
+
+// markedProcesses lists live processes that carry the spore's mark.
+func markedProcesses(id, home string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasMark(pid, id, home) {
+			out = append(out, pid)
 		}
 	}
-	return false
+	return out
 }

@@ -99,6 +99,11 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 		// nothing is written (the caller rotates tokens only on a start).
 		return nil
 	}
+	// Leftovers of a bridge that died (its agent, a tool it ran) would
+	// work on the same home beside the new one.
+	if err := r.endProcesses(ctx, s.ID, rf); err != nil {
+		return fmt.Errorf("end leftovers of %s: %w", s.ID, err)
+	}
 	// Under the spore's lock: two starts never both issue credentials.
 	creds, err := src.Credentials(ctx)
 	if err != nil {
@@ -200,34 +205,35 @@ func (r *Runtime) stopLocked(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if rf == nil {
-		return nil
-	}
-	// The session outlives its leader: children of a bridge that already
-	// died still carry its session id. Only a run file from this boot
-	// names a session that can still exist.
-	if rf.BootID == bootID() {
-		owned := func(pid int) bool { return true }
-		if !rf.alive() {
-			// The leader is gone and its pid may belong to someone else
-			// now: signal only processes that carry this spore's mark.
-			owned = func(pid int) bool { return hasMark(pid, id) }
-		}
-		if err := endSession(ctx, rf.PID, owned, r.cfg.StopTimeout); err != nil {
-			return fmt.Errorf("stop %s: %w", id, err)
-		}
+	if err := r.endProcesses(ctx, id, rf); err != nil {
+		return fmt.Errorf("stop %s: %w", id, err)
 	}
 	if err := os.Remove(r.runPath(id, ".json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("stop %s: %w", id, err)
 	}
-	r.cfg.Logger.Info("stopped bridge", "spore", id, "pid", rf.PID)
+	r.cfg.Logger.Info("stopped spore", "spore", id)
 	return nil
+}
+
+// endProcesses ends everything of the spore: the live bridge's whole
+// session, then any process that still carries the spore's mark (children
+// of a bridge that died, tools that left the session, or processes whose
+// run file was lost or damaged). A process is signalled only if it is the
+// verified bridge, in its session while it lives, or marked.
+func (r *Runtime) endProcesses(ctx context.Context, id string, rf *runFile) error {
+	if rf.alive() {
+		if err := endSession(ctx, rf.PID, func(int) bool { return true }, r.cfg.StopTimeout); err != nil {
+			return err
+		}
+	}
+	home := r.home(id)
+	return endPIDs(ctx, func() []int { return markedProcesses(id, home) }, r.cfg.StopTimeout)
 }
 
 // endSession sends SIGTERM to every process of session sid, waits up to
 // grace for them to go, then SIGKILLs what is left.
 func endSession(ctx context.Context, sid int, owned func(int) bool, grace time.Duration) error {
-	members := func() []int {
+	return endPIDs(ctx, func() []int {
 		var out []int
 		for _, pid := range sessionMembers(sid) {
 			if owned(pid) {
@@ -235,7 +241,12 @@ func endSession(ctx context.Context, sid int, owned func(int) bool, grace time.D
 			}
 		}
 		return out
-	}
+	}, grace)
+}
+
+// endPIDs sends SIGTERM to what members lists, waits up to grace for
+// them to go, then SIGKILLs what is left, listing afresh each time.
+func endPIDs(ctx context.Context, members func() []int, grace time.Duration) error {
 	signalAll := func(sig syscall.Signal) int {
 		m := members()
 		for _, pid := range m {
@@ -264,7 +275,7 @@ func endSession(ctx context.Context, sid int, owned func(int) bool, grace time.D
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("processes of session %d survived SIGKILL: %v", sid, members())
+	return fmt.Errorf("processes survived SIGKILL: %v", members())
 }
 
 // Delete stops the spore and removes its run files; the home only with

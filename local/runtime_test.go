@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -50,7 +51,7 @@ func spore(id string) state.Spore {
 
 var creds = reconcile.Credentials{APIToken: "spt_api_test_token", BridgeToken: "bridge-test-token"}
 
-// marked lists live processes carrying spore id's mark.
+// marked lists live processes carrying spore id's mark (any home).
 func marked(id string) []int {
 	entries, _ := os.ReadDir("/proc")
 	var out []int
@@ -59,7 +60,7 @@ func marked(id string) []int {
 		if err != nil {
 			continue
 		}
-		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasMark(pid, id) {
+		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasEnv(pid, markEnv+"="+id) {
 			out = append(out, pid)
 		}
 	}
@@ -244,4 +245,46 @@ func TestDeletePurge(t *testing.T) {
 	obs, err := r.Observe(ctx)
 	require.NoError(t, err)
 	require.Empty(t, obs.Spores)
+}
+
+func hasEnv(pid int, kv string) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return false
+	}
+	for _, e := range strings.Split(string(b), "\x00") {
+		if e == kv {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDamagedRunFileStillStops: with its run file damaged, a sleeping
+// spore's processes are still found by their mark and ended.
+func TestDamagedRunFileStillStops(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	t.Cleanup(func() { _ = r.Delete(ctx, "scarred", true) })
+	require.NoError(t, r.Start(ctx, spore("scarred"), creds))
+	require.NotEmpty(t, marked("scarred"))
+	require.NoError(t, os.WriteFile(r.runPath("scarred", ".json"), []byte("{torn"), 0o600))
+	require.NoError(t, r.Stop(ctx, "scarred"))
+	require.Eventually(t, func() bool { return len(marked("scarred")) == 0 }, 5*time.Second, 20*time.Millisecond)
+}
+
+// TestMarkNeedsTheHome: a process with the same spore id but another home
+// (a spore of another store on this machine) is not this spore's.
+func TestMarkNeedsTheHome(t *testing.T) {
+	ctx := context.Background()
+	a, b := newRuntime(t, "echo"), newRuntime(t, "echo")
+	t.Cleanup(func() { _ = a.Delete(ctx, "twin2", true); _ = b.Delete(ctx, "twin2", true) })
+	require.NoError(t, a.Start(ctx, spore("twin2"), creds))
+	require.NoError(t, b.Start(ctx, spore("twin2"), creds))
+	require.Len(t, marked("twin2"), 2)
+	require.NoError(t, b.Stop(ctx, "twin2"))
+	require.Len(t, marked("twin2"), 1, "stopping one store's spore ended the other's")
+	po, ok := observe(t, a, "twin2")
+	require.True(t, ok)
+	require.Equal(t, reconcile.PodRunning, po.State)
 }
