@@ -81,8 +81,9 @@ func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.
 	out := make([]state.Event, len(evs))
 	for i, e := range evs {
 		e.Seq = first + uint64(i)
+		e.At = state.Stamp(e.At)
 		if e.At.IsZero() {
-			e.At = now
+			e.At = state.Stamp(now)
 		}
 		out[i] = e
 	}

@@ -638,6 +638,14 @@ func testTimePrecision(t *testing.T, s state.Store) {
 	require.Equal(t, want, got.Created.UTC())
 	evs := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "timed", 0, 0) })
 	require.Equal(t, want, evs[0].At.UTC())
+	// What Append returned is what a read returns.
+	var appended []state.Event
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		var err error
+		appended, err = tx.Append(ctx, "timed", []state.Event{{Kind: state.KindPrompt, At: at, Text: "y"}})
+		return err
+	}))
+	require.Equal(t, want, appended[0].At.UTC())
 	require.Equal(t, "nul\x00from", evs[0].From)
 	require.Equal(t, "nul\x00action", evs[0].Action)
 	out := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "timed") })
