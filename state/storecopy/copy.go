@@ -19,7 +19,10 @@ import (
 // ErrNotEmpty: the destination already holds spores.
 var ErrNotEmpty = errors.New("destination store is not empty")
 
-// eventPage bounds how many events are held in memory at once.
+// eventPage bounds how many events are read from the source at once. What
+// the destination holds until its one transaction commits is its own
+// business: PostgreSQL sends each page on, while a directory store keeps
+// the whole copied history in memory until commit (docs/cli.md).
 const eventPage = 5000
 
 // Copy reads from in one snapshot (a View) and writes to in one Update, so
