@@ -93,3 +93,37 @@ func TestBridgeFromOutsideGoesThroughPodProxy(t *testing.T) {
 	assert.Empty(t, gotAuth, "the API server's credentials never reach the bridge")
 	assert.True(t, gotToken == want, "the bridge token arrives in its own header")
 }
+
+// BridgeEndpoints reads every spore's token in one LIST where the caller
+// may list Secrets, and falls back to one GET each under sporectl's own
+// Role, which grants no list on Secrets.
+func TestBridgeEndpointsInOneList(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	ids := []string{"b-1", "b-2", "b-3"}
+	e.start(t, ids...)
+
+	adminCfg, counter := kubetest.Counting(kubetest.Shared(t).Config)
+	admin, err := kube.New(adminCfg, kube.Options{Namespace: e.ns})
+	require.NoError(t, err)
+	counter.Reset()
+	eps, err := admin.BridgeEndpoints(ctx, append(ids, "missing"))
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), counter.Requests(), "one LIST for every token")
+	require.Len(t, eps, 3)
+	for _, id := range ids {
+		assert.True(t, eps[id].Token == creds(id).BridgeToken, "token of %s", id)
+		assert.Contains(t, eps[id].BaseURL, "/pods/spore-"+id+":8080/proxy")
+	}
+	assert.Same(t, eps["b-1"].Client, eps["b-2"].Client, "one HTTP client for the fleet")
+
+	// sporectl's own Role: no list on Secrets, so one GET per spore.
+	saCfg, saCounter := kubetest.Counting(e.saCfg)
+	saRT, err := kube.New(saCfg, kube.Options{Namespace: e.ns})
+	require.NoError(t, err)
+	sa, err := saRT.BridgeEndpoints(ctx, ids)
+	require.NoError(t, err)
+	require.Len(t, sa, 3)
+	assert.Equal(t, int64(1+len(ids)), saCounter.Requests(), "a forbidden LIST, then a GET each")
+	assert.True(t, sa["b-2"].Token == creds("b-2").BridgeToken)
+}

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -60,6 +61,7 @@ func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed
 	}
 	slices.Sort(orphans)
 
+	eps := bridgeEndpoints(ctx, rt, ask)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	work := make(chan string)
@@ -68,7 +70,7 @@ func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed
 		go func() {
 			defer wg.Done()
 			for id := range work {
-				st, err := bridgeStatus(ctx, rt, id)
+				st, err := bridgeStatus(ctx, rt, eps, id)
 				mu.Lock()
 				o := out[id]
 				if err != nil {
@@ -96,12 +98,50 @@ func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed
 	return out, orphans, nil
 }
 
-func bridgeStatus(ctx context.Context, rt Runtime, id string) (bridge.Status, error) {
-	ep, err := rt.Bridge(ctx, id)
-	if err != nil {
-		return bridge.Status{}, err
+// BridgeLister is what a runtime may also offer: the endpoints of many
+// bridges in a few requests rather than one Bridge call each.
+type BridgeLister interface {
+	BridgeEndpoints(ctx context.Context, ids []string) (map[string]BridgeEndpoint, error)
+}
+
+// endpoint is one spore's endpoint, or why there is none.
+type endpoint struct {
+	ep  BridgeEndpoint
+	err error
+}
+
+// bridgeEndpoints asks a BridgeLister for every endpoint at once; nil
+// when the runtime is none or its answer failed (callers then ask Bridge
+// per spore, concurrently).
+func bridgeEndpoints(ctx context.Context, rt Runtime, ids []string) map[string]endpoint {
+	bl, ok := rt.(BridgeLister)
+	if !ok || len(ids) == 0 {
+		return nil
 	}
-	c, err := bridge.NewClient(ep.BaseURL, ep.Token, ep.Client)
+	eps, err := bl.BridgeEndpoints(ctx, ids)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]endpoint, len(ids))
+	for _, id := range ids {
+		if ep, ok := eps[id]; ok {
+			out[id] = endpoint{ep: ep}
+		} else {
+			out[id] = endpoint{err: errors.New("no way to reach its bridge")}
+		}
+	}
+	return out
+}
+
+func bridgeStatus(ctx context.Context, rt Runtime, eps map[string]endpoint, id string) (bridge.Status, error) {
+	e, ok := eps[id]
+	if !ok {
+		e.ep, e.err = rt.Bridge(ctx, id)
+	}
+	if e.err != nil {
+		return bridge.Status{}, e.err
+	}
+	c, err := bridge.NewClient(e.ep.BaseURL, e.ep.Token, e.ep.Client)
 	if err != nil {
 		return bridge.Status{}, err
 	}
