@@ -56,7 +56,7 @@ func Run(t *testing.T, newStore NewStore) {
 			tc.fn(t, s)
 			// Like bbolt's test helper: every test ends with a full
 			// consistency check.
-			rep, err := s.Check(context.Background())
+			rep, err := s.Check(t.Context())
 			require.NoError(t, err)
 			require.Empty(t, rep.Problems, "check after %s", tc.name)
 		})
@@ -76,9 +76,9 @@ func Spore(id string) state.Spore {
 
 func create(t *testing.T, s state.Store, ids ...string) {
 	t.Helper()
-	err := s.Update(context.Background(), func(tx state.Tx) error {
+	err := s.Update(t.Context(), func(tx state.Tx) error {
 		for _, id := range ids {
-			if err := tx.CreateSpore(context.Background(), Spore(id)); err != nil {
+			if err := tx.CreateSpore(t.Context(), Spore(id)); err != nil {
 				return err
 			}
 		}
@@ -90,13 +90,13 @@ func create(t *testing.T, s state.Store, ids ...string) {
 func appendN(t *testing.T, s state.Store, id string, n int) []state.Event {
 	t.Helper()
 	var out []state.Event
-	err := s.Update(context.Background(), func(tx state.Tx) error {
+	err := s.Update(t.Context(), func(tx state.Tx) error {
 		evs := make([]state.Event, n)
 		for i := range evs {
 			evs[i] = state.Event{Kind: state.KindPrompt, From: "user:test", Text: fmt.Sprintf("prompt %d", i)}
 		}
 		var err error
-		out, err = tx.Append(context.Background(), id, evs)
+		out, err = tx.Append(t.Context(), id, evs)
 		return err
 	})
 	require.NoError(t, err)
@@ -106,9 +106,9 @@ func appendN(t *testing.T, s state.Store, id string, n int) []state.Event {
 func view[T any](t *testing.T, s state.Store, fn func(context.Context, state.Tx) (T, error)) T {
 	t.Helper()
 	var v T
-	err := s.View(context.Background(), func(tx state.Tx) error {
+	err := s.View(t.Context(), func(tx state.Tx) error {
 		var err error
-		v, err = fn(context.Background(), tx)
+		v, err = fn(t.Context(), tx)
 		return err
 	})
 	require.NoError(t, err)
@@ -118,8 +118,8 @@ func view[T any](t *testing.T, s state.Store, fn func(context.Context, state.Tx)
 func testEmpty(t *testing.T, s state.Store) {
 	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
 	require.Empty(t, spores)
-	err := s.View(context.Background(), func(tx state.Tx) error {
-		_, err := tx.Spore(context.Background(), "nope")
+	err := s.View(t.Context(), func(tx state.Tx) error {
+		_, err := tx.Spore(t.Context(), "nope")
 		return err
 	})
 	require.ErrorIs(t, err, state.ErrNotFound)
@@ -130,8 +130,8 @@ func testEmpty(t *testing.T, s state.Store) {
 func testSettings(t *testing.T, s state.Store) {
 	want := state.Settings{Runtime: "kube", Agent: "echo", Namespace: "spores", StorageClass: "fast", Image: "img:1",
 		DefaultSpec: state.Spec{CPU: "1", Memory: "2Gi", Storage: "9Gi"}}
-	require.NoError(t, s.Update(context.Background(), func(tx state.Tx) error {
-		return tx.PutSettings(context.Background(), want)
+	require.NoError(t, s.Update(t.Context(), func(tx state.Tx) error {
+		return tx.PutSettings(t.Context(), want)
 	}))
 	got := view(t, s, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	require.Equal(t, want, got)
@@ -154,13 +154,13 @@ func testCreateAndRead(t *testing.T, s state.Store) {
 
 func testCreateRejects(t *testing.T, s state.Store) {
 	create(t, s, "one")
-	err := s.Update(context.Background(), func(tx state.Tx) error {
-		return tx.CreateSpore(context.Background(), Spore("one"))
+	err := s.Update(t.Context(), func(tx state.Tx) error {
+		return tx.CreateSpore(t.Context(), Spore("one"))
 	})
 	require.ErrorIs(t, err, state.ErrExists)
 
 	bad := Spore("Bad_ID")
-	err = s.Update(context.Background(), func(tx state.Tx) error { return tx.CreateSpore(context.Background(), bad) })
+	err = s.Update(t.Context(), func(tx state.Tx) error { return tx.CreateSpore(t.Context(), bad) })
 	var inv *state.InvalidError
 	require.ErrorAs(t, err, &inv)
 	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
@@ -169,30 +169,30 @@ func testCreateRejects(t *testing.T, s state.Store) {
 
 func testUpdateSpore(t *testing.T, s state.Store) {
 	create(t, s, "one")
-	require.NoError(t, s.Update(context.Background(), func(tx state.Tx) error {
-		sp, err := tx.Spore(context.Background(), "one")
+	require.NoError(t, s.Update(t.Context(), func(tx state.Tx) error {
+		sp, err := tx.Spore(t.Context(), "one")
 		if err != nil {
 			return err
 		}
 		sp.Desired = state.Running
 		sp.Restarts = 3
 		sp.NotBefore = t0.Add(time.Minute)
-		return tx.UpdateSpore(context.Background(), sp)
+		return tx.UpdateSpore(t.Context(), sp)
 	}))
 	got := view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
 	require.Equal(t, state.Running, got.Desired)
 	require.Equal(t, 3, got.Restarts)
 	require.True(t, got.NotBefore.Equal(t0.Add(time.Minute)))
 
-	err := s.Update(context.Background(), func(tx state.Tx) error {
-		return tx.UpdateSpore(context.Background(), Spore("ghost"))
+	err := s.Update(t.Context(), func(tx state.Tx) error {
+		return tx.UpdateSpore(t.Context(), Spore("ghost"))
 	})
 	require.ErrorIs(t, err, state.ErrNotFound)
 }
 
 func testReadOnlyView(t *testing.T, s state.Store) {
 	create(t, s, "one")
-	ctx := context.Background()
+	ctx := t.Context()
 	err := s.View(ctx, func(tx state.Tx) error {
 		require.ErrorIs(t, tx.CreateSpore(ctx, Spore("two")), state.ErrReadOnly)
 		_, err := tx.Append(ctx, "one", []state.Event{{Kind: state.KindPrompt, Text: "x"}})
@@ -211,7 +211,7 @@ func testRollbackOnError(t *testing.T, s state.Store) {
 	create(t, s, "one")
 	appendN(t, s, "one", 2)
 	boom := errors.New("boom")
-	ctx := context.Background()
+	ctx := t.Context()
 	err := s.Update(ctx, func(tx state.Tx) error {
 		require.NoError(t, tx.CreateSpore(ctx, Spore("two")))
 		_, err := tx.Append(ctx, "one", []state.Event{{Kind: state.KindPrompt, Text: "lost"}})
@@ -253,9 +253,9 @@ func testAppendSequence(t *testing.T, s state.Store) {
 	// Seq carried by the caller is ignored; At given by the caller is kept.
 	at := t0.Add(time.Hour)
 	var got []state.Event
-	require.NoError(t, s.Update(context.Background(), func(tx state.Tx) error {
+	require.NoError(t, s.Update(t.Context(), func(tx state.Tx) error {
 		var err error
-		got, err = tx.Append(context.Background(), "two", []state.Event{{Seq: 99, At: at, Kind: state.KindAgent, BridgeSeq: 7, Line: []byte(`{"type":"assistant"}`)}})
+		got, err = tx.Append(t.Context(), "two", []state.Event{{Seq: 99, At: at, Kind: state.KindAgent, BridgeSeq: 7, Line: []byte(`{"type":"assistant"}`)}})
 		return err
 	}))
 	require.Equal(t, uint64(3), got[0].Seq)
@@ -268,7 +268,7 @@ func testAppendSequence(t *testing.T, s state.Store) {
 
 func testAppendRejects(t *testing.T, s state.Store) {
 	create(t, s, "one")
-	ctx := context.Background()
+	ctx := t.Context()
 	err := s.Update(ctx, func(tx state.Tx) error {
 		_, err := tx.Append(ctx, "ghost", []state.Event{{Kind: state.KindPrompt, Text: "x"}})
 		return err
@@ -333,7 +333,7 @@ func testTail(t *testing.T, s state.Store) {
 
 func testReadYourWrites(t *testing.T, s state.Store) {
 	create(t, s, "one")
-	ctx := context.Background()
+	ctx := t.Context()
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
 		require.NoError(t, tx.CreateSpore(ctx, Spore("two")))
 		got, err := tx.Spore(ctx, "two")
@@ -368,7 +368,7 @@ func testHostileText(t *testing.T, s state.Store) {
 		"emoji 🍄 and \u2028 separators",
 		strings.Repeat("x", 1<<20),
 	}
-	ctx := context.Background()
+	ctx := t.Context()
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
 		evs := make([]state.Event, len(texts))
 		for i, txt := range texts {
@@ -387,7 +387,7 @@ func testHostileText(t *testing.T, s state.Store) {
 
 func testOutbox(t *testing.T, s state.Store) {
 	create(t, s, "one", "two")
-	ctx := context.Background()
+	ctx := t.Context()
 	var added []bool
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
 		for _, e := range []state.OutboxEntry{
@@ -435,7 +435,7 @@ func testOutbox(t *testing.T, s state.Store) {
 
 func testTokens(t *testing.T, s state.Store) {
 	create(t, s, "one")
-	ctx := context.Background()
+	ctx := t.Context()
 	err := s.View(ctx, func(tx state.Tx) error {
 		_, err := tx.TokenHash(ctx, "one")
 		return err
@@ -457,7 +457,7 @@ func testTokens(t *testing.T, s state.Store) {
 func testDeleteSpore(t *testing.T, s state.Store) {
 	create(t, s, "one", "two")
 	appendN(t, s, "one", 5)
-	ctx := context.Background()
+	ctx := t.Context()
 	_, h, _ := state.NewToken()
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
 		if _, err := tx.Enqueue(ctx, state.OutboxEntry{ID: "m", Spore: "one", From: "user:a", Text: "t"}); err != nil {
@@ -486,7 +486,7 @@ func testDeleteSpore(t *testing.T, s state.Store) {
 func testReaderNotBlocked(t *testing.T, s state.Store) {
 	create(t, s, "one")
 	appendN(t, s, "one", 3)
-	ctx := context.Background()
+	ctx := t.Context()
 	inside := make(chan struct{})
 	release := make(chan struct{})
 	done := make(chan error, 1)
@@ -541,12 +541,12 @@ func testConcurrentAppends(t *testing.T, s state.Store) {
 			defer wg.Done()
 			for r := 0; r < rounds; r++ {
 				id := ids[(w+r)%len(ids)]
-				err := s.Update(context.Background(), func(tx state.Tx) error {
+				err := s.Update(t.Context(), func(tx state.Tx) error {
 					evs := make([]state.Event, batch)
 					for i := range evs {
 						evs[i] = state.Event{Kind: state.KindPrompt, From: fmt.Sprintf("w%d", w), Text: fmt.Sprintf("w%d r%d i%d", w, r, i)}
 					}
-					_, err := tx.Append(context.Background(), id, evs)
+					_, err := tx.Append(t.Context(), id, evs)
 					return err
 				})
 				if err != nil {
@@ -577,7 +577,7 @@ func testConcurrentAppends(t *testing.T, s state.Store) {
 func testCheckClean(t *testing.T, s state.Store) {
 	create(t, s, "one", "two")
 	appendN(t, s, "one", 10)
-	rep, err := s.Check(context.Background())
+	rep, err := s.Check(t.Context())
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "problems: %v", rep.Problems)
 	require.Equal(t, 2, rep.Spores)
@@ -593,7 +593,7 @@ func seqs(evs []state.Event) []uint64 {
 }
 
 func testMissingSpore(t *testing.T, s state.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	reads := map[string]func(tx state.Tx) error{
 		"Spore":     func(tx state.Tx) error { _, err := tx.Spore(ctx, "ghost"); return err },
 		"Head":      func(tx state.Tx) error { _, err := tx.Head(ctx, "ghost"); return err },
@@ -618,7 +618,7 @@ func testMissingSpore(t *testing.T, s state.Store) {
 // testTimePrecision: times come back in UTC at state.Precision from every
 // backend, and a zero time is stamped with the transaction's time.
 func testTimePrecision(t *testing.T, s state.Store) {
-	ctx := context.Background()
+	ctx := t.Context()
 	at := time.Date(2026, 11, 2, 3, 4, 5, 123456789, time.FixedZone("X", 3600))
 	sp := Spore("timed")
 	sp.Created, sp.Updated = at, at
