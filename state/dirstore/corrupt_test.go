@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -134,46 +133,10 @@ func unloaded(root string) *Store {
 }
 
 // storeDump is everything a caller can see through the Store API.
-type storeDump struct {
-	Settings state.Settings
-	Spores   []state.Spore
-	Heads    map[string]state.SporeHead
-	Events   map[string][]state.Event
-	Outbox   map[string][]state.OutboxEntry
-	Tokens   map[string]state.TokenHash
-}
+type storeDump = storetest.Dump
 
 func dumpStore(ctx context.Context, st state.Store) (*storeDump, error) {
-	d := &storeDump{Events: map[string][]state.Event{}, Outbox: map[string][]state.OutboxEntry{}, Tokens: map[string]state.TokenHash{}}
-	err := st.View(ctx, func(tx state.Tx) error {
-		var err error
-		if d.Settings, err = tx.Settings(ctx); err != nil {
-			return err
-		}
-		if d.Spores, err = tx.Spores(ctx); err != nil {
-			return err
-		}
-		if d.Heads, err = tx.Heads(ctx); err != nil {
-			return err
-		}
-		for _, sp := range d.Spores {
-			if d.Events[sp.ID], err = tx.Events(ctx, sp.ID, 0, 0); err != nil {
-				return err
-			}
-			if d.Outbox[sp.ID], err = tx.Outbox(ctx, sp.ID); err != nil {
-				return err
-			}
-			h, err := tx.TokenHash(ctx, sp.ID)
-			switch {
-			case err == nil:
-				d.Tokens[sp.ID] = h
-			case !errors.Is(err, state.ErrNotFound):
-				return err
-			}
-		}
-		return nil
-	})
-	return d, err
+	return storetest.ReadAll(ctx, st)
 }
 
 func mustDump(t *testing.T, st state.Store) *storeDump {

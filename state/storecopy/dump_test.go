@@ -2,7 +2,6 @@ package storecopy_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -15,62 +14,31 @@ import (
 )
 
 // dump is everything a store holds, read through the interface.
-type dump struct {
-	Settings state.Settings
-	Spores   []state.Spore
-	Heads    map[string]state.SporeHead
-	Events   map[string][]state.Event
-	Outbox   map[string][]state.OutboxEntry
-	Tokens   map[string]state.TokenHash
-}
+type dump = storetest.Dump
 
+// read dumps s with every time as the least precise backend keeps it.
 func read(t *testing.T, s state.Store) dump {
 	t.Helper()
-	ctx := context.Background()
-	d := dump{Events: map[string][]state.Event{}, Outbox: map[string][]state.OutboxEntry{}, Tokens: map[string]state.TokenHash{}}
-	require.NoError(t, s.View(ctx, func(tx state.Tx) error {
-		var err error
-		if d.Settings, err = tx.Settings(ctx); err != nil {
-			return err
+	d, err := storetest.ReadAll(context.Background(), s)
+	require.NoError(t, err)
+	for i := range d.Spores {
+		sp := &d.Spores[i]
+		sp.Created, sp.Updated, sp.NotBefore = norm(sp.Created), norm(sp.Updated), norm(sp.NotBefore)
+		for j := range sp.Failures {
+			sp.Failures[j] = norm(sp.Failures[j])
 		}
-		if d.Spores, err = tx.Spores(ctx); err != nil {
-			return err
+	}
+	for _, evs := range d.Events {
+		for j := range evs {
+			evs[j].At = norm(evs[j].At)
 		}
-		if d.Heads, err = tx.Heads(ctx); err != nil {
-			return err
+	}
+	for _, out := range d.Outbox {
+		for j := range out {
+			out[j].At = norm(out[j].At)
 		}
-		for i := range d.Spores {
-			sp := &d.Spores[i]
-			sp.Created, sp.Updated, sp.NotBefore = norm(sp.Created), norm(sp.Updated), norm(sp.NotBefore)
-			for j := range sp.Failures {
-				sp.Failures[j] = norm(sp.Failures[j])
-			}
-			evs, err := tx.Events(ctx, sp.ID, 0, 0)
-			if err != nil {
-				return err
-			}
-			for j := range evs {
-				evs[j].At = norm(evs[j].At)
-			}
-			d.Events[sp.ID] = evs
-			out, err := tx.Outbox(ctx, sp.ID)
-			if err != nil {
-				return err
-			}
-			for j := range out {
-				out[j].At = norm(out[j].At)
-			}
-			d.Outbox[sp.ID] = out
-			h, err := tx.TokenHash(ctx, sp.ID)
-			if err == nil {
-				d.Tokens[sp.ID] = h
-			} else if !errors.Is(err, state.ErrNotFound) {
-				return err
-			}
-		}
-		return nil
-	}))
-	return d
+	}
+	return *d
 }
 
 // norm compares times as the least precise backend keeps them
