@@ -12,37 +12,17 @@ import (
 	"github.com/sporectl/sporectl/bridge/fakeapi"
 )
 
-// claudeBin is the real Claude Code; missing, the test fails in CI and
-// skips elsewhere.
-func claudeBin(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("SPORECTL_CLAUDE_BIN")
-	if bin == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but SPORECTL_CLAUDE_BIN is not: export SPORECTL_CLAUDE_BIN=$(bash .ci/claude-code.sh)")
-		}
-		t.Skip("SPORECTL_CLAUDE_BIN is not set (export SPORECTL_CLAUDE_BIN=$(bash .ci/claude-code.sh))")
-	}
-	return bin
-}
-
 // TestRealClaudeTurnAndStop wakes a spore running the real Claude Code
 // against a fake model, has it finish a turn that writes a file in its
 // home, then stops it in the middle of a slow turn: the bridge and every
 // Claude Code process must be gone, the home and its file kept.
 func TestRealClaudeTurnAndStop(t *testing.T) {
-	bin := claudeBin(t)
+	bin := fakeapi.ClaudeBin(t)
 	ctx := context.Background()
 	api := fakeapi.New()
 	srv := api.Start()
 	t.Cleanup(srv.Close)
-	r := newRuntime(t, "claude",
-		"SPORECTL_CLAUDE_BIN="+bin,
-		"ANTHROPIC_BASE_URL="+srv.URL,
-		"ANTHROPIC_API_KEY=sk-fake-for-tests",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_AUTOUPDATER=1",
-	)
+	r := newRuntime(t, "claude", append(fakeapi.ClaudeEnv(srv.URL), "SPORECTL_CLAUDE_BIN="+bin)...)
 	t.Cleanup(func() { _ = r.Delete(ctx, "claude-1", true) })
 	notes := r.home("claude-1") + "/notes.txt"
 	api.Script(

@@ -50,30 +50,3 @@ func helperMain() int {
 	}
 	return 0
 }
-
-// claudeBin is the real Claude Code. Without it the test is skipped —
-// except in CI, where it fails.
-func claudeBin(t *testing.T) string {
-	t.Helper()
-	bin := os.Getenv("SPORECTL_CLAUDE_BIN")
-	if bin == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI is set but SPORECTL_CLAUDE_BIN is not: export SPORECTL_CLAUDE_BIN=$(bash .ci/claude-code.sh)")
-		}
-		t.Skip("SPORECTL_CLAUDE_BIN is not set (export SPORECTL_CLAUDE_BIN=$(bash .ci/claude-code.sh))")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("SPORECTL_CLAUDE_BIN: %v", err)
-	}
-	return bin
-}
-
-// claudeEnv points Claude Code at the fake Messages API.
-func claudeEnv(apiURL string) []string {
-	return []string{
-		"ANTHROPIC_BASE_URL=" + apiURL,
-		"ANTHROPIC_API_KEY=sk-fake-for-tests",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_AUTOUPDATER=1",
-	}
-}

@@ -20,11 +20,11 @@ import (
 // startClaudeBridge runs an in-process bridge around the real Claude Code
 // talking to a fake Messages API.
 func startClaudeBridge(t *testing.T, api *fakeapi.Server) *harness {
-	bin := claudeBin(t)
+	bin := fakeapi.ClaudeBin(t)
 	apiSrv := api.Start()
 	t.Cleanup(apiSrv.Close)
 	home := t.TempDir()
-	ag := &agent.Claude{Bin: bin, Args: []string{"--permission-mode", "acceptEdits"}, Env: claudeEnv(apiSrv.URL),
+	ag := &agent.Claude{Bin: bin, Args: []string{"--permission-mode", "acceptEdits"}, Env: fakeapi.ClaudeEnv(apiSrv.URL),
 		Logger: testLogger(t), KillAfter: 2 * time.Second}
 	return startBridge(t, home, ag, func(c *Config) { c.BackoffBase = 100 * time.Millisecond })
 }

@@ -29,7 +29,7 @@ func startBridgeProcess(t *testing.T, home, addr, claude, apiURL string) *bridge
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=1", helperHomeEnv+"="+home, helperAddrEnv+"="+addr,
 		helperClaudeEnv+"="+claude, TokenEnv+"="+testToken)
-	cmd.Env = append(cmd.Env, claudeEnv(apiURL)...)
+	cmd.Env = append(cmd.Env, fakeapi.ClaudeEnv(apiURL)...)
 	cmd.Stderr = testWriter{t}
 	require.NoError(t, cmd.Start())
 	p := &bridgeProcess{cmd: cmd, done: make(chan struct{})}
@@ -101,7 +101,7 @@ func (c *collector) waitFor(t *testing.T, timeout time.Duration, cond func([]bri
 func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 func TestBridgeSIGKILLedMidTurnResumes(t *testing.T) {
-	claude := claudeBin(t)
+	claude := fakeapi.ClaudeBin(t)
 	api := fakeapi.New()
 	apiSrv := api.Start()
 	defer apiSrv.Close()
