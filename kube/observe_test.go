@@ -12,7 +12,6 @@ import (
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
-	"github.com/sporectl/sporectl/state"
 )
 
 // Every observed state, produced by moving real pods through the real
@@ -139,9 +138,9 @@ func TestNeverTouchesObjectsItDoesNotOwn(t *testing.T) {
 func TestOrphansAreReportedNotDeleted(t *testing.T) {
 	e := newEnv(t)
 	e.start(t, "kept", "orphan")
-	obs, err := e.rt.Observe(t.Context())
+	_, orphans, err := reconcile.Observe(t.Context(), e.rt, []string{"kept"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"orphan"}, kube.Orphans(obs, []state.Spore{spore("kept")}))
+	assert.Equal(t, []string{"orphan"}, orphans)
 	_, err = e.admin.CoreV1().Pods(e.ns).Get(t.Context(), "spore-orphan", metav1.GetOptions{})
 	require.NoError(t, err)
 }

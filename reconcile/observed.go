@@ -55,12 +55,11 @@ type PodObservation struct {
 	Count    int    // pods found for this spore; >1 is reported, never guessed
 }
 
-// FleetObservation is one observation of the whole fleet.
+// FleetObservation is one observation of the whole fleet: every object
+// marked as sporectl's, by spore id, whether or not the store knows the id
+// (Observe tells orphans apart).
 type FleetObservation struct {
 	Spores map[string]PodObservation
-	// Orphans are runtime objects marked as ours with no spore in the store
-	// (filled by the caller who knows the store); runtimes report every
-	// marked object in Spores.
 }
 
 // Credentials are handed to a spore when it starts. The plaintext lives
