@@ -52,8 +52,9 @@ func bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
-// sessionMembers lists live processes in session sid (zombies excluded).
-func sessionMembers(sid int) []int {
+// liveProcesses lists live processes (zombies and this one excluded) for
+// which keep says yes.
+func liveProcesses(keep func(procStat) bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -61,18 +62,19 @@ func sessionMembers(sid int) []int {
 	var out []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		st, err := readProcStat(pid)
-		if err != nil || st.State == 'Z' {
-			continue
-		}
-		if st.Session == sid {
+		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && keep(st) {
 			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// sessionMembers lists live processes in session sid.
+func sessionMembers(sid int) []int {
+	return liveProcesses(func(st procStat) bool { return st.Session == sid })
 }
 
 // markEnv is set in every bridge's environment and inherited by Claude
@@ -98,19 +100,5 @@ func hasMark(pid int, id, home string) bool {
 
 // markedProcesses lists live processes that carry the spore's mark.
 func markedProcesses(id, home string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasMark(pid, id, home) {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return liveProcesses(func(st procStat) bool { return hasMark(st.PID, id, home) })
 }

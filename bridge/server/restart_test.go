@@ -146,10 +146,10 @@ func TestBridgeSIGKILLedMidTurnResumes(t *testing.T) {
 		"Claude Code dies with its bridge (Pdeathsig)")
 
 	startBridgeProcess(t, home, addr, claude, apiSrv.URL)
-	evs := col.waitFor(t, 90*time.Second, hasType("result", "", 1))
+	col.waitFor(t, 90*time.Second, hasType("result", "", 1)) // the interrupted prompt ran again
 	_, err = client.Prompt(ctx, bridge.PromptRequest{ID: "ping", From: "user:test", Text: "are you there?"})
 	require.NoError(t, err)
-	evs = col.waitFor(t, 90*time.Second, hasType("result", "", 2))
+	evs := col.waitFor(t, 90*time.Second, hasType("result", "", 2))
 
 	// What the reader saw: every number once, in order, none missing, and
 	// the lines it saw before the kill are unchanged.

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -58,7 +59,7 @@ func (c checkResult) MarshalJSON() ([]byte, error) {
 		Problems []state.Problem `json:"problems"`
 		Notes    []state.Problem `json:"notes"`
 	}
-	return jsonMarshal(out{c.Store, c.Report.OK(), c.Report.Spores, c.Report.Events, c.Report.Problems, c.Report.Notes})
+	return json.Marshal(out{c.Store, c.Report.OK(), c.Report.Spores, c.Report.Events, c.Report.Problems, c.Report.Notes})
 }
 
 func (c checkResult) Table(bool) ([]string, [][]string) {

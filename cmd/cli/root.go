@@ -35,9 +35,7 @@ func RunWith(ctx context.Context, f *Factory, args []string) int {
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	cmd, err := root.ExecuteContextC(ctx)
-	_ = cmd
-	return reportError(err, f.IO.ErrOut)
+	return reportError(root.ExecuteContext(ctx), f.IO.ErrOut)
 }
 
 // NewRootCmd builds the command tree.

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"runtime"
 	"strconv"
 
@@ -32,5 +31,3 @@ func (v versionInfo) Table(bool) ([]string, [][]string) {
 }
 
 func (v versionInfo) Names() []string { return []string{"sporectl/" + v.Version} }
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

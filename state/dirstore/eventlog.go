@@ -125,7 +125,8 @@ func lineStartAfter(f *os.File, pos, limit int64) (int64, uint64, bool, error) {
 				return 0, 0, false, nil
 			}
 			// Usually the line's seq is in the bytes already read.
-			if rest := buf[i+1 : n]; bytes.IndexByte(rest, ' ') > 0 && start+int64(bytes.IndexByte(rest, ' ')) < limit {
+			rest := buf[i+1 : n]
+			if sp := bytes.IndexByte(rest, ' '); sp > 0 && start+int64(sp) < limit {
 				seq, ok := lineSeq(rest)
 				return start, seq, ok, nil
 			}
