@@ -68,13 +68,8 @@ func (o *Options) defaults() {
 // a store of a newer format is a *state.IncompatibleError.
 func Open(ctx context.Context, root string, opts Options) (*Store, error) {
 	opts.defaults()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := readFormat(root); err != nil {
-		return nil, err
-	}
 	s := &Store{root: root, opts: opts}
+	// The first load checks FORMAT before it reads anything else.
 	if _, err := s.load(ctx); err != nil {
 		return nil, err
 	}
@@ -169,14 +164,17 @@ func (s *Store) loadUncached(ctx context.Context) (*loaded, error) {
 }
 
 func (s *Store) tryLoad() (*loaded, error) {
+	s.mu.Lock()
+	c := s.cache
+	s.mu.Unlock()
+	if c == nil {
+		return s.loadFresh()
+	}
 	fi, err := os.Stat(filepath.Join(s.root, snapshotFile))
 	if err != nil {
 		return nil, ioErr("read snapshot", err)
 	}
-	s.mu.Lock()
-	c := s.cache
-	s.mu.Unlock()
-	if c != nil && os.SameFile(fi, c.snapInfo) && fi.ModTime().Equal(c.snapInfo.ModTime()) {
+	if os.SameFile(fi, c.snapInfo) && fi.ModTime().Equal(c.snapInfo.ModTime()) {
 		return s.extend(c)
 	}
 	return s.loadFresh()
