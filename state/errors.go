@@ -40,14 +40,19 @@ type CorruptError struct {
 }
 
 func (e *CorruptError) Error() string {
-	loc := e.File
-	if e.Line > 0 {
-		loc += ":" + strconv.Itoa(e.Line)
+	return fmt.Sprintf("corrupt store data: %s: %s", e.Where(), e.Reason)
+}
+
+// Where is "file:line", "file at byte N", or the file alone when the
+// damage is the file as a whole (Line 0, Offset 0 or unknown).
+func (e *CorruptError) Where() string {
+	switch {
+	case e.Line > 0:
+		return e.File + ":" + strconv.Itoa(e.Line)
+	case e.Offset > 0:
+		return e.File + " at byte " + strconv.FormatInt(e.Offset, 10)
 	}
-	if e.Offset >= 0 && e.Line == 0 {
-		loc += " at byte " + strconv.FormatInt(e.Offset, 10)
-	}
-	return fmt.Sprintf("corrupt store data: %s: %s", loc, e.Reason)
+	return e.File
 }
 
 // IncompatibleError is a store written in a format this binary does not

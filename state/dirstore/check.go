@@ -76,7 +76,7 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	if err := readFormat(s.root); err != nil {
 		var ce *state.CorruptError
 		if errors.As(err, &ce) {
-			problem(ce.File+":"+strconv.Itoa(ce.Line), "%s", ce.Reason)
+			problem(ce.Where(), "%s", ce.Reason)
 			return rep, nil
 		}
 		return nil, err
@@ -87,7 +87,7 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	if err != nil {
 		var ce *state.CorruptError
 		if errors.As(err, &ce) {
-			problem(corruptWhere(ce), "%s", ce.Reason)
+			problem(ce.Where(), "%s", ce.Reason)
 			return rep, nil
 		}
 		return nil, err
@@ -133,15 +133,6 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	return rep, nil
 }
 
-func corruptWhere(ce *state.CorruptError) string {
-	w := ce.File
-	if ce.Line > 0 {
-		w += ":" + strconv.Itoa(ce.Line)
-	} else if ce.Offset > 0 {
-		w += " at byte " + strconv.FormatInt(ce.Offset, 10)
-	}
-	return w
-}
 
 // checkFiles looks for files the model does not account for.
 func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any)) {
