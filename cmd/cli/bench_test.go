@@ -94,20 +94,8 @@ func BenchmarkHistoryCommands(b *testing.B) {
 		if err := s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("talker")) }); err != nil {
 			b.Fatal(err)
 		}
-		batch := n / 100 // the same number of transactions for each size
-		for done := 0; done < n; done += batch {
-			err := s.Update(ctx, func(tx state.Tx) error {
-				evs := make([]state.Event, batch)
-				for i := range evs {
-					evs[i] = state.Event{Kind: state.KindAgent, BridgeSeq: uint64(done + i + 1),
-						Line: []byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"line ` + strconv.Itoa(done+i) + `"}]}}`)}
-				}
-				_, err := tx.Append(ctx, "talker", evs)
-				return err
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
+		if err := storetest.AppendHistory(ctx, s, "talker", n, 100); err != nil {
+			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("status/events=%d", n), func(b *testing.B) {
 			for b.Loop() {

@@ -55,23 +55,8 @@ func historyStore(b *testing.B, n int) *Store {
 	if err := s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("talker")) }); err != nil {
 		b.Fatal(err)
 	}
-	// The same number of transactions for every size, so that the only
-	// difference between fixtures is the length of the history.
-	batch := n / 100
-	for done := 0; done < n; done += batch {
-		k := min(batch, n-done)
-		err := s.Update(ctx, func(tx state.Tx) error {
-			evs := make([]state.Event, k)
-			for i := range evs {
-				evs[i] = state.Event{Kind: state.KindAgent, BridgeSeq: uint64(done + i + 1),
-					Line: []byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"line ` + strconv.Itoa(done+i) + ` of a long conversation"}]}}`)}
-			}
-			_, err := tx.Append(ctx, "talker", evs)
-			return err
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
+	if err := storetest.AppendHistory(ctx, s, "talker", n, 100); err != nil {
+		b.Fatal(err)
 	}
 	fixtures.Store(name, s)
 	return s
