@@ -133,7 +133,6 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	return rep, nil
 }
 
-
 // checkFiles looks for files the model does not account for.
 func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any)) {
 	entries, err := os.ReadDir(s.root)
