@@ -61,13 +61,3 @@ type OutboxEntry struct {
 	// Wake asks reconcile to wake a sleeping spore to deliver this.
 	Wake bool `json:"wake,omitempty"`
 }
-
-// Settings are store-wide: which runtime the colony uses and its defaults.
-type Settings struct {
-	Runtime      string `json:"runtime"`                 // "local" or "kube"
-	Agent        string `json:"agent,omitempty"`         // "claude" (default) or "echo"
-	Namespace    string `json:"namespace,omitempty"`     // kube runtime
-	StorageClass string `json:"storage_class,omitempty"` // kube runtime
-	Image        string `json:"image,omitempty"`         // default spore image
-	DefaultSpec  Spec   `json:"default_spec"`
-}

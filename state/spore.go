@@ -1,6 +1,9 @@
 package state
 
 import (
+	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -87,7 +90,26 @@ type Spore struct {
 	NotBefore   time.Time   `json:"not_before,omitzero"` // next respawn allowed at
 	BreakerOpen bool        `json:"breaker_open,omitempty"`
 	BridgeSeq   uint64      `json:"bridge_seq,omitempty"` // last bridge line ingested
+
+	// Generation counts changes of the spore's wish: every command that
+	// changes the desired state or the spec, or resets the breaker, stores
+	// it one higher. Stores never bump it themselves; they keep what they
+	// are given. A reconcile pass that observed the spore at generation G
+	// re-reads it inside the Update that commits its decision: a higher
+	// generation there means a newer wish arrived meanwhile, and the
+	// decision must not overwrite it. At most math.MaxInt64.
+	Generation uint64 `json:"generation,omitempty"`
+	// Health and HealthReason are the last effective health ("Dead") and
+	// reason code ("OOMKilled") that a pass recorded as a transition
+	// event, so the next pass writes such an event only when they change.
+	// Bookkeeping, not observation: what runs is still recomputed by every
+	// command. Short single-line text (at most MaxHealthLen bytes).
+	Health       string `json:"health,omitempty"`
+	HealthReason string `json:"health_reason,omitempty"`
 }
+
+// MaxHealthLen bounds Spore.Health and Spore.HealthReason, in bytes.
+const MaxHealthLen = 128
 
 // Validate checks every field that has a grammar.
 func (s *Spore) Validate() error {
@@ -120,6 +142,17 @@ func (s *Spore) Validate() error {
 	}
 	for field, v := range map[string]string{"image": s.Spec.Image, "cpu": s.Spec.CPU, "memory": s.Spec.Memory, "storage": s.Spec.Storage} {
 		if err := validateText("spec "+field, v); err != nil {
+			return err
+		}
+	}
+	if s.Generation > math.MaxInt64 {
+		return &InvalidError{Field: "generation", Value: strconv.FormatUint(s.Generation, 10), Reason: "must be at most 9223372036854775807"}
+	}
+	for field, v := range map[string]string{"health": s.Health, "health reason": s.HealthReason} {
+		if len(v) > MaxHealthLen {
+			return &InvalidError{Field: field, Value: preview(v), Reason: fmt.Sprintf("must be at most %d bytes", MaxHealthLen)}
+		}
+		if err := validateText(field, v); err != nil {
 			return err
 		}
 	}
@@ -159,7 +192,8 @@ func Stamp(t time.Time) time.Time {
 	return t.UTC().Truncate(Precision)
 }
 
-// Stamped returns s with every time as a store keeps it.
+// Stamped returns s with every time as a store keeps it. (Generation,
+// Health and HealthReason are kept exactly and need no stamping.)
 func (s Spore) Stamped() Spore {
 	s.Created, s.Updated, s.NotBefore = Stamp(s.Created), Stamp(s.Updated), Stamp(s.NotBefore)
 	if s.Failures != nil {

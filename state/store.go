@@ -67,6 +67,12 @@ type Tx interface {
 	Enqueue(ctx context.Context, e OutboxEntry) (added bool, err error)
 	// Dequeue removes a delivered entry; a missing entry is ErrNotFound.
 	Dequeue(ctx context.Context, spore, entryID string) error
+	// Pending returns every spore's undelivered entries, each list in the
+	// order queued, keyed by spore id; spores with an empty outbox are
+	// absent. It is one read whose cost grows with the number of queued
+	// entries, not with the number of spores or events. Inside an Update
+	// it locks the spores it returns, as Outbox does.
+	Pending(ctx context.Context) (map[string][]OutboxEntry, error)
 
 	// TokenHash returns the stored hash, or ErrNotFound when none is set.
 	TokenHash(ctx context.Context, id string) (TokenHash, error)

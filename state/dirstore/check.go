@@ -97,6 +97,9 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	}
 	s.checkFiles(l.m, problem, note)
 	s.checkStrict(l, problem)
+	if err := l.m.settings.Recovery.Validate(); err != nil {
+		problem("settings", "%v", err)
+	}
 
 	for _, id := range l.m.ids() {
 		if err := ctx.Err(); err != nil {

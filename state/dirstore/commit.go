@@ -24,6 +24,12 @@ func (s *Store) recover(ctx context.Context) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.repair(l)
+}
+
+// repair is recover's work on a state already loaded: l must be the
+// latest state, read under the write lock.
+func (s *Store) repair(l *loaded) (*loaded, error) {
 	if err := s.removeStaleLogs(l.m.gen); err != nil {
 		return nil, err
 	}

@@ -129,7 +129,7 @@ func fileSums(t *testing.T, root string) map[string]string {
 func unloaded(root string) *Store {
 	opts := Options{}
 	opts.defaults()
-	return &Store{root: root, opts: opts}
+	return newStore(root, opts)
 }
 
 // storeDump is everything a caller can see through the Store API.
@@ -616,7 +616,7 @@ func TestCheckReadsAfresh(t *testing.T) {
 // "fatal error: out of memory" instead of returning a CorruptError. A
 // header alone must not cost memory in proportion to its claim.
 func TestSnapshotRowCountBoundsAllocation(t *testing.T) {
-	header := fmt.Appendf(nil, `{"format":1,"gen":1,"tx":0,"rows":%d,"settings":{"runtime":"local","default_spec":{}}}`, 1<<22)
+	header := fmt.Appendf(nil, `{"format":%d,"gen":1,"tx":0,"rows":%d,"settings":{"runtime":"local","default_spec":{}}}`, formatVersion, 1<<22)
 	data := appendFrame(nil, header)
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)

@@ -16,7 +16,7 @@ import (
 // The FORMAT file marks a directory as a store (format §1):
 //
 //	sporectl store
-//	format 1
+//	format 2
 const formatMagic = "sporectl store"
 
 func formatBytes() []byte {
@@ -42,17 +42,33 @@ func parseFormat(data []byte) (int, error) {
 	return n, nil
 }
 
-// readFormat checks that root is a store this binary can read.
+// readFormat checks that root is a store of this binary's format. A newer
+// one is an IncompatibleError that says to upgrade sporectl, an older one
+// an IncompatibleError that says to run init (format §10).
 func readFormat(root string) error {
+	v, err := readFormatVersion(root)
+	if err != nil {
+		return err
+	}
+	if v < formatVersion {
+		return &state.IncompatibleError{Where: root, Found: v, Newest: formatVersion}
+	}
+	return nil
+}
+
+// readFormatVersion returns the version FORMAT names: an error when root
+// is no store, FORMAT is damaged, or the version is newer than this
+// binary's. An older version is returned without error.
+func readFormatVersion(root string) (int, error) {
 	data, err := os.ReadFile(filepath.Join(root, formatFile))
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		if fi, serr := os.Stat(root); serr == nil && !fi.IsDir() {
-			return fmt.Errorf("%s is a file, not a store directory: %w", root, state.ErrNoStore)
+			return 0, fmt.Errorf("%s is a file, not a store directory: %w", root, state.ErrNoStore)
 		}
-		return fmt.Errorf("%s: %w", root, state.ErrNoStore)
+		return 0, fmt.Errorf("%s: %w", root, state.ErrNoStore)
 	}
 	if err != nil {
-		return ioErr("read "+formatFile, err)
+		return 0, ioErr("read "+formatFile, err)
 	}
 	v, err := parseFormat(data)
 	if err != nil {
@@ -60,10 +76,10 @@ func readFormat(root string) error {
 		if errors.As(err, &ce) {
 			ce.File = filepath.Join(root, ce.File)
 		}
-		return err
+		return 0, err
 	}
 	if v > formatVersion {
-		return &state.IncompatibleError{Where: root, Found: v, Newest: formatVersion}
+		return 0, &state.IncompatibleError{Where: root, Found: v, Newest: formatVersion}
 	}
-	return nil
+	return v, nil
 }

@@ -284,6 +284,7 @@ func fuzzRow(id, text string, i int) *row {
 			Spec:    state.Spec{Image: text, CPU: "2", Memory: "3Gi"},
 			Created: at, Updated: at.Add(time.Second), Restarts: i, Failures: []time.Time{at},
 			NotBefore: at.Add(time.Minute), BreakerOpen: i%2 == 0, BridgeSeq: uint64(i),
+			Generation: uint64(i) * 3, Health: []string{"", "Dead", "Healthy"}[i%3], HealthReason: []string{"", "OOMKilled"}[i%2],
 		},
 		Log:    logHead{File: id + ".1.log", Size: int64(i) * 100, LastSeq: uint64(i)},
 		Outbox: []state.OutboxEntry{{ID: "m" + strconv.Itoa(i), Spore: id, From: "user:x", Text: text, At: at, Wake: i%3 == 0}},
@@ -305,7 +306,8 @@ func fuzzRecords(n int, afterTx uint64, id, text string) []*txRecord {
 		case 1:
 			rec.Rows = map[string]*row{id: nil}
 		case 2:
-			rec.Settings = &state.Settings{Runtime: "local", Image: text, DefaultSpec: state.Spec{CPU: "1"}}
+			rec.Settings = &state.Settings{Runtime: "local", Image: text, DefaultSpec: state.Spec{CPU: "1"},
+				Recovery: state.RecoveryPolicy{BackoffInitial: state.Duration(time.Duration(i) * time.Second), BreakerFailures: i}}
 		case 3:
 			rec.Settings = &state.Settings{Runtime: "kube", Namespace: "n"}
 			rec.Rows = map[string]*row{id + "-c": fuzzRow(id+"-c", text, i)}
@@ -472,7 +474,8 @@ func fuzzModel(gen, txid uint64, n int, id, text, runtime string) *model {
 	if id == "" {
 		id = "x"
 	}
-	m := &model{gen: gen, txid: txid, settings: state.Settings{Runtime: cleanText(runtime), Image: text}, rows: map[string]*row{}}
+	m := &model{gen: gen, txid: txid, settings: state.Settings{Runtime: cleanText(runtime), Image: text,
+		Recovery: state.RecoveryPolicy{HealthyAfter: state.Duration(time.Duration(txid) * time.Millisecond)}}, rows: map[string]*row{}}
 	for i := range n {
 		rid := id + "-" + strconv.Itoa(i)
 		m.rows[rid] = fuzzRow(rid, text, i)
@@ -569,7 +572,8 @@ func FuzzSnapshotRoundTrip(f *testing.F) {
 // --- FORMAT --------------------------------------------------------------
 
 func FuzzParseFormat(f *testing.F) {
-	f.Add(formatBytes(), 1)
+	f.Add(formatBytes(), formatVersion)
+	f.Add([]byte("sporectl store\nformat 1\n"), 1)
 	f.Add([]byte("sporectl store\nformat 99\n"), 99)
 	f.Add([]byte("sporectl store\nformat 1"), 0)
 	f.Add([]byte("sporectl store\nformat 1\n\n\nx"), -3)
@@ -763,6 +767,7 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 		"FuzzSnapshotRoundTrip/three-rows":    corpusFile(uint64(3), uint64(17), byte(3), "spore", "img", "local", uint16(500), byte(0x08)),
 		"FuzzParseFormat/current":             corpusFile(formatBytes(), int(formatVersion)),
 		"FuzzParseFormat/newer":               corpusFile([]byte(formatMagic+"\nformat 99\n"), 99),
+		"FuzzParseFormat/older":               corpusFile([]byte(formatMagic+"\nformat 1\n"), 1),
 		"FuzzReadEvents/bisect-with-damage":   corpusFile(uint16(2500), byte(200), uint64(1700), int16(25), uint32(400000), byte(0x01), []byte("1 torn")),
 		"FuzzReadEvents/small-log":            corpusFile(uint16(40), byte(9), uint64(3), int16(5), uint32(0), byte(0), []byte(nil)),
 		"FuzzReadEvents/damage-before-window": corpusFile(uint16(40), byte(9), uint64(30), int16(0), uint32(uint32(len(evlog)/4)), byte(0x10), []byte(nil)),

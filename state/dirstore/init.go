@@ -12,9 +12,9 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
-// Init creates a store at root, or opens an existing one (upgrading its
-// format when that is ever needed). It reports whether it created one;
-// settings are written only then.
+// Init creates a store at root, or opens an existing one, upgrading it in
+// place first when its format is older than this binary's (format §10).
+// It reports whether it created one; settings are written only then.
 //
 // A new store is built in a temporary sibling directory and renamed into
 // place, so a crash leaves either no store or a whole one (format §1). An
@@ -22,12 +22,20 @@ import (
 // non-empty directory that is not a store.
 func Init(ctx context.Context, root string, settings state.Settings, opts Options) (*Store, bool, error) {
 	opts.defaults()
-	err := readFormat(root)
+	v, err := readFormatVersion(root)
 	switch {
 	case err == nil:
+		if v < formatVersion {
+			if err := upgrade(ctx, root, opts); err != nil {
+				return nil, false, err
+			}
+		}
 		s, err := Open(ctx, root, opts)
 		return s, false, err
 	case !errors.Is(err, state.ErrNoStore):
+		return nil, false, err
+	}
+	if err := settings.Recovery.Validate(); err != nil {
 		return nil, false, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -106,7 +114,8 @@ func partialInit(root string, entries []fs.DirEntry) bool {
 			if err != nil {
 				return false
 			}
-			m, err := decodeSnapshot(snapshotFile, data)
+			// An older binary's dead init counts too.
+			m, err := decodeSnapshotFrom(snapshotFile, data, oldestFormat)
 			if err != nil || len(m.rows) > 0 || m.txid != 0 {
 				return false
 			}

@@ -3,6 +3,7 @@ package dirstore
 import (
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/sporectl/sporectl/state"
 )
@@ -30,10 +31,40 @@ type model struct {
 	txid     uint64 // last committed transaction
 	settings state.Settings
 	rows     map[string]*row
-	sorted   []string // ids in order, built lazily by ids()
+	// sorted is the ids in order, built lazily by ids(). Readers of a
+	// published model build it concurrently, hence mu.
+	mu     sync.Mutex
+	sorted []string
+	// queued holds the ids whose row has a non-empty outbox, kept up to
+	// date by setRow, so Pending costs what is queued, not the fleet.
+	queued map[string]struct{}
+}
+
+// setRow replaces (r != nil) or deletes (r == nil) the row of id in a
+// model that is not published yet, keeping the indexes.
+func (m *model) setRow(id string, r *row) {
+	_, had := m.rows[id]
+	if r == nil {
+		delete(m.rows, id)
+	} else {
+		m.rows[id] = r
+	}
+	if had != (r != nil) {
+		m.sorted = nil
+	}
+	if r != nil && len(r.Outbox) > 0 {
+		if m.queued == nil {
+			m.queued = map[string]struct{}{}
+		}
+		m.queued[id] = struct{}{}
+	} else {
+		delete(m.queued, id)
+	}
 }
 
 func (m *model) ids() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.sorted == nil || len(m.sorted) != len(m.rows) {
 		ids := slices.Collect(maps.Keys(m.rows))
 		slices.Sort(ids)
@@ -53,7 +84,10 @@ type txRecord struct {
 
 // clone returns a copy that can be changed without touching m.
 func (m *model) clone() *model {
-	n := &model{gen: m.gen, txid: m.txid, settings: m.settings, rows: maps.Clone(m.rows), sorted: m.sorted}
+	m.mu.Lock()
+	sorted := m.sorted
+	m.mu.Unlock()
+	n := &model{gen: m.gen, txid: m.txid, settings: m.settings, rows: maps.Clone(m.rows), sorted: sorted, queued: maps.Clone(m.queued)}
 	if n.rows == nil {
 		n.rows = map[string]*row{}
 	}
@@ -67,14 +101,6 @@ func (m *model) applyInPlace(rec *txRecord) {
 		m.settings = *rec.Settings
 	}
 	for id, r := range rec.Rows {
-		_, had := m.rows[id]
-		if r == nil {
-			delete(m.rows, id)
-		} else {
-			m.rows[id] = r
-		}
-		if had != (r != nil) {
-			m.sorted = nil
-		}
+		m.setRow(id, r)
 	}
 }

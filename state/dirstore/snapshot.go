@@ -15,16 +15,20 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
-// FormatVersion is the newest on-disk format this package reads and writes.
-const FormatVersion = 1
+// FormatVersion is the on-disk format this package reads and writes
+// (format §10). Version 2 added the spores' generation and health and the
+// recovery settings; Init upgrades a version 1 store in place.
+const FormatVersion = 2
 
 const (
 	formatVersion = FormatVersion
-	formatFile    = "FORMAT"
-	snapshotFile  = "state.json"
-	lockFile      = "lock"
-	eventsDir     = "events"
-	txlogPrefix   = "txlog."
+	// oldestFormat is the oldest format Init can upgrade.
+	oldestFormat = 1
+	formatFile   = "FORMAT"
+	snapshotFile = "state.json"
+	lockFile     = "lock"
+	eventsDir    = "events"
+	txlogPrefix  = "txlog."
 )
 
 func txlogName(gen uint64) string { return txlogPrefix + strconv.FormatUint(gen, 10) }
@@ -77,6 +81,12 @@ func writeSnapshot(root string, m *model) error {
 // verified line by line; rows are then decoded in parallel, since a large
 // fleet's snapshot is what every command reads first (format §9).
 func decodeSnapshot(name string, data []byte) (*model, error) {
+	return decodeSnapshotFrom(name, data, formatVersion)
+}
+
+// decodeSnapshotFrom is decodeSnapshot accepting a header of any format
+// from oldest to formatVersion; only the upgrade reads older ones.
+func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 	var lines [][]byte
 	for n := 1; len(data) > 0; n++ {
 		nl := bytes.IndexByte(data, '\n')
@@ -99,7 +109,7 @@ func decodeSnapshot(name string, data []byte) (*model, error) {
 	if err := strictUnmarshal(lines[0], &h); err != nil {
 		return nil, &state.CorruptError{File: name, Line: 1, Offset: -1, Reason: "header: " + err.Error()}
 	}
-	if h.Format != formatVersion {
+	if h.Format < oldest || h.Format > formatVersion {
 		return nil, &state.IncompatibleError{Where: name, Found: h.Format, Newest: formatVersion}
 	}
 	rows := lines[1:]
@@ -133,12 +143,16 @@ func decodeSnapshot(name string, data []byte) (*model, error) {
 		if _, dup := m.rows[r.Spore.ID]; dup {
 			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", r.Spore.ID)}
 		}
-		m.rows[r.Spore.ID] = r
+		m.setRow(r.Spore.ID, r)
 	}
 	return m, nil
 }
 
 func readSnapshot(root string) (*model, os.FileInfo, error) {
+	return readSnapshotFrom(root, formatVersion)
+}
+
+func readSnapshotFrom(root string, oldest int) (*model, os.FileInfo, error) {
 	f, err := os.Open(filepath.Join(root, snapshotFile))
 	if err != nil {
 		return nil, nil, ioErr("read snapshot", err)
@@ -152,7 +166,7 @@ func readSnapshot(root string) (*model, os.FileInfo, error) {
 	if _, err := readFull(f, data); err != nil {
 		return nil, nil, ioErr("read snapshot", err)
 	}
-	m, err := decodeSnapshot(snapshotFile, data)
+	m, err := decodeSnapshotFrom(snapshotFile, data, oldest)
 	return m, fi, err
 }
 

@@ -34,7 +34,10 @@ type Store struct {
 	root string
 	opts Options
 
-	wmu sync.Mutex // one writer per process; flock orders processes
+	// wlock is the writer lock inside the process (a semaphore of one,
+	// so a waiter can give up when its context ends); flock orders
+	// processes.
+	wlock chan struct{}
 
 	mu    sync.Mutex
 	cache *loaded
@@ -68,12 +71,18 @@ func (o *Options) defaults() {
 // a store of a newer format is a *state.IncompatibleError.
 func Open(ctx context.Context, root string, opts Options) (*Store, error) {
 	opts.defaults()
-	s := &Store{root: root, opts: opts}
+	s := newStore(root, opts)
 	// The first load checks FORMAT before it reads anything else.
 	if _, err := s.load(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newStore is a handle that has read nothing yet; opts must have their
+// defaults.
+func newStore(root string, opts Options) *Store {
+	return &Store{root: root, opts: opts, wlock: make(chan struct{}, 1)}
 }
 
 // Info says what and where the store is.
@@ -95,8 +104,10 @@ func (s *Store) View(ctx context.Context, fn func(state.Tx) error) error {
 
 // Update runs fn as the only writer and commits what it wrote (format §5).
 func (s *Store) Update(ctx context.Context, fn func(state.Tx) error) error {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
+	if err := s.lockWriter(ctx); err != nil {
+		return err
+	}
+	defer func() { <-s.wlock }()
 	lk, err := acquireLock(ctx, filepath.Join(s.root, lockFile), s.opts.LockTimeout)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -120,6 +131,23 @@ func (s *Store) Update(ctx context.Context, fn func(state.Tx) error) error {
 		return nil
 	}
 	return s.commit(ctx, l, t)
+}
+
+// lockWriter takes the in-process writer lock, waiting until it is free
+// or ctx ends; a free lock is taken even when ctx has ended (the next step
+// that looks at ctx refuses then).
+func (s *Store) lockWriter(ctx context.Context) error {
+	select {
+	case s.wlock <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case s.wlock <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return &state.UnavailableError{Op: "wait for the store's writer lock", Err: ctx.Err()}
+	}
 }
 
 // load returns the latest committed model. A compaction may remove the

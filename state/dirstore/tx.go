@@ -87,6 +87,9 @@ func (t *tx) PutSettings(ctx context.Context, s state.Settings) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
+	if err := s.Recovery.Validate(); err != nil {
+		return err
+	}
 	t.settings = &s
 	return nil
 }
@@ -295,6 +298,27 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 		return nil, err
 	}
 	return slices.Clone(r.Outbox), nil
+}
+
+// Pending reads the queued ids index of the base model and the rows this
+// transaction replaced, so its cost is what is queued plus what the
+// transaction touched, never the whole fleet.
+func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make(map[string][]state.OutboxEntry, len(t.base.queued))
+	for id := range t.base.queued {
+		if _, replaced := t.rows[id]; !replaced {
+			out[id] = slices.Clone(t.base.rows[id].Outbox)
+		}
+	}
+	for id, r := range t.rows {
+		if r != nil && len(r.Outbox) > 0 {
+			out[id] = slices.Clone(r.Outbox)
+		}
+	}
+	return out, nil
 }
 
 // ValidateEntryID: outbox ids are idempotency keys chosen by callers.

@@ -29,6 +29,9 @@ func TestCheckFindsDamage(t *testing.T) {
 		{"bad spore row", `UPDATE sporectl.spores SET colony = 'Not Valid' WHERE id = 'two'`, "colony"},
 		{"bad outbox row", `UPDATE sporectl.outbox SET body = '\xc328'::bytea`, "not valid UTF-8"},
 		{"no settings", `DELETE FROM sporectl.settings`, "settings rows"},
+		{"bad health", `UPDATE sporectl.spores SET health = E'Dead\nreally' WHERE id = 'two'`, "health"},
+		{"bad recovery duration", `UPDATE sporectl.settings SET doc = '{"runtime":"local","default_spec":{},"recovery":{"backoff_max":600}}'`, "duration 600"},
+		{"bad recovery policy", `UPDATE sporectl.settings SET doc = '{"runtime":"local","default_spec":{},"recovery":{"backoff_initial":"1h","backoff_max":"1m"}}'`, "recovery.backoff_max"},
 		{"orphan outbox", `ALTER TABLE sporectl.outbox DROP CONSTRAINT outbox_spore_id_fkey;
 			UPDATE sporectl.outbox SET spore_id = 'ghost'`, "sporectl.outbox spore_id=ghost"},
 	}

@@ -126,6 +126,9 @@ func (s *Store) migrate(ctx context.Context, settings state.Settings) (created b
 }
 
 func encodeSettings(st state.Settings) (string, error) {
+	if err := st.Recovery.Validate(); err != nil {
+		return "", err
+	}
 	for _, f := range []struct{ name, v string }{
 		{"runtime", st.Runtime}, {"agent", st.Agent}, {"namespace", st.Namespace},
 		{"storage class", st.StorageClass}, {"image", st.Image},

@@ -84,3 +84,75 @@ func TestFailedMigrationChangesNothing(t *testing.T) {
 	defer o.Close()
 	require.Equal(t, before, o.Info().FormatVersion)
 }
+
+// TestUpgradeFromVersion1: a database made by a binary that knew only
+// migration 0001 is refused by Open ("run sporectl init") and upgraded by
+// Init to the generation and health columns, keeping its rows: existing
+// spores start at generation 0 with no recorded health.
+func TestUpgradeFromVersion1(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	saved := migrations
+	migrations = saved[:1]
+	s, created, err := Init(ctx, url, state.Settings{Runtime: "kube"}, Options{})
+	migrations = saved
+	require.NoError(t, err)
+	require.True(t, created)
+	require.NoError(t, s.Close())
+	require.False(t, columnExists(t, url, "spores", "generation"))
+	// What the version-1 binary wrote, in its own columns.
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO sporectl.spores (id, colony, rank, desired, created, updated, restarts, bridge_seq, last_seq)
+		VALUES ('old', 'lab', 'spore', 'Running', now(), now(), 2, 9, 0)`)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, `INSERT INTO sporectl.outbox (spore_id, id, sender, body, at) VALUES ('old', 'm1', 'user:a', 'hi', now())`)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+
+	_, err = Open(ctx, url, Options{})
+	var inc *state.IncompatibleError
+	require.ErrorAs(t, err, &inc)
+	require.Equal(t, 1, inc.Found)
+	require.Equal(t, 2, inc.Newest)
+	require.Contains(t, err.Error(), "run 'sporectl init' to upgrade it")
+
+	s, created, err = Init(ctx, url, state.Settings{Runtime: "local"}, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	require.False(t, created)
+	require.Equal(t, 2, s.Info().FormatVersion)
+	for _, c := range []string{"generation", "health", "health_reason"} {
+		require.True(t, columnExists(t, url, "spores", c), c)
+	}
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, "old")
+		if err != nil {
+			return err
+		}
+		require.Zero(t, sp.Generation)
+		require.Empty(t, sp.Health)
+		require.Equal(t, 2, sp.Restarts, "old columns are kept")
+		p, err := tx.Pending(ctx)
+		if err != nil {
+			return err
+		}
+		require.Len(t, p["old"], 1)
+		sp.Generation, sp.Health, sp.HealthReason = 3, "Dead", "OOMKilled"
+		return tx.UpdateSpore(ctx, sp)
+	}))
+	var got state.Spore
+	require.NoError(t, s.View(ctx, func(tx state.Tx) error { var err error; got, err = tx.Spore(ctx, "old"); return err }))
+	require.Equal(t, uint64(3), got.Generation)
+	require.Equal(t, "OOMKilled", got.HealthReason)
+	rep, err := s.Check(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Problems)
+
+	// The CHECK constraint backs the model's bound.
+	conn, err = pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `UPDATE sporectl.spores SET generation = -1 WHERE id = 'old'`)
+	require.ErrorContains(t, err, "check constraint")
+}

@@ -42,6 +42,45 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 	return out, nil
 }
 
+const (
+	pendingLockQuery = `SELECT s.id FROM sporectl.spores s
+		WHERE s.id IN (SELECT spore_id FROM sporectl.outbox) ORDER BY s.id FOR UPDATE OF s`
+	pendingQuery = `SELECT spore_id, id, sender, body, at, wake FROM sporectl.outbox ORDER BY spore_id, pos`
+)
+
+// Pending is one ordered scan of sporectl.outbox along outbox_order
+// (spore_id, pos), so it reads the queued entries and nothing else. Inside
+// an Update one statement first locks the row of every spore with queued
+// entries, in id order like Spores, and the read that follows sees their
+// latest committed outboxes, which stay true until COMMIT.
+func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error) {
+	const op = "read pending outbox entries"
+	if !t.readOnly {
+		if _, err := t.tx.Exec(ctx, pendingLockQuery); err != nil {
+			return nil, classify(op, err)
+		}
+	}
+	rows, err := t.tx.Query(ctx, pendingQuery)
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	defer rows.Close()
+	out := map[string][]state.OutboxEntry{}
+	for rows.Next() {
+		var e state.OutboxEntry
+		var sender, body []byte
+		if err := rows.Scan(&e.Spore, &e.ID, &sender, &body, &e.At, &e.Wake); err != nil {
+			return nil, classify(op, err)
+		}
+		e.From, e.Text, e.At = string(sender), string(body), e.At.UTC()
+		out[e.Spore] = append(out[e.Spore], e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(op, err)
+	}
+	return out, nil
+}
+
 func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
 	op := "enqueue for " + e.Spore
 	if err := t.writable(op); err != nil {

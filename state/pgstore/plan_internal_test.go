@@ -66,3 +66,48 @@ func TestLogReadsUseTheIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingReadsOnlyTheOutbox: Pending's read, and the statement that
+// locks the spores it returns inside an Update, cost what is queued: on a
+// fleet of many spores with few queued entries neither scans the spores
+// table nor touches events.
+func TestPendingReadsOnlyTheOutbox(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	s, _, err := Init(ctx, url, state.Settings{Runtime: "local"}, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Update(ctx, func(stx state.Tx) error {
+		for i := 0; i < 5000; i++ {
+			id := fmt.Sprintf("s%04d", i)
+			if err := stx.CreateSpore(ctx, state.Spore{ID: id, Colony: "c", Rank: state.RankSpore, Desired: state.Paused}); err != nil {
+				return err
+			}
+			if i%1000 == 0 {
+				if _, err := stx.Enqueue(ctx, state.OutboxEntry{ID: "m", Spore: id, From: "user:a", Text: "t"}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}))
+	_, err = s.pool.Exec(ctx, `ANALYZE sporectl.spores; ANALYZE sporectl.outbox`)
+	require.NoError(t, err)
+	for name, q := range map[string]string{"read": pendingQuery, "lock": pendingLockQuery} {
+		t.Run(name, func(t *testing.T) {
+			rows, err := s.pool.Query(ctx, "EXPLAIN "+q)
+			require.NoError(t, err)
+			var plan []string
+			for rows.Next() {
+				var line string
+				require.NoError(t, rows.Scan(&line))
+				plan = append(plan, line)
+			}
+			require.NoError(t, rows.Err())
+			text := strings.Join(plan, "\n")
+			require.NotContains(t, text, "Seq Scan on spores", "plan:\n%s", text)
+			require.NotContains(t, text, "events", "plan:\n%s", text)
+			t.Logf("%s plan:\n%s", name, text)
+		})
+	}
+}

@@ -3,6 +3,8 @@ package pgstore
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -60,8 +62,14 @@ func checkSpore(sp *state.Spore) error {
 	if d, _ := state.ParseDesired(string(sp.Desired)); d != sp.Desired {
 		return &state.InvalidError{Field: "desired state", Value: string(sp.Desired), Reason: "must be spelled Running, Paused or Stopped"}
 	}
+	// bigint columns: a uint64 past MaxInt64 would wrap negative.
+	// (Validate already bounds Generation.)
+	if sp.BridgeSeq > math.MaxInt64 {
+		return &state.InvalidError{Field: "bridge seq", Value: strconv.FormatUint(sp.BridgeSeq, 10), Reason: "must be at most 9223372036854775807"}
+	}
 	for _, f := range []struct{ name, v string }{
 		{"image", sp.Spec.Image}, {"cpu", sp.Spec.CPU}, {"memory", sp.Spec.Memory}, {"storage", sp.Spec.Storage},
+		{"health", sp.Health}, {"health reason", sp.HealthReason},
 	} {
 		if err := checkText("spore "+f.name, f.v); err != nil {
 			return err

@@ -27,9 +27,10 @@ const eventPage = 5000
 
 // Copy reads from in one snapshot (a View) and writes to in one Update, so
 // the destination gets all of it or none of it, and a copy taken while
-// writers run is still consistent. Settings, spores (with their recovery
-// bookkeeping), every event with its original sequence number and time,
-// the outbox in order, and token hashes are copied.
+// writers run is still consistent. Settings (with the recovery policy),
+// spores (with their recovery bookkeeping, wish generation and last
+// recorded health), every event with its original sequence number and
+// time, the outbox in order, and token hashes are copied.
 //
 // Times keep the precision of the destination: Postgres stores
 // microseconds, so nanoseconds from a directory store are truncated.

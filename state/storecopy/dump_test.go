@@ -58,7 +58,9 @@ func fill(t *testing.T, s state.Store) {
 	base := time.Date(2026, 11, 2, 3, 4, 5, 123456000, time.UTC)
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
 		if err := tx.PutSettings(ctx, state.Settings{Runtime: "kube", Agent: "echo", Namespace: "spores", StorageClass: "local-path",
-			Image: "spore:1", DefaultSpec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"}}); err != nil {
+			Image: "spore:1", DefaultSpec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"},
+			Recovery: state.RecoveryPolicy{BackoffInitial: state.Duration(15 * time.Second), BackoffMax: state.Duration(time.Hour),
+				BreakerFailures: 7, BreakerWindow: state.Duration(20 * time.Minute), HealthyAfter: state.Duration(90 * time.Second)}}); err != nil {
 			return err
 		}
 		for i, id := range []string{"arch", "colony-a", "worker-1", "worker-2", "quiet"} {
@@ -73,6 +75,9 @@ func fill(t *testing.T, s state.Store) {
 				sp.Swarm, sp.Role, sp.Restarts, sp.BreakerOpen, sp.BridgeSeq = "team", "dev", 4, true, 77
 				sp.Failures = []time.Time{base, base.Add(time.Minute)}
 				sp.NotBefore = base.Add(2 * time.Hour)
+				sp.Generation, sp.Health, sp.HealthReason = 12, "Dead", "CrashLoop"
+			case "worker-2":
+				sp.Generation, sp.Health = 1<<40, "Healthy"
 			}
 			if err := tx.CreateSpore(ctx, sp); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -42,6 +43,9 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReadYourWrites", testReadYourWrites},
 		{"HostileText", testHostileText},
 		{"Outbox", testOutbox},
+		{"Pending", testPending},
+		{"WishAndHealthBookkeeping", testBookkeeping},
+		{"RecoverySettings", testRecoverySettings},
 		{"Tokens", testTokens},
 		{"DeleteSpore", testDeleteSpore},
 		{"ReaderNotBlockedNorDirty", testReaderNotBlocked},
@@ -129,7 +133,9 @@ func testEmpty(t *testing.T, s state.Store) {
 
 func testSettings(t *testing.T, s state.Store) {
 	want := state.Settings{Runtime: "kube", Agent: "echo", Namespace: "spores", StorageClass: "fast", Image: "img:1",
-		DefaultSpec: state.Spec{CPU: "1", Memory: "2Gi", Storage: "9Gi"}}
+		DefaultSpec: state.Spec{CPU: "1", Memory: "2Gi", Storage: "9Gi"},
+		Recovery: state.RecoveryPolicy{BackoffInitial: state.Duration(5 * time.Second), BackoffMax: state.Duration(90 * time.Minute),
+			BreakerFailures: 3, BreakerWindow: state.Duration(time.Hour + 30*time.Minute), HealthyAfter: state.Duration(1500 * time.Millisecond)}}
 	require.NoError(t, s.Update(t.Context(), func(tx state.Tx) error {
 		return tx.PutSettings(t.Context(), want)
 	}))
@@ -652,4 +658,226 @@ func testTimePrecision(t *testing.T, s state.Store) {
 	require.False(t, out[0].At.IsZero(), "Enqueue stamps a zero At")
 	require.True(t, out[0].At.After(before))
 	require.Equal(t, out[0].At, out[0].At.Truncate(state.Precision))
+}
+
+// testPending: one read returns every spore's queued entries in queue
+// order, only for spores that have any, and agrees with Outbox; inside an
+// Update it sees the transaction's own enqueues and dequeues.
+func testPending(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	pending := func() map[string][]state.OutboxEntry {
+		return view(t, s, func(ctx context.Context, tx state.Tx) (map[string][]state.OutboxEntry, error) { return tx.Pending(ctx) })
+	}
+	require.Empty(t, pending(), "an empty store has nothing pending")
+	create(t, s, "a", "b", "c", "d", "quiet")
+	enqueue := func(tx state.Tx, spore string, ids ...string) error {
+		for _, id := range ids {
+			if _, err := tx.Enqueue(ctx, state.OutboxEntry{ID: id, Spore: spore, From: "user:a", Text: "to " + spore + " " + id, At: t0, Wake: id == "m3"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		for spore, ids := range map[string][]string{"a": {"m1", "m2", "m3"}, "b": {"x1"}, "c": {"y1", "y2"}, "d": {"z9", "z1"}} {
+			if err := enqueue(tx, spore, ids...); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		for _, q := range [][2]string{{"a", "m2"}, {"c", "y1"}, {"c", "y2"}} {
+			if err := tx.Dequeue(ctx, q[0], q[1]); err != nil {
+				return err
+			}
+		}
+		if err := tx.DeleteSpore(ctx, "b"); err != nil {
+			return err
+		}
+		return enqueue(tx, "a", "m4")
+	}))
+	ids := func(m map[string][]state.OutboxEntry) map[string][]string {
+		out := map[string][]string{}
+		for spore, es := range m {
+			for _, e := range es {
+				out[spore] = append(out[spore], e.ID)
+			}
+		}
+		return out
+	}
+	got := pending()
+	require.Equal(t, map[string][]string{"a": {"m1", "m3", "m4"}, "d": {"z9", "z1"}}, ids(got),
+		"queue order, only spores with entries, none of a deleted spore")
+	for spore, es := range got {
+		out := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, spore) })
+		require.Equal(t, out, es, "Pending and Outbox agree for %s", spore)
+	}
+	require.True(t, got["a"][1].Wake)
+	require.Equal(t, "to a m1", got["a"][0].Text)
+	require.Equal(t, "a", got["a"][0].Spore)
+	require.True(t, got["a"][0].At.Equal(t0))
+
+	// Inside an Update: read your writes, and nothing of them after a rollback.
+	boom := errors.New("boom")
+	err := s.Update(ctx, func(tx state.Tx) error {
+		if err := enqueue(tx, "quiet", "q1"); err != nil {
+			return err
+		}
+		if err := tx.Dequeue(ctx, "d", "z9"); err != nil {
+			return err
+		}
+		if err := tx.Dequeue(ctx, "a", "m1"); err != nil {
+			return err
+		}
+		if err := tx.Dequeue(ctx, "a", "m3"); err != nil {
+			return err
+		}
+		if err := tx.Dequeue(ctx, "a", "m4"); err != nil {
+			return err
+		}
+		p, err := tx.Pending(ctx)
+		if err != nil {
+			return err
+		}
+		require.Equal(t, map[string][]string{"d": {"z1"}, "quiet": {"q1"}}, ids(p))
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	require.Equal(t, map[string][]string{"a": {"m1", "m3", "m4"}, "d": {"z9", "z1"}}, ids(pending()))
+
+	// What Pending returns is the caller's to change.
+	got["a"][0].Text = "changed"
+	require.Equal(t, "to a m1", pending()["a"][0].Text)
+}
+
+// testBookkeeping: Generation, Health and HealthReason are stored exactly
+// as given (the store never bumps the generation), and a pass that
+// observed generation G sees a newer wish when it re-reads inside its
+// commit.
+func testBookkeeping(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	sp := Spore("one")
+	sp.Generation, sp.Health, sp.HealthReason = 7, "Dead", "OOMKilled"
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, sp) }))
+	get := func() state.Spore {
+		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
+	}
+	got := get()
+	require.Equal(t, uint64(7), got.Generation)
+	require.Equal(t, "Dead", got.Health)
+	require.Equal(t, "OOMKilled", got.HealthReason)
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Equal(t, uint64(7), spores[0].Generation)
+
+	// Writes that do not change it leave it alone; the store adds nothing.
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		cur, err := tx.Spore(ctx, "one")
+		if err != nil {
+			return err
+		}
+		cur.Restarts++
+		cur.Health, cur.HealthReason = "Healthy", ""
+		return tx.UpdateSpore(ctx, cur)
+	}))
+	got = get()
+	require.Equal(t, uint64(7), got.Generation, "the store does not bump the generation")
+	require.Equal(t, "Healthy", got.Health)
+	require.Empty(t, got.HealthReason)
+
+	// A pass observes generation 7; a command changes the wish meanwhile.
+	observed := get().Generation
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		cur, err := tx.Spore(ctx, "one")
+		if err != nil {
+			return err
+		}
+		cur.Desired, cur.Generation = state.Running, cur.Generation+1
+		return tx.UpdateSpore(ctx, cur)
+	}))
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		cur, err := tx.Spore(ctx, "one")
+		if err != nil {
+			return err
+		}
+		require.Greater(t, cur.Generation, observed, "the commit sees the newer wish")
+		require.Equal(t, state.Running, cur.Desired)
+		return nil
+	}))
+
+	// The largest generation both backends keep, and what they refuse.
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		cur, err := tx.Spore(ctx, "one")
+		if err != nil {
+			return err
+		}
+		cur.Generation = math.MaxInt64
+		return tx.UpdateSpore(ctx, cur)
+	}))
+	require.Equal(t, uint64(math.MaxInt64), get().Generation)
+	for name, mutate := range map[string]func(*state.Spore){
+		"generation past MaxInt64": func(sp *state.Spore) { sp.Generation = math.MaxInt64 + 1 },
+		"health with a newline":    func(sp *state.Spore) { sp.Health = "Dead\nreally" },
+		"reason with a NUL":        func(sp *state.Spore) { sp.HealthReason = "OOM\x00Killed" },
+		"reason not UTF-8":         func(sp *state.Spore) { sp.HealthReason = "\xff" },
+		"health too long":          func(sp *state.Spore) { sp.Health = strings.Repeat("x", state.MaxHealthLen+1) },
+	} {
+		err := s.Update(ctx, func(tx state.Tx) error {
+			cur, err := tx.Spore(ctx, "one")
+			if err != nil {
+				return err
+			}
+			mutate(&cur)
+			return tx.UpdateSpore(ctx, cur)
+		})
+		var inv *state.InvalidError
+		require.ErrorAs(t, err, &inv, name)
+		bad := Spore("two")
+		mutate(&bad)
+		err = s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, bad) })
+		require.ErrorAs(t, err, &inv, name)
+	}
+	require.Equal(t, uint64(math.MaxInt64), get().Generation)
+	require.Len(t, view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) }), 1)
+}
+
+// testRecoverySettings: a policy round-trips field by field, the zero
+// policy stays zero, and an invalid one is refused before anything is
+// written.
+func testRecoverySettings(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	get := func() state.Settings {
+		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
+	}
+	base := get()
+	require.Zero(t, base.Recovery, "a new store has the zero policy (all defaults)")
+	for _, p := range []state.RecoveryPolicy{
+		{BreakerFailures: 1},
+		{BackoffInitial: state.Duration(time.Minute)},
+		{BackoffInitial: state.Duration(time.Second), BackoffMax: state.Duration(time.Second), BreakerFailures: 10,
+			BreakerWindow: state.Duration(24 * time.Hour), HealthyAfter: state.Duration(time.Nanosecond)},
+		{},
+	} {
+		st := base
+		st.Recovery = p
+		require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.PutSettings(ctx, st) }))
+		require.Equal(t, st, get())
+	}
+	good := base
+	good.Recovery = state.RecoveryPolicy{BackoffInitial: state.Duration(time.Minute)}
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.PutSettings(ctx, good) }))
+	for name, p := range map[string]state.RecoveryPolicy{
+		"negative backoff":  {BackoffInitial: state.Duration(-time.Second)},
+		"negative window":   {BreakerWindow: state.Duration(-time.Minute)},
+		"negative failures": {BreakerFailures: -1},
+		"max below initial": {BackoffInitial: state.Duration(time.Minute), BackoffMax: state.Duration(time.Second)},
+	} {
+		st := base
+		st.Recovery = p
+		err := s.Update(ctx, func(tx state.Tx) error { return tx.PutSettings(ctx, st) })
+		var inv *state.InvalidError
+		require.ErrorAs(t, err, &inv, name)
+		require.True(t, strings.HasPrefix(inv.Field, "recovery."), "%s: field %q", name, inv.Field)
+	}
+	require.Equal(t, good, get(), "refused settings changed nothing")
 }

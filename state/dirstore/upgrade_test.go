@@ -1,0 +1,231 @@
+package dirstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/storetest"
+)
+
+// testdata/format1 is a store written by the format-1 code (sporectl at
+// commit 53920fd; see its README) with dump.json, what that code read
+// back from it through the Store interface.
+
+// copyFixture copies testdata/format1/store to a fresh directory.
+func copyFixture(t *testing.T) string {
+	t.Helper()
+	src := filepath.Join("testdata", "format1", "store")
+	dst := filepath.Join(t.TempDir(), "store")
+	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
+	}))
+	return dst
+}
+
+func fixtureDump(t *testing.T) *storetest.Dump {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "format1", "dump.json"))
+	require.NoError(t, err)
+	var d storetest.Dump
+	require.NoError(t, json.Unmarshal(b, &d))
+	return &d
+}
+
+// requireOldFormatRefused: every way in except Init says to run init.
+func requireOldFormatRefused(t *testing.T, root string) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := Open(ctx, root, Options{})
+	var ie *state.IncompatibleError
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, 1, ie.Found)
+	require.Equal(t, formatVersion, ie.Newest)
+	require.Contains(t, err.Error(), "run 'sporectl init' to upgrade it")
+	_, err = unloaded(root).Check(ctx)
+	require.ErrorAs(t, err, &ie, "check reads nothing of an older format either")
+	err = unloaded(root).Update(ctx, func(state.Tx) error { return nil })
+	require.ErrorAs(t, err, &ie, "nor does a writer")
+}
+
+func requireUpgraded(t *testing.T, s *Store, want *storetest.Dump) {
+	t.Helper()
+	ctx := context.Background()
+	got, err := storetest.ReadAll(ctx, s)
+	require.NoError(t, err)
+	require.Equal(t, want, got, "the upgrade keeps everything")
+	rep, err := s.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+	format, err := os.ReadFile(filepath.Join(s.root, formatFile))
+	require.NoError(t, err)
+	require.Equal(t, "sporectl store\nformat 2\n", string(format))
+	snap, err := os.ReadFile(filepath.Join(s.root, snapshotFile))
+	require.NoError(t, err)
+	require.Contains(t, string(snap[:bytes.IndexByte(snap, '\n')]), `{"format":2,`)
+	require.Equal(t, 2, s.Info().FormatVersion)
+}
+
+// TestUpgradeFormat1: a store written by the format-1 code is refused by
+// Open, Check and Update with "run 'sporectl init'", and Init upgrades it
+// in place: same data, clean check, FORMAT and snapshot at version 2, a
+// torn commit tail saved as any writer saves one, event logs untouched.
+func TestUpgradeFormat1(t *testing.T) {
+	ctx := context.Background()
+	root := copyFixture(t)
+	// A commit that died half way through, as the format-1 code leaves it.
+	f, err := os.OpenFile(filepath.Join(root, "txlog.2"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString(`0badf00d {"tx":4,"rows":{"alpha"`)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	logBefore, err := os.ReadFile(filepath.Join(root, eventsDir, "alpha.1.log"))
+	require.NoError(t, err)
+
+	requireOldFormatRefused(t, root)
+	s, created, err := Init(ctx, root, state.Settings{Runtime: "kube"}, Options{})
+	require.NoError(t, err)
+	require.False(t, created, "an upgrade creates nothing")
+	want := fixtureDump(t)
+	requireUpgraded(t, s, want)
+	require.FileExists(t, filepath.Join(root, tornDir, "txlog.2.67"), "the torn tail is kept")
+	require.NoFileExists(t, filepath.Join(root, "txlog.2"))
+	fi, err := os.Stat(filepath.Join(root, "txlog.3"))
+	require.NoError(t, err)
+	require.Zero(t, fi.Size(), "the commit log starts empty after the upgrade")
+	logAfter, err := os.ReadFile(filepath.Join(root, eventsDir, "alpha.1.log"))
+	require.NoError(t, err)
+	require.Equal(t, logBefore, logAfter)
+
+	// A second init changes nothing; the new fields work.
+	s, created, err = Init(ctx, root, state.Settings{}, Options{})
+	require.NoError(t, err)
+	require.False(t, created)
+	requireUpgraded(t, s, want)
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, "beta")
+		if err != nil {
+			return err
+		}
+		require.Zero(t, sp.Generation, "fields new in format 2 start out zero")
+		sp.Generation, sp.Health, sp.HealthReason = 1, "Dead", "OOMKilled"
+		if err := tx.UpdateSpore(ctx, sp); err != nil {
+			return err
+		}
+		st, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		st.Recovery.BackoffMax = state.Duration(time.Hour)
+		return tx.PutSettings(ctx, st)
+	}))
+	o, err := Open(ctx, root, Options{})
+	require.NoError(t, err)
+	var sp state.Spore
+	var st state.Settings
+	require.NoError(t, o.View(ctx, func(tx state.Tx) error {
+		var err error
+		if sp, err = tx.Spore(ctx, "beta"); err != nil {
+			return err
+		}
+		st, err = tx.Settings(ctx)
+		return err
+	}))
+	require.Equal(t, uint64(1), sp.Generation)
+	require.Equal(t, "OOMKilled", sp.HealthReason)
+	require.Equal(t, state.Duration(time.Hour), st.Recovery.BackoffMax)
+}
+
+// TestUpgradeCrash: an upgrade killed at any step leaves a store that
+// every command still refuses with "run 'sporectl init'" (never one that
+// reads half upgraded), and the next init finishes the upgrade.
+func TestUpgradeCrash(t *testing.T) {
+	ctx := context.Background()
+	for _, at := range []string{"compact-log-created", "compact-snapshot-written", "upgrade-compacted"} {
+		t.Run(at, func(t *testing.T) {
+			root := copyFixture(t)
+			type crash struct{}
+			setFailpoint(t, func(name string) {
+				if name == at {
+					panic(crash{})
+				}
+			})
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						if _, ok := r.(crash); !ok {
+							panic(r)
+						}
+					}
+				}()
+				_, _, err := Init(ctx, root, state.Settings{}, Options{})
+				t.Fatalf("init survived its crash: %v", err)
+			}()
+			setFailpoint(t, func(string) {})
+			requireOldFormatRefused(t, root)
+			s, created, err := Init(ctx, root, state.Settings{}, Options{})
+			require.NoError(t, err)
+			require.False(t, created)
+			requireUpgraded(t, s, fixtureDump(t))
+		})
+	}
+}
+
+// TestUpgradeRefusesDamage: a damaged format-1 store is not upgraded (an
+// upgrade rewrites the snapshot, and nothing damaged is ever rewritten);
+// it is left exactly as it was.
+func TestUpgradeRefusesDamage(t *testing.T) {
+	ctx := context.Background()
+	root := copyFixture(t)
+	p := filepath.Join(root, snapshotFile)
+	flipByte(t, p, middleOfLine(t, p, 2))
+	before, err := os.ReadFile(p)
+	require.NoError(t, err)
+	_, _, err = Init(ctx, root, state.Settings{}, Options{})
+	requireCorrupt(t, err, snapshotFile)
+	after, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+	requireOldFormatRefused(t, root)
+}
+
+// TestInitAfterOldPartialInit: what a format-1 in-place init leaves when
+// it dies before writing FORMAT (the fixture's files with an empty
+// snapshot) is recognised as an unfinished init and built again.
+func TestInitAfterOldPartialInit(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	require.NoError(t, buildStore(root, state.Settings{Runtime: "local"}))
+	require.NoError(t, os.Remove(filepath.Join(root, formatFile)))
+	// The same snapshot as format 1 wrote it.
+	snap, err := os.ReadFile(filepath.Join(root, snapshotFile))
+	require.NoError(t, err)
+	payload, bad := unframe(snap[:len(snap)-1])
+	require.Empty(t, bad)
+	old := bytes.Replace(payload, []byte(`{"format":2,`), []byte(`{"format":1,`), 1)
+	require.NotEqual(t, payload, old)
+	require.NoError(t, os.WriteFile(filepath.Join(root, snapshotFile), appendFrame(nil, old), 0o600))
+	s, created, err := Init(ctx, root, state.Settings{Runtime: "local"}, Options{})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, 2, s.Info().FormatVersion)
+}

@@ -1,0 +1,139 @@
+package state
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Settings are store-wide: which runtime the colony uses and its defaults.
+// Both backends keep them as one JSON document, so a new field needs no
+// schema migration.
+type Settings struct {
+	Runtime      string `json:"runtime"`                 // "local" or "kube"
+	Agent        string `json:"agent,omitempty"`         // "claude" (default) or "echo"
+	Namespace    string `json:"namespace,omitempty"`     // kube runtime
+	StorageClass string `json:"storage_class,omitempty"` // kube runtime
+	Image        string `json:"image,omitempty"`         // default spore image
+	DefaultSpec  Spec   `json:"default_spec"`
+	// Recovery tunes crash recovery (DESIGN "Health"); zero fields mean
+	// the defaults of RecoveryPolicy.WithDefaults. Stores refuse a policy
+	// that fails Validate.
+	Recovery RecoveryPolicy `json:"recovery,omitzero"`
+}
+
+// RecoveryPolicy is how reconcile backs off a crashing spore and when it
+// opens the circuit breaker. A zero field means its default; read the
+// policy through WithDefaults.
+type RecoveryPolicy struct {
+	// BackoffInitial is the wait before the first respawn after a crash;
+	// it doubles with every further crash, up to BackoffMax.
+	BackoffInitial Duration `json:"backoff_initial,omitzero"`
+	BackoffMax     Duration `json:"backoff_max,omitzero"`
+	// BreakerFailures crashes inside BreakerWindow open the breaker: the
+	// spore is not respawned until a person resets it.
+	BreakerFailures int      `json:"breaker_failures,omitzero"`
+	BreakerWindow   Duration `json:"breaker_window,omitzero"`
+	// HealthyAfter is how long a spore must run without crashing before
+	// its backoff and crash count start over.
+	HealthyAfter Duration `json:"healthy_after,omitzero"`
+}
+
+// Defaults of RecoveryPolicy, used for every field left zero.
+const (
+	DefaultBackoffInitial  = 30 * time.Second
+	DefaultBackoffMax      = 10 * time.Minute
+	DefaultBreakerFailures = 5
+	DefaultBreakerWindow   = 15 * time.Minute
+	DefaultHealthyAfter    = 10 * time.Minute
+)
+
+// WithDefaults returns p with every zero field set to its default.
+// Negative values are kept (Validate refuses them).
+func (p RecoveryPolicy) WithDefaults() RecoveryPolicy {
+	if p.BackoffInitial == 0 {
+		p.BackoffInitial = Duration(DefaultBackoffInitial)
+	}
+	if p.BackoffMax == 0 {
+		p.BackoffMax = Duration(DefaultBackoffMax)
+	}
+	if p.BreakerFailures == 0 {
+		p.BreakerFailures = DefaultBreakerFailures
+	}
+	if p.BreakerWindow == 0 {
+		p.BreakerWindow = Duration(DefaultBreakerWindow)
+	}
+	if p.HealthyAfter == 0 {
+		p.HealthyAfter = Duration(DefaultHealthyAfter)
+	}
+	return p
+}
+
+// Validate refuses negative durations, a negative breaker count and a
+// BackoffMax below BackoffInitial. The backoff bounds are compared as they
+// take effect, with defaults filled in: setting only backoff_max to 10s is
+// refused, since the initial backoff would then be 30s. The error is an
+// *InvalidError whose Field names the setting ("recovery.backoff_max").
+func (p RecoveryPolicy) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    Duration
+	}{
+		{"backoff_initial", p.BackoffInitial}, {"backoff_max", p.BackoffMax},
+		{"breaker_window", p.BreakerWindow}, {"healthy_after", p.HealthyAfter},
+	} {
+		if f.v < 0 {
+			return &InvalidError{Field: "recovery." + f.name, Value: f.v.String(), Reason: "must not be negative"}
+		}
+	}
+	if p.BreakerFailures < 0 {
+		return &InvalidError{Field: "recovery.breaker_failures", Value: fmt.Sprint(p.BreakerFailures), Reason: "must be at least 1 (0 means the default, 5)"}
+	}
+	eff := p.WithDefaults()
+	if eff.BackoffMax < eff.BackoffInitial {
+		return &InvalidError{Field: "recovery.backoff_max", Value: eff.BackoffMax.String(),
+			Reason: fmt.Sprintf("must not be less than recovery.backoff_initial (%s)", eff.BackoffInitial)}
+	}
+	return nil
+}
+
+// Duration is a time.Duration kept in JSON as a Go duration string
+// ("30s", "1h30m"), so a stored setting reads as what a person typed.
+// Anything else in JSON (a number, null, a malformed string) is an error.
+type Duration time.Duration
+
+// String is the Go duration syntax, e.g. "1m30s".
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalJSON writes d as a duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON accepts only a JSON string that time.ParseDuration reads.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 || b[0] != '"' {
+		return fmt.Errorf("duration %s: want a string such as \"30s\" or \"10m\"", preview(string(b)))
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration %s: %w", preview(string(b)), err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: want a Go duration such as \"30s\" or \"10m\"", preview(s))
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// preview keeps a value short inside an error message.
+func preview(v string) string {
+	const max = 64
+	if len(v) <= max {
+		return v
+	}
+	return v[:max] + "…"
+}

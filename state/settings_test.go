@@ -1,0 +1,101 @@
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDurationJSON(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Nanosecond, 30 * time.Second, 90 * time.Minute, -5 * time.Second, 1500 * time.Millisecond} {
+		b, err := json.Marshal(Duration(d))
+		require.NoError(t, err)
+		require.Equal(t, `"`+d.String()+`"`, string(b))
+		var back Duration
+		require.NoError(t, json.Unmarshal(b, &back))
+		require.Equal(t, Duration(d), back)
+	}
+	var d Duration
+	require.NoError(t, json.Unmarshal([]byte(`"1h30m"`), &d))
+	require.Equal(t, Duration(90*time.Minute), d)
+	for _, bad := range []string{`30`, `null`, `""`, `"30"`, `"soon"`, `true`, `{"s":1}`, `["30s"]`} {
+		d := Duration(7)
+		err := json.Unmarshal([]byte(bad), &d)
+		require.Error(t, err, bad)
+		require.Contains(t, err.Error(), "duration", bad)
+		require.Contains(t, err.Error(), `"30s"`, "%s: the error shows the expected form", bad)
+		require.Equal(t, Duration(7), d, "%s: a refused value changes nothing", bad)
+	}
+}
+
+func TestSettingsRecoveryJSON(t *testing.T) {
+	b, err := json.Marshal(Settings{Runtime: "local"})
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "recovery", "the zero policy is omitted")
+	st := Settings{Runtime: "local", Recovery: RecoveryPolicy{BackoffMax: Duration(time.Hour), BreakerFailures: 2}}
+	b, err = json.Marshal(st)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"recovery":{"backoff_max":"1h0m0s","breaker_failures":2}`)
+	var back Settings
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, st, back)
+	err = json.Unmarshal([]byte(`{"runtime":"local","recovery":{"healthy_after":600}}`), &back)
+	require.ErrorContains(t, err, "duration 600")
+}
+
+func TestRecoveryDefaults(t *testing.T) {
+	require.Equal(t, RecoveryPolicy{
+		BackoffInitial: Duration(30 * time.Second), BackoffMax: Duration(10 * time.Minute), BreakerFailures: 5,
+		BreakerWindow: Duration(15 * time.Minute), HealthyAfter: Duration(10 * time.Minute),
+	}, RecoveryPolicy{}.WithDefaults())
+	set := RecoveryPolicy{BackoffInitial: Duration(time.Second), BackoffMax: Duration(time.Minute), BreakerFailures: 1,
+		BreakerWindow: Duration(time.Hour), HealthyAfter: Duration(time.Millisecond)}
+	require.Equal(t, set, set.WithDefaults(), "set fields are kept")
+	require.Equal(t, Duration(-time.Second), RecoveryPolicy{BackoffInitial: Duration(-time.Second)}.WithDefaults().BackoffInitial)
+	require.NoError(t, RecoveryPolicy{}.Validate())
+	require.NoError(t, set.Validate())
+}
+
+func TestRecoveryValidate(t *testing.T) {
+	for _, tc := range []struct {
+		p     RecoveryPolicy
+		field string
+	}{
+		{RecoveryPolicy{BackoffInitial: Duration(-1)}, "recovery.backoff_initial"},
+		{RecoveryPolicy{BackoffMax: Duration(-time.Second)}, "recovery.backoff_max"},
+		{RecoveryPolicy{BreakerWindow: Duration(-time.Minute)}, "recovery.breaker_window"},
+		{RecoveryPolicy{HealthyAfter: Duration(-time.Hour)}, "recovery.healthy_after"},
+		{RecoveryPolicy{BreakerFailures: -1}, "recovery.breaker_failures"},
+		{RecoveryPolicy{BackoffInitial: Duration(time.Minute), BackoffMax: Duration(time.Second)}, "recovery.backoff_max"},
+		// Compared with the default initial backoff (30s).
+		{RecoveryPolicy{BackoffMax: Duration(10 * time.Second)}, "recovery.backoff_max"},
+		// And with the default maximum (10m).
+		{RecoveryPolicy{BackoffInitial: Duration(time.Hour)}, "recovery.backoff_max"},
+	} {
+		err := tc.p.Validate()
+		var inv *InvalidError
+		require.True(t, errors.As(err, &inv), "%+v: %v", tc.p, err)
+		require.Equal(t, tc.field, inv.Field, "%+v", tc.p)
+	}
+	require.NoError(t, RecoveryPolicy{BackoffInitial: Duration(time.Minute), BackoffMax: Duration(time.Minute)}.Validate())
+}
+
+func TestSporeHealthValidate(t *testing.T) {
+	ok := Spore{ID: "a", Colony: "c", Rank: RankSpore, Desired: Paused, Health: "Dead", HealthReason: "OOMKilled", Generation: 1 << 62}
+	require.NoError(t, ok.Validate())
+	for name, mutate := range map[string]func(*Spore){
+		"newline":    func(s *Spore) { s.Health = "a\nb" },
+		"nul":        func(s *Spore) { s.HealthReason = "a\x00" },
+		"not utf-8":  func(s *Spore) { s.HealthReason = "\xc3" },
+		"too long":   func(s *Spore) { s.Health = string(make([]byte, MaxHealthLen+1)) },
+		"generation": func(s *Spore) { s.Generation = 1 << 63 },
+	} {
+		s := ok
+		mutate(&s)
+		var inv *InvalidError
+		require.ErrorAs(t, s.Validate(), &inv, name)
+	}
+}
