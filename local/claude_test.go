@@ -30,6 +30,7 @@ func TestRealClaudeTurnAndStop(t *testing.T) {
 		fakeapi.Rule{Match: "think slowly", Steps: []fakeapi.Reply{fakeapi.Slow(5*time.Minute, "too late")}},
 	)
 	require.NoError(t, r.Start(ctx, spore("claude-1"), creds))
+	waitReady(t, r, "claude-1")
 	ep, err := r.Bridge(ctx, "claude-1")
 	require.NoError(t, err)
 	c, err := bridge.NewClient(ep.BaseURL, ep.Token, ep.Client)

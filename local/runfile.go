@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -43,7 +44,24 @@ func writeRunFile(path string, rf *runFile) error {
 	if err != nil {
 		return err
 	}
-	return renameio.WriteFile(path, b, 0o600)
+	// renameio syncs the file before renaming it into place; syncing the
+	// directory makes the rename itself durable.
+	if err := renameio.WriteFile(path, b, 0o600); err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // alive reports whether the run file still describes a live process: the

@@ -33,7 +33,9 @@ type Config struct {
 	// Env is extra environment for bridges (e.g. SPORECTL_CLAUDE_BIN,
 	// ANTHROPIC_BASE_URL); the home and PATH are set here.
 	Env []string
-	// StartTimeout bounds how long Start waits for /healthz.
+	// StartTimeout is how long after its start a bridge that does not
+	// answer /healthz yet is observed as starting (Pending) rather than
+	// down, and WaitReady's default limit.
 	StartTimeout time.Duration
 	// StopTimeout is the grace between SIGTERM and SIGKILL.
 	StopTimeout time.Duration
@@ -84,6 +86,12 @@ func apiTokenPath(home string) string { return filepath.Join(home, ".sporectl-br
 // Start makes the spore's bridge run. Under the spore's lock it first
 // checks for a live bridge (then it is done), so two starts at once never
 // run two bridges for one spore.
+//
+// Start means "requested", as for the Kubernetes runtime: it returns once
+// the bridge's process is spawned and its run file durably written, not
+// when the bridge answers. Observe shows it Pending until it does; a
+// bridge that exits at once is observed Failed (Exited). WaitReady blocks
+// until it is ready.
 func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.CredentialSource) error {
 	unlock, err := r.lock(ctx, s.ID)
 	if err != nil {
@@ -140,41 +148,63 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start bridge of %s: %w", s.ID, err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }() // reap it if we live longer than it
+	// Until it is reaped below, its pid (and so its process group) cannot
+	// be reused, so signalling the group here is safe.
+	abandon := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }
 	st, err := readProcStat(cmd.Process.Pid)
 	if err != nil {
-		_ = cmd.Process.Kill()
+		abandon()
 		return fmt.Errorf("start bridge of %s: %w", s.ID, err)
 	}
 	rf = &runFile{PID: cmd.Process.Pid, StartTime: st.StartTime, BootID: bootID(), Addr: addr, Started: time.Now().UTC()}
 	if err := writeRunFile(r.runPath(s.ID, ".json"), rf); err != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		abandon()
 		return fmt.Errorf("record bridge of %s: %w", s.ID, err)
 	}
+	// Reap it if this process lives longer than it (serve, tests). When
+	// this process exits first, the bridge, in its own session, carries on.
+	go func() { _ = cmd.Wait() }()
 	r.cfg.Logger.Info("started bridge", "spore", s.ID, "pid", rf.PID, "addr", addr)
-	return r.waitHealthy(ctx, s.ID, rf, exited)
+	return nil
 }
 
-func (r *Runtime) waitHealthy(ctx context.Context, id string, rf *runFile, exited <-chan struct{}) error {
-	deadline := time.Now().Add(r.cfg.StartTimeout)
+// WaitReady blocks until the spore's bridge answers /healthz. It reads the
+// run file afresh each time, so it waits for whichever bridge the spore
+// has, whoever started it. It fails when the spore has no run file, when
+// the bridge's process is gone (the error names its log), when ctx ends,
+// or after timeout (StartTimeout when timeout <= 0).
+func (r *Runtime) WaitReady(ctx context.Context, id string, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = r.cfg.StartTimeout
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	for {
-		if r.healthy(ctx, rf.Addr) {
+		rf, err := readRunFile(r.runPath(id, ".json"))
+		if err != nil {
+			return fmt.Errorf("wait for bridge of %s: %w", id, err)
+		}
+		if rf == nil {
+			return fmt.Errorf("bridge of %s is not running: %w", id, state.ErrNotFound)
+		}
+		if !rf.alive() {
+			return fmt.Errorf("bridge of %s exited; see %s", id, r.runPath(id, ".log"))
+		}
+		if r.healthy(wctx, rf.Addr) {
 			return nil
 		}
 		select {
-		case <-exited:
-			return fmt.Errorf("bridge of %s exited during start; see %s", id, r.runPath(id, ".log"))
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-wctx.Done():
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("bridge of %s not healthy after %s; see %s", id, timeout, r.runPath(id, ".log"))
 		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("bridge of %s not healthy after %s; see %s", id, r.cfg.StartTimeout, r.runPath(id, ".log"))
 		}
 	}
 }
 
+// healthy asks the bridge at addr for /healthz, for at most a second.
 func (r *Runtime) healthy(ctx context.Context, addr string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -299,7 +329,9 @@ func (r *Runtime) Delete(ctx context.Context, id string, purgeHome bool) error {
 }
 
 // Observe looks at every run file and at the processes they name, and asks
-// each live bridge for /healthz, all at once.
+// each live bridge for /healthz, all at once (each for at most a second).
+// A live bridge that does not answer is Pending while it is starting (see
+// starting), then Running and not ready.
 func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
 	obs := reconcile.FleetObservation{Spores: map[string]reconcile.PodObservation{}}
 	entries, err := os.ReadDir(filepath.Join(r.cfg.Root, "run"))
@@ -309,6 +341,7 @@ func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, erro
 	if err != nil {
 		return obs, fmt.Errorf("observe local spores: %w", err)
 	}
+	now := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, e := range entries {
@@ -329,7 +362,15 @@ func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, erro
 		wg.Add(1)
 		go func(id string, rf *runFile) {
 			defer wg.Done()
-			po := reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Owned: true, Count: 1, Ready: r.healthy(ctx, rf.Addr)}
+			po := reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Owned: true, Count: 1}
+			switch {
+			case r.healthy(ctx, rf.Addr):
+				po.Ready = true
+			case r.starting(rf, now):
+				// Started and not answering yet: what a pod is before
+				// its container runs.
+				po.State = reconcile.PodPending
+			}
 			mu.Lock()
 			obs.Spores[id] = po
 			mu.Unlock()
@@ -337,6 +378,15 @@ func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, erro
 	}
 	wg.Wait()
 	return obs, nil
+}
+
+// starting reports whether a bridge that does not answer yet may still be
+// starting: its run file says it started less than StartTimeout before
+// now. A start time in the future (the clock went back) proves nothing,
+// so it is not starting.
+func (r *Runtime) starting(rf *runFile, now time.Time) bool {
+	since := now.Sub(rf.Started)
+	return !rf.Started.IsZero() && since >= 0 && since < r.cfg.StartTimeout
 }
 
 // Logs copies the bridge's own log (not the conversation) to w.
@@ -383,7 +433,8 @@ func writeSecret(path, secret string) error {
 }
 
 // freeAddr picks a free loopback port. Another process may take it before
-// the bridge binds; the bridge then exits and Start reports it.
+// the bridge binds; the bridge then exits, which Observe and WaitReady
+// report.
 func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

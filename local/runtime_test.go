@@ -23,6 +23,10 @@ import (
 var sporectlBin string
 
 func TestMain(m *testing.M) {
+	if root := os.Getenv(starterRootEnv); root != "" {
+		starter(root)
+		return
+	}
 	dir, err := os.MkdirTemp("", "local-rt-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -43,6 +47,13 @@ func newRuntime(t *testing.T, agent string, env ...string) *Runtime {
 	r, err := New(Config{Root: t.TempDir(), Binary: sporectlBin, Agent: agent, Env: env, StopTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	return r
+}
+
+// waitReady waits for spore id's bridge to answer, as a caller that needs
+// it (wake --wait) does: Start does not wait.
+func waitReady(t *testing.T, r *Runtime, id string) {
+	t.Helper()
+	require.NoError(t, r.WaitReady(context.Background(), id, 30*time.Second))
 }
 
 func spore(id string) state.Spore {
@@ -80,6 +91,7 @@ func TestStartObserveStop(t *testing.T) {
 	r := newRuntime(t, "echo")
 	t.Cleanup(func() { _ = r.Delete(ctx, "alpha", true) })
 	require.NoError(t, r.Start(ctx, spore("alpha"), creds))
+	waitReady(t, r, "alpha")
 
 	po, ok := observe(t, r, "alpha")
 	require.True(t, ok)
@@ -160,8 +172,10 @@ func TestKilledBridge(t *testing.T) {
 	require.ErrorIs(t, err, state.ErrNotFound)
 
 	require.NoError(t, r.Start(ctx, spore("victim"), creds))
+	waitReady(t, r, "victim")
 	po, _ = observe(t, r, "victim")
 	require.Equal(t, reconcile.PodRunning, po.State)
+	require.True(t, po.Ready)
 }
 
 // TestStaleRunFileNeverSignals: a run file naming a live process that is
@@ -211,6 +225,7 @@ func TestStopEndsWholeTree(t *testing.T) {
 			r := newRuntime(t, "claude", "SPORECTL_CLAUDE_BIN="+script)
 			t.Cleanup(func() { _ = r.Delete(ctx, "tree", true) })
 			require.NoError(t, r.Start(ctx, spore("tree"), creds))
+			waitReady(t, r, "tree")
 			ep, err := r.Bridge(ctx, "tree")
 			require.NoError(t, err)
 			c, err := bridge.NewClient(ep.BaseURL, ep.Token, ep.Client)
@@ -284,7 +299,185 @@ func TestMarkNeedsTheHome(t *testing.T) {
 	require.Len(t, marked("twin2"), 2)
 	require.NoError(t, b.Stop(ctx, "twin2"))
 	require.Len(t, marked("twin2"), 1, "stopping one store's spore ended the other's")
+	waitReady(t, a, "twin2")
 	po, ok := observe(t, a, "twin2")
 	require.True(t, ok)
 	require.Equal(t, reconcile.PodRunning, po.State)
+	require.True(t, po.Ready)
+}
+
+// script writes an executable shell script and returns its path.
+func script(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte("#!/bin/sh\n"+body), 0o755))
+	return p
+}
+
+// slowBridge is a Binary that takes a while before it runs the real
+// bridge (same pid, so the run file still describes it).
+func slowBridge(t *testing.T, delay time.Duration) string {
+	return script(t, "slow-sporectl", fmt.Sprintf("sleep %.1f\nexec %q \"$@\"\n", delay.Seconds(), sporectlBin))
+}
+
+// TestStartDoesNotWait: Start returns once the bridge is spawned and
+// recorded; until it answers /healthz it is observed Pending, then
+// Running and ready.
+func TestStartDoesNotWait(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	r.cfg.Binary = slowBridge(t, 2*time.Second)
+	t.Cleanup(func() { _ = r.Delete(ctx, "slow", true) })
+
+	began := time.Now()
+	require.NoError(t, r.Start(ctx, spore("slow"), creds))
+	require.Less(t, time.Since(began), time.Second, "Start waited for the bridge")
+	rf, err := readRunFile(r.runPath("slow", ".json"))
+	require.NoError(t, err)
+	require.True(t, rf.alive(), "the run file describes the spawned bridge")
+
+	po, ok := observe(t, r, "slow")
+	require.True(t, ok)
+	require.Equal(t, reconcile.PodPending, po.State, "a just-started bridge is starting")
+	require.False(t, po.Ready)
+	require.Equal(t, 1, po.Count)
+	require.True(t, po.Owned)
+
+	// Starting a spore that is starting starts nothing and asks for no
+	// credentials.
+	before := marked("slow")
+	require.NoError(t, r.Start(ctx, spore("slow"), noCredentials{t}))
+	require.ElementsMatch(t, before, marked("slow"))
+
+	require.NoError(t, r.WaitReady(ctx, "slow", 30*time.Second))
+	po, ok = observe(t, r, "slow")
+	require.True(t, ok)
+	require.Equal(t, reconcile.PodRunning, po.State)
+	require.True(t, po.Ready)
+}
+
+// noCredentials fails the test if it is asked.
+type noCredentials struct{ t *testing.T }
+
+func (n noCredentials) Credentials(context.Context) (reconcile.Credentials, error) {
+	n.t.Error("credentials asked for a spore that is already running")
+	return reconcile.Credentials{}, fmt.Errorf("not to be asked")
+}
+
+// TestStartingExpires: a live bridge that has not answered StartTimeout
+// after its start is Running and not ready (observed Down), and WaitReady
+// gives up after its timeout, naming the log.
+func TestStartingExpires(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	r.cfg.Binary = slowBridge(t, 3*time.Second)
+	r.cfg.StartTimeout = 300 * time.Millisecond
+	t.Cleanup(func() { _ = r.Delete(ctx, "late", true) })
+	require.NoError(t, r.Start(ctx, spore("late"), creds))
+
+	// The caller's context ends the wait with its own error.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, r.WaitReady(cctx, "late", 10*time.Second), context.Canceled)
+
+	err := r.WaitReady(ctx, "late", 200*time.Millisecond)
+	require.ErrorContains(t, err, "not healthy after 200ms")
+	require.ErrorContains(t, err, filepath.Join("run", "late.log"))
+
+	time.Sleep(150 * time.Millisecond) // past StartTimeout since the start
+	po, ok := observe(t, r, "late")
+	require.True(t, ok)
+	require.Equal(t, reconcile.PodRunning, po.State)
+	require.False(t, po.Ready)
+
+	require.NoError(t, r.WaitReady(ctx, "late", 30*time.Second))
+	po, _ = observe(t, r, "late")
+	require.Equal(t, reconcile.PodRunning, po.State)
+	require.True(t, po.Ready)
+
+	require.NoError(t, r.Stop(ctx, "late"))
+	require.ErrorIs(t, r.WaitReady(ctx, "late", time.Second), state.ErrNotFound, "no run file: not running")
+}
+
+// TestStartingUsesTheRunFile: whether a bridge is still starting is read
+// from its run file's start time, not remembered.
+func TestStartingUsesTheRunFile(t *testing.T) {
+	r := newRuntime(t, "echo")
+	now := time.Now()
+	for _, c := range []struct {
+		started time.Time
+		want    bool
+	}{
+		{now.Add(-time.Second), true},
+		{now.Add(-r.cfg.StartTimeout), false},
+		{now.Add(time.Hour), false}, // the clock went back
+		{time.Time{}, false},
+	} {
+		require.Equal(t, c.want, r.starting(&runFile{Started: c.started}, now), "started %v", c.started)
+	}
+}
+
+// TestBridgeExitsAtOnce: Start succeeds for a bridge that exits at once;
+// the next Observe sees it Failed (Exited) and WaitReady reports the exit
+// and the log.
+func TestBridgeExitsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	r.cfg.Binary = script(t, "broken-sporectl", "echo 'bridge: cannot bind' >&2\nexit 3\n")
+	t.Cleanup(func() { _ = r.Delete(ctx, "broken", true) })
+	require.NoError(t, r.Start(ctx, spore("broken"), creds))
+
+	require.Eventually(t, func() bool {
+		po, ok := observe(t, r, "broken")
+		return ok && po.State == reconcile.PodFailed && po.Reason == "Exited" && !po.Ready
+	}, 5*time.Second, 10*time.Millisecond, "a bridge that exited is Failed (Exited)")
+
+	err := r.WaitReady(ctx, "broken", 5*time.Second)
+	require.ErrorContains(t, err, "exited")
+	require.ErrorContains(t, err, filepath.Join("run", "broken.log"))
+	var logs strings.Builder
+	require.NoError(t, r.Logs(ctx, "broken", &logs))
+	require.Contains(t, logs.String(), "cannot bind")
+	require.Empty(t, marked("broken"), "no process is left of it")
+}
+
+const starterRootEnv = "LOCAL_TEST_STARTER_ROOT"
+
+// starter runs in a child of the test: it starts spore "orphan" and exits
+// at once, as a CLI does after `wake`.
+func starter(root string) {
+	r, err := New(Config{Root: root, Binary: os.Getenv("LOCAL_TEST_STARTER_BIN"), Agent: "echo"})
+	if err == nil {
+		err = r.Start(context.Background(), spore("orphan"), creds)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// TestBridgeOutlivesStarter: the process that called Start may exit right
+// after it; the bridge, in its own session, carries on and becomes ready.
+func TestBridgeOutlivesStarter(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	t.Cleanup(func() { _ = r.Delete(ctx, "orphan", true) })
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), starterRootEnv+"="+r.cfg.Root, "LOCAL_TEST_STARTER_BIN="+slowBridge(t, 500*time.Millisecond))
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	require.NoError(t, r.WaitReady(ctx, "orphan", 30*time.Second))
+	po, ok := observe(t, r, "orphan")
+	require.True(t, ok)
+	require.Equal(t, reconcile.PodRunning, po.State)
+	require.True(t, po.Ready)
+	rf, err := readRunFile(r.runPath("orphan", ".json"))
+	require.NoError(t, err)
+	st, err := readProcStat(rf.PID)
+	require.NoError(t, err)
+	require.Equal(t, rf.PID, st.Session, "the bridge leads its own session")
+	require.NoError(t, r.Stop(ctx, "orphan"))
+	require.Empty(t, marked("orphan"))
 }
