@@ -1,0 +1,81 @@
+package views
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+// fleetVersion is fleet.json's format version; it changes only when a
+// field changes meaning or goes away (new fields may appear without it).
+const fleetVersion = 1
+
+// fleetFile is fleet.json (docs/views.md). It is spelled out here rather
+// than taken from reconcile's JSON so that the file's format is this
+// package's promise.
+type fleetFile struct {
+	Version int          `json:"version"`
+	Spores  []fleetSpore `json:"spores"`
+	Orphans []string     `json:"orphans"`
+}
+
+type fleetSpore struct {
+	ID        string              `json:"id"`
+	Colony    string              `json:"colony"`
+	Rank      state.Rank          `json:"rank"`
+	Swarm     string              `json:"swarm,omitempty"`
+	Role      string              `json:"role,omitempty"`
+	Desired   state.Desired       `json:"desired"`
+	Observed  fleetObserved       `json:"observed"`
+	Effective reconcile.Effective `json:"effective"`
+	Reason    string              `json:"reason"`
+	Code      reconcile.Reason    `json:"code"`
+	LastSeq   uint64              `json:"last_seq"`
+	Pending   int                 `json:"pending"`
+}
+
+type fleetObserved struct {
+	Pod      reconcile.PodState    `json:"pod"`
+	Bridge   reconcile.BridgeState `json:"bridge"`
+	Activity bridge.State          `json:"activity"`
+	Restarts int                   `json:"restarts"`
+	Reason   reconcile.Reason      `json:"reason"`
+}
+
+// sorted returns res's spores sorted by id, whatever order they came in.
+func sorted(res reconcile.Result) []reconcile.SporeHealth {
+	s := slices.Clone(res.Spores)
+	slices.SortStableFunc(s, func(a, b reconcile.SporeHealth) int { return strings.Compare(a.ID, b.ID) })
+	return s
+}
+
+// fleetJSON renders fleet.json: indented, spores sorted by id, orphans
+// sorted and unique, HTML characters escaped (\u003c) so that the file is
+// inert even where it is served as HTML, and a final newline.
+func fleetJSON(res reconcile.Result) ([]byte, error) {
+	f := fleetFile{Version: fleetVersion, Spores: []fleetSpore{}, Orphans: []string{}}
+	for _, s := range sorted(res) {
+		f.Spores = append(f.Spores, fleetSpore{
+			ID: s.ID, Colony: s.Colony, Rank: s.Rank, Swarm: s.Swarm, Role: s.Role, Desired: s.Desired,
+			Observed: fleetObserved{Pod: s.Observed.Pod, Bridge: s.Observed.Bridge, Activity: s.Observed.Activity,
+				Restarts: s.Observed.Restarts, Reason: s.Observed.Reason},
+			Effective: s.Effective, Reason: s.Reason, Code: s.Code, LastSeq: s.LastSeq, Pending: s.Pending,
+		})
+	}
+	f.Orphans = append(f.Orphans, res.Orphans...)
+	slices.Sort(f.Orphans)
+	f.Orphans = slices.Compact(f.Orphans)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("encode fleet.json: %w", err)
+	}
+	return b.Bytes(), nil
+}

@@ -1,0 +1,91 @@
+package views
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+// The files of a views directory.
+const (
+	FleetFile      = "fleet.json"
+	StatusFile     = "STATUS.md"
+	TranscriptsDir = "transcripts"
+)
+
+// DefaultPageSize is how many events a transcript reads at a time.
+const DefaultPageSize = 5000
+
+// Scope says how much of the fleet a Result covers.
+type Scope int
+
+const (
+	// Partial: the pass looked at named spores only. Only their
+	// transcripts are projected; fleet.json and STATUS.md, which describe
+	// one pass over the whole fleet, are left as the last full pass wrote
+	// them, and no transcript is removed.
+	Partial Scope = iota
+	// Full: the pass covered every spore in the store. Every view is
+	// projected, and the transcripts of spores not in the Result (deleted)
+	// are removed.
+	Full
+)
+
+// Dir is a directory of views.
+type Dir struct {
+	// Path is the directory; it is created when missing.
+	Path string
+	// PageSize is how many events a transcript reads at a time;
+	// 0 means DefaultPageSize.
+	PageSize int
+}
+
+// Project brings the views under d.Path up to date with res, reading
+// events from st, and returns the files it wrote or removed (paths
+// relative to d.Path, sorted). A projection with nothing changed writes
+// nothing. Failures of one view do not stop the others: they are joined
+// into err, and written still lists what was changed.
+func (d *Dir) Project(ctx context.Context, st state.Store, res reconcile.Result, scope Scope) (written []string, err error) {
+	if d.Path == "" {
+		return nil, errors.New("project views: no directory")
+	}
+	c := &changes{root: d.Path, dirs: map[string]bool{}}
+	var errs []error
+	if err := c.mkdir(filepath.Join(d.Path, TranscriptsDir)); err != nil {
+		return nil, fmt.Errorf("project views: %w", err)
+	}
+	errs = append(errs, d.transcripts(ctx, c, st, res, scope))
+	if scope == Full && ctx.Err() == nil {
+		if b, err := fleetJSON(res); err != nil {
+			errs = append(errs, err)
+		} else {
+			errs = append(errs, c.put(FleetFile, b))
+		}
+		errs = append(errs, c.put(StatusFile, statusMarkdown(res)))
+	}
+	errs = append(errs, ctx.Err(), c.sync())
+	slices.Sort(c.written)
+	if err := errors.Join(errs...); err != nil {
+		return c.written, fmt.Errorf("project views: %w", err)
+	}
+	return c.written, nil
+}
+
+func (d *Dir) pageSize() int {
+	return cmp.Or(d.PageSize, DefaultPageSize)
+}
+
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
