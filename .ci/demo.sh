@@ -1,28 +1,57 @@
 #!/usr/bin/env bash
 # The main job on the embedded default — a directory store and the local
-# runtime, with the built-in echo agent (no API key needed) — in a
-# temporary directory that is removed afterwards, bridges included.
+# runtime, with the built-in echo agent (no API key needed) — told as a
+# recovery story, in a temporary directory that is removed afterwards,
+# bridges included: spores are created and prompted, then a bridge and a
+# whole spore are SIGKILLed, a prompt is sent while one is dead, and one
+# `reconcile` brings everything back; status, chat and check show that
+# every line is in the store once and every prompt was delivered once.
 set -euo pipefail
 bin="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 dir="$(mktemp -d)"
 export SPORECTL_STORE="$dir/store"
+spores=(worker-1 worker-2 worker-3)
 cleanup() {
-	"$bin" sleep worker-1 worker-2 >/dev/null 2>&1 || true
+	"$bin" stop "${spores[@]}" >/dev/null 2>&1 || true
 	rm -rf "$dir"
 }
 trap cleanup EXIT
 step() { printf '\n$ sporectl %s\n' "$*"; "$bin" "$@"; }
-step init --runtime local --agent echo
-step create arch --rank arch --colony hq
-step create lab-myco --rank colony --colony lab
-step create worker-1 --colony lab --swarm build --role coder --wake
-step create worker-2 --colony lab --swarm build --role tester --memory 1Gi
-step list -o wide
+say() { printf '\n# %s\n' "$*"; }
+pid_of() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SPORECTL_STORE/run/$1.json"; }
+
+step init --runtime local --agent echo --backoff-initial 1s
+for s in "${spores[@]}"; do step create "$s" --colony lab --wake; done
+step wake "${spores[@]}" --wait 20s
+step prompt worker-1 "hello, worker-1"
+step prompt worker-2 "hello, worker-2"
 step status
-step wake worker-2
-step status worker-1 worker-2 -o json
-step sleep worker-1
+
+say "SIGKILL worker-1's bridge, and worker-2's whole process tree"
+kill -KILL "$(pid_of worker-1)"
+kill -KILL -- "-$(pid_of worker-2)"
+sleep 0.5
+step status || echo "(exit $?: spores need attention)"
+
+say "a prompt while worker-1 is dead waits in the store's outbox"
+step prompt worker-1 "are you back?"
+
+say "one reconcile restarts both on their homes (backing off, counted by the breaker)"
+step reconcile || echo "(exit $?: still coming up)"
+for i in $(seq 1 100); do
+	"$bin" status >/dev/null 2>&1 && break
+	sleep 0.2
+done
+say "the next pass delivers what waited, exactly once"
+step reconcile
+sleep 1
+step status
+step chat worker-1
 step events worker-1
-step delete worker-2 --purge-home
-step status || echo "(exit $?: a spore needs attention)"
+say "every line once, in order; every prompt delivered once"
+n=$("$bin" events worker-1 -o json | grep -c '"action": "delivered"' || true)
+echo "prompts delivered to worker-1: $n (sent: 2)"
+[ "$n" -eq 2 ]
+step reconcile >/dev/null
+ls "$SPORECTL_STORE/views" "$SPORECTL_STORE/views/transcripts"
 step check

@@ -139,7 +139,7 @@ func observeJSON(b *testing.B, rt *kube.Runtime, w io.Writer) {
 	out := statusJSON{Spores: make([]statusSpore, 0, len(obs.Spores))}
 	for id, o := range obs.Spores {
 		out.Spores = append(out.Spores, statusSpore{ID: id, Observed: reconcile.Observed{
-			Pod: o.State, Bridge: reconcile.BridgeUnknown, Restarts: o.Restarts, Reason: o.Reason,
+			Pod: o.State, Bridge: reconcile.BridgeUnknown, Restarts: o.Restarts, Reason: reconcile.Reason(o.Reason),
 		}})
 	}
 	sort.Slice(out.Spores, func(i, j int) bool { return out.Spores[i].ID < out.Spores[j].ID })

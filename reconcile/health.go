@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -24,19 +25,33 @@ const (
 // OK reports whether e needs nobody's attention.
 func (e Effective) OK() bool { return e == Healthy || e == Paused || e == Stopped }
 
+// Verdict is effective health with its reason: a stable code and a
+// sentence for a person.
+type Verdict struct {
+	Effective Effective
+	Code      Reason
+	Text      string
+}
+
 // Health computes effective health. It is a pure function of its inputs:
-// no clock, no I/O.
-func Health(desired state.Desired, o Observed, breakerOpen bool) (Effective, string) {
+// no clock, no I/O. It decides on typed facts only (Observed's Pod,
+// Bridge, Activity, Pods, LastTermination, BridgeProblem, Ingest), never
+// on display text.
+func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
+	v := func(e Effective, code Reason, text string) Verdict { return Verdict{e, code, text} }
 	if breakerOpen {
-		return Error, "circuit breaker open after repeated crashes; run `sporectl reset`"
+		return v(Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`")
 	}
-	if o.Reason == "MultiplePods" {
-		return Diverged, "more than one pod or process tree for this spore"
-	}
-	if o.Pod == PodUnknown {
+	if o.Unknown || o.Pod == PodUnknown {
 		// Nothing is known, so nothing may be concluded (least of all
 		// Diverged, which reconcile would act on).
-		return Suspect, orReason(o.Reason, "runtime state unknown")
+		if o.Unknown {
+			return v(Suspect, ReasonObservationFailed, "observation failed")
+		}
+		return v(Suspect, ReasonUnknown, "runtime state unknown")
+	}
+	if o.Pods > 1 {
+		return v(Diverged, ReasonMultiplePods, "more than one pod or process tree for this spore")
 	}
 	alive := o.Pod != PodAbsent && o.Pod != PodFailed
 	switch desired {
@@ -47,45 +62,60 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) (Effective, str
 		}
 		switch {
 		case !alive:
-			return want, ""
+			return v(want, "", "")
 		case o.Pod == PodTerminating:
-			return want, "terminating"
+			return v(want, ReasonTerminating, "terminating")
 		}
-		return Diverged, fmt.Sprintf("%s while desired %s", o.Pod, desired)
+		return v(Diverged, ReasonRunsWhileAsleep, fmt.Sprintf("%s while desired %s", o.Pod, desired))
 	}
 	// desired Running
 	switch o.Pod {
 	case PodAbsent:
-		return Dead, orReason(o.Reason, "nothing running")
+		if o.LastTermination != "" {
+			return v(Dead, o.LastTermination, string(o.LastTermination))
+		}
+		return v(Dead, ReasonNothingRunning, "nothing running")
 	case PodFailed:
-		return Dead, orReason(o.Reason, "failed")
+		if o.LastTermination != "" {
+			return v(Dead, o.LastTermination, string(o.LastTermination))
+		}
+		return v(Dead, ReasonFailed, "failed")
 	case PodTerminating:
-		return Diverged, "terminating while desired Running"
+		return v(Diverged, ReasonTerminating, "terminating while desired Running")
 	case PodPending:
-		return Suspect, orReason(o.Reason, "pending")
-	case PodUnknown:
-		return Suspect, orReason(o.Reason, "runtime state unknown")
+		if o.LastTermination != "" {
+			return v(Suspect, o.LastTermination, "pending after "+string(o.LastTermination))
+		}
+		return v(Suspect, ReasonPending, "pending")
 	}
 	switch o.Bridge {
 	case BridgeUp:
 		switch {
-		case o.Reason == "BridgeUnhealthy":
-			return Suspect, "the bridge cannot append to its log"
-		case o.Activity == "backoff":
-			return Suspect, "the agent keeps dying; the bridge is backing off"
-		case o.Activity == "blocked":
-			return Blocked, "the agent waits for a person"
+		case o.BridgeProblem == ReasonBridgeUnhealthy:
+			return v(Suspect, ReasonBridgeUnhealthy, "the bridge cannot append to its log")
+		case o.Ingest == ReasonBridgeLogLost:
+			return v(Suspect, ReasonBridgeLogLost, "the bridge's log is behind the store's: its home lost lines the store keeps")
+		case o.Ingest != "":
+			return v(Suspect, o.Ingest, "the bridge's line numbers do not follow on from the store's")
+		case o.Activity == bridge.StateBackoff:
+			return v(Suspect, ReasonAgentBackoff, "the agent keeps dying; the bridge is backing off")
+		case o.Activity == bridge.StateBlocked:
+			return v(Blocked, ReasonAgentBlocked, "the agent waits for a person")
 		}
-		return Healthy, o.Reason
+		return v(Healthy, "", "")
 	case BridgeDown:
-		return Suspect, orReason(o.Reason, "bridge not answering")
+		if o.LastTermination != "" {
+			// Came back after a crash and not answering yet: the crash is
+			// the telling part.
+			return v(Suspect, o.LastTermination, string(o.LastTermination))
+		}
+		switch o.BridgeProblem {
+		case ReasonBridgeRefused:
+			return v(Suspect, ReasonBridgeRefused, "the way to the bridge refused the call")
+		case ReasonNoEndpoint:
+			return v(Suspect, ReasonNoEndpoint, "no way to reach the bridge")
+		}
+		return v(Suspect, ReasonBridgeNotAnswer, "bridge not answering")
 	}
-	return Suspect, orReason(o.Reason, "bridge state unknown")
-}
-
-func orReason(r, def string) string {
-	if r != "" {
-		return r
-	}
-	return def
+	return v(Suspect, ReasonBridgeUnknown, "bridge state unknown")
 }

@@ -5,52 +5,63 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/state"
 )
 
 func TestHealth(t *testing.T) {
-	up := Observed{Pod: PodRunning, Bridge: BridgeUp, Activity: "idle"}
+	up := Observed{Pod: PodRunning, Bridge: BridgeUp, Activity: bridge.StateIdle, Pods: 1}
+	with := func(o Observed, f func(*Observed)) Observed { f(&o); return o }
 	cases := []struct {
 		name    string
 		desired state.Desired
 		obs     Observed
 		breaker bool
 		want    Effective
-		reason  string
+		code    Reason
+		text    string
 	}{
-		{"running and answering", state.Running, up, false, Healthy, ""},
-		{"working", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUp, Activity: "working"}, false, Healthy, ""},
-		{"blocked on a person", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUp, Activity: "blocked"}, false, Blocked, "the agent waits for a person"},
-		{"nothing running", state.Running, Observed{Pod: PodAbsent, Bridge: BridgeDown}, false, Dead, "nothing running"},
-		{"oom killed", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown, Reason: "OOMKilled"}, false, Dead, "OOMKilled"},
-		{"exited locally", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown, Reason: "Exited"}, false, Dead, "Exited"},
-		{"bridge down", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown}, false, Suspect, "bridge not answering"},
-		{"bridge unknown", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown}, false, Suspect, "bridge state unknown"},
-		{"pending", state.Running, Observed{Pod: PodPending, Bridge: BridgeUnknown}, false, Suspect, "pending"},
-		{"unknown pod", state.Running, Observed{Pod: PodUnknown}, false, Suspect, "runtime state unknown"},
-		{"terminating while wanted", state.Running, Observed{Pod: PodTerminating}, false, Diverged, "terminating while desired Running"},
-		{"two pods", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Reason: "MultiplePods"}, false, Diverged, "more than one pod or process tree for this spore"},
-		{"breaker open beats all", state.Running, up, true, Error, "circuit breaker open after repeated crashes; run `sporectl reset`"},
-		{"asleep", state.Paused, Observed{Pod: PodAbsent}, false, Paused, ""},
-		{"asleep, old failure", state.Paused, Observed{Pod: PodFailed, Reason: "Exited"}, false, Paused, ""},
-		{"falling asleep", state.Paused, Observed{Pod: PodTerminating}, false, Paused, "terminating"},
-		{"awake while asleep", state.Paused, up, false, Diverged, "Running while desired Paused"},
-		{"stopped", state.Stopped, Observed{Pod: PodAbsent}, false, Stopped, ""},
-		{"pending while stopped", state.Stopped, Observed{Pod: PodPending}, false, Diverged, "Pending while desired Stopped"},
-		{"stopped with open breaker", state.Stopped, Observed{Pod: PodAbsent}, true, Error, "circuit breaker open after repeated crashes; run `sporectl reset`"},
-		{"observation failed while asleep", state.Paused, Observed{Pod: PodUnknown, Bridge: BridgeUnknown, Reason: "ObservationFailed"}, false, Suspect, "ObservationFailed"},
-		{"observation failed while stopped", state.Stopped, Observed{Pod: PodUnknown}, false, Suspect, "runtime state unknown"},
-		{"bridge cannot append", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUp, Activity: "idle", Reason: "BridgeUnhealthy"}, false, Suspect, "the bridge cannot append to its log"},
-		{"agent keeps dying", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUp, Activity: "backoff"}, false, Suspect, "the agent keeps dying; the bridge is backing off"},
+		{"running and answering", state.Running, up, false, Healthy, "", ""},
+		{"working", state.Running, with(up, func(o *Observed) { o.Activity = bridge.StateWorking }), false, Healthy, "", ""},
+		{"blocked on a person", state.Running, with(up, func(o *Observed) { o.Activity = bridge.StateBlocked }), false, Blocked, ReasonAgentBlocked, "the agent waits for a person"},
+		{"nothing running", state.Running, Observed{Pod: PodAbsent, Bridge: BridgeDown}, false, Dead, ReasonNothingRunning, "nothing running"},
+		{"oom killed", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonOOMKilled}, false, Dead, ReasonOOMKilled, "OOMKilled"},
+		{"exited locally", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonExited}, false, Dead, ReasonExited, "Exited"},
+		{"failed without a reason", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown}, false, Dead, ReasonFailed, "failed"},
+		{"bridge down", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1}, false, Suspect, ReasonBridgeNotAnswer, "bridge not answering"},
+		{"bridge refused by the proxy", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1, BridgeProblem: ReasonBridgeRefused}, false, Suspect, ReasonBridgeRefused, "the way to the bridge refused the call"},
+		{"bridge unknown", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 1}, false, Suspect, ReasonBridgeUnknown, "bridge state unknown"},
+		{"pending", state.Running, Observed{Pod: PodPending, Bridge: BridgeUnknown, Pods: 1}, false, Suspect, ReasonPending, "pending"},
+		{"unknown pod", state.Running, Observed{Pod: PodUnknown}, false, Suspect, ReasonUnknown, "runtime state unknown"},
+		{"terminating while wanted", state.Running, Observed{Pod: PodTerminating, Pods: 1}, false, Diverged, ReasonTerminating, "terminating while desired Running"},
+		{"two pods", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 2}, false, Diverged, ReasonMultiplePods, "more than one pod or process tree for this spore"},
+		{"breaker open beats all", state.Running, up, true, Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`"},
+		{"asleep", state.Paused, Observed{Pod: PodAbsent}, false, Paused, "", ""},
+		{"asleep, old failure", state.Paused, Observed{Pod: PodFailed, LastTermination: ReasonExited}, false, Paused, "", ""},
+		{"falling asleep", state.Paused, Observed{Pod: PodTerminating, Pods: 1}, false, Paused, ReasonTerminating, "terminating"},
+		{"awake while asleep", state.Paused, up, false, Diverged, ReasonRunsWhileAsleep, "Running while desired Paused"},
+		{"stopped", state.Stopped, Observed{Pod: PodAbsent}, false, Stopped, "", ""},
+		{"pending while stopped", state.Stopped, Observed{Pod: PodPending, Pods: 1}, false, Diverged, ReasonRunsWhileAsleep, "Pending while desired Stopped"},
+		{"stopped with open breaker", state.Stopped, Observed{Pod: PodAbsent}, true, Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`"},
+		{"observation failed while asleep", state.Paused, observationFailed(), false, Suspect, ReasonObservationFailed, "observation failed"},
+		{"observation failed while stopped", state.Stopped, Observed{Pod: PodUnknown}, false, Suspect, ReasonUnknown, "runtime state unknown"},
+		{"bridge cannot append", state.Running, with(up, func(o *Observed) { o.BridgeProblem = ReasonBridgeUnhealthy }), false, Suspect, ReasonBridgeUnhealthy, "the bridge cannot append to its log"},
+		// Once OOMKilled, now unable to append: the old termination reason
+		// must not hide the bridge's problem (it did when one string was
+		// both the reason shown and the flag decided on).
+		{"old OOM and cannot append", state.Running, with(up, func(o *Observed) { o.LastTermination, o.BridgeProblem = ReasonOOMKilled, ReasonBridgeUnhealthy }), false, Suspect, ReasonBridgeUnhealthy, "the bridge cannot append to its log"},
+		{"back after OOM, bridge not up yet", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1, LastTermination: ReasonOOMKilled}, false, Suspect, ReasonOOMKilled, "OOMKilled"},
+		{"old OOM, running fine", state.Running, with(up, func(o *Observed) { o.LastTermination = ReasonOOMKilled }), false, Healthy, "", ""},
+		{"agent keeps dying", state.Running, with(up, func(o *Observed) { o.Activity = bridge.StateBackoff }), false, Suspect, ReasonAgentBackoff, "the agent keeps dying; the bridge is backing off"},
+		{"ingest gap", state.Running, with(up, func(o *Observed) { o.Ingest = ReasonIngestGap }), false, Suspect, ReasonIngestGap, "the bridge's line numbers do not follow on from the store's"},
+		{"bridge log lost", state.Running, with(up, func(o *Observed) { o.Ingest = ReasonBridgeLogLost }), false, Suspect, ReasonBridgeLogLost, "the bridge's log is behind the store's: its home lost lines the store keeps"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, reason := Health(c.desired, c.obs, c.breaker)
-			if diff := cmp.Diff(c.want, got); diff != "" {
-				t.Errorf("effective (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(c.reason, reason); diff != "" {
-				t.Errorf("reason (-want +got):\n%s", diff)
+			got := Health(c.desired, c.obs, c.breaker)
+			want := Verdict{Effective: c.want, Code: c.code, Text: c.text}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
 			}
 		})
 	}

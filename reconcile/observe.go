@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -10,92 +11,141 @@ import (
 	"github.com/sporectl/sporectl/bridge"
 )
 
-// bridgeStatusTimeout bounds one bridge's answer; a bridge slower than
-// this is observed as Unknown, not waited for.
-const bridgeStatusTimeout = 2 * time.Second
+// DefaultObserveDeadline bounds the asking of every bridge in a pass,
+// whatever their number and however many hang: a bridge that has not
+// answered by then is Down (BridgeNotAnswering). docs/health.md.
+const DefaultObserveDeadline = 3 * time.Second
 
-// observeWorkers bounds concurrent bridge status calls.
-const observeWorkers = 16
+// bridgeWorkers bounds concurrent bridge calls. Each waits mostly on the
+// network, so many in flight cost little.
+const bridgeWorkers = 64
+
+// observation is what observe learned: per-spore state, the clients of
+// the bridges that answered (ingest and delivery reuse them), orphans.
+type observation struct {
+	spores  map[string]Observed
+	clients map[string]BridgeClient
+	orphans []string
+}
 
 // Observe looks at the whole fleet once through rt, then asks every
-// running, ready bridge for its status, concurrently. ids are the spores
-// the store knows; runtime objects of other ids are returned as orphans.
-// Nothing observed is ever stored.
+// running, ready bridge of ids for its status, concurrently, under one
+// deadline. ids are the spores the store knows; runtime objects of other
+// ids are returned as orphans. Nothing observed is ever stored.
 func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed, []string, error) {
-	fleet, err := rt.Observe(ctx)
+	obs, err := observe(ctx, rt, DialHTTP, ids, ids, DefaultObserveDeadline)
 	if err != nil {
 		return nil, nil, err
 	}
-	known := make(map[string]bool, len(ids))
-	out := make(map[string]Observed, len(ids))
-	var ask []string
-	for _, id := range ids {
-		known[id] = true
+	return obs.spores, obs.orphans, nil
+}
+
+// observe is Observe for a pass: known are every id in the store (to tell
+// orphans), ask the ids whose bridges are asked.
+func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, deadline time.Duration) (observation, error) {
+	fleet, err := rt.Observe(ctx)
+	if err != nil {
+		return observation{}, err
+	}
+	isKnown := make(map[string]bool, len(known))
+	for _, id := range known {
+		isKnown[id] = true
+	}
+	out := observation{spores: make(map[string]Observed, len(ask)), clients: map[string]BridgeClient{}}
+	var toAsk []string
+	for _, id := range ask {
 		po, ok := fleet.Spores[id]
 		if !ok {
-			out[id] = Observed{Pod: PodAbsent, Bridge: BridgeDown}
+			out.spores[id] = Observed{Pod: PodAbsent, Bridge: BridgeDown}
 			continue
 		}
-		o := Observed{Pod: po.State, Restarts: po.Restarts, Reason: po.Reason}
+		o := Observed{Pod: po.State, Restarts: po.Restarts, Pods: po.Count, LastTermination: Reason(po.Reason)}
 		switch {
 		case po.Count > 1:
 			o.Bridge = BridgeUnknown
-			o.Reason = "MultiplePods"
 		case po.State == PodRunning && po.Ready:
 			o.Bridge = BridgeUnknown // until it answers
-			ask = append(ask, id)
-		case po.State == PodRunning, po.State == PodFailed, po.State == PodTerminating:
+			toAsk = append(toAsk, id)
+		case po.State == PodRunning, po.State == PodFailed, po.State == PodTerminating, po.State == PodAbsent:
 			o.Bridge = BridgeDown
 		default:
 			o.Bridge = BridgeUnknown
 		}
-		out[id] = o
+		out.spores[id] = o
 	}
-	var orphans []string
 	for id, po := range fleet.Spores {
 		// Only something that runs (or tries to) is an orphan: a home kept
 		// after `delete` is not, and `create` of the same id adopts it.
-		if !known[id] && po.State != PodAbsent {
-			orphans = append(orphans, id)
+		if !isKnown[id] && po.State != PodAbsent {
+			out.orphans = append(out.orphans, id)
 		}
 	}
-	slices.Sort(orphans)
+	slices.Sort(out.orphans)
 
-	eps := bridgeEndpoints(ctx, rt, ask)
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	eps := bridgeEndpoints(ctx, rt, toAsk)
 	var mu sync.Mutex
+	forEach(ctx, toAsk, bridgeWorkers, func(id string) {
+		c, st, err := askBridge(ctx, rt, dial, eps, id)
+		mu.Lock()
+		defer mu.Unlock()
+		o := out.spores[id]
+		if err != nil {
+			o.Bridge, o.BridgeErr = BridgeDown, err
+			o.BridgeProblem = bridgeProblem(err)
+		} else {
+			o.Bridge, o.Activity = BridgeUp, st.State
+			o.BridgeLastSeq, o.Queue = st.LastSeq, st.Queue
+			if !st.Healthy {
+				o.BridgeProblem = ReasonBridgeUnhealthy
+			}
+			out.clients[id] = c
+		}
+		out.spores[id] = o
+	})
+	for id, o := range out.spores {
+		o.display()
+		out.spores[id] = o
+	}
+	return out, nil
+}
+
+// bridgeProblem names why a bridge call failed. A call the way to the
+// bridge refused (the API server's proxy answering 400 "address not
+// allowed" or 403) is not a bridge that does not answer.
+func bridgeProblem(err error) Reason {
+	var ae *bridge.APIError
+	var ne *noEndpointError
+	switch {
+	case errors.As(err, &ne):
+		return ReasonNoEndpoint
+	case errors.As(err, &ae) && (ae.Status == http.StatusBadRequest || ae.Status == http.StatusForbidden):
+		return ReasonBridgeRefused
+	}
+	return ReasonBridgeNotAnswer
+}
+
+// forEach runs fn for every id on at most workers goroutines. Ids not
+// started when ctx ends are skipped; fn must honour ctx itself.
+func forEach(ctx context.Context, ids []string, workers int, fn func(id string)) {
+	if len(ids) == 0 {
+		return
+	}
 	var wg sync.WaitGroup
 	work := make(chan string)
-	for w := 0; w < min(observeWorkers, len(ask)); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	for range min(workers, len(ids)) {
+		wg.Go(func() {
 			for id := range work {
-				st, err := bridgeStatus(ctx, rt, eps, id)
-				mu.Lock()
-				o := out[id]
-				if err != nil {
-					o.Bridge = BridgeDown
-					if o.Reason == "" {
-						o.Reason = "BridgeNotAnswering"
-					}
-				} else {
-					o.Bridge = BridgeUp
-					o.Activity = string(st.State)
-					if !st.Healthy && o.Reason == "" {
-						o.Reason = "BridgeUnhealthy"
-					}
-				}
-				out[id] = o
-				mu.Unlock()
+				fn(id)
 			}
-		}()
+		})
 	}
-	for _, id := range ask {
+	for _, id := range ids {
 		work <- id
 	}
 	close(work)
 	wg.Wait()
-	return out, orphans, nil
 }
 
 // BridgeLister is what a runtime may also offer: the endpoints of many
@@ -109,6 +159,10 @@ type endpoint struct {
 	ep  BridgeEndpoint
 	err error
 }
+
+type noEndpointError struct{ id string }
+
+func (e *noEndpointError) Error() string { return "no way to reach the bridge of " + e.id }
 
 // bridgeEndpoints asks a BridgeLister for every endpoint at once; nil
 // when the runtime is none or its answer failed (callers then ask Bridge
@@ -127,25 +181,29 @@ func bridgeEndpoints(ctx context.Context, rt Runtime, ids []string) map[string]e
 		if ep, ok := eps[id]; ok {
 			out[id] = endpoint{ep: ep}
 		} else {
-			out[id] = endpoint{err: errors.New("no way to reach its bridge")}
+			out[id] = endpoint{err: &noEndpointError{id}}
 		}
 	}
 	return out
 }
 
-func bridgeStatus(ctx context.Context, rt Runtime, eps map[string]endpoint, id string) (bridge.Status, error) {
+// dialBridge returns a client for id's bridge, from eps or asking rt.
+func dialBridge(ctx context.Context, rt Runtime, dial Dialer, eps map[string]endpoint, id string) (BridgeClient, error) {
 	e, ok := eps[id]
 	if !ok {
 		e.ep, e.err = rt.Bridge(ctx, id)
 	}
 	if e.err != nil {
-		return bridge.Status{}, e.err
+		return nil, e.err
 	}
-	c, err := bridge.NewClient(e.ep.BaseURL, e.ep.Token, e.ep.Client)
+	return dial(e.ep)
+}
+
+func askBridge(ctx context.Context, rt Runtime, dial Dialer, eps map[string]endpoint, id string) (BridgeClient, bridge.Status, error) {
+	c, err := dialBridge(ctx, rt, dial, eps, id)
 	if err != nil {
-		return bridge.Status{}, err
+		return nil, bridge.Status{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, bridgeStatusTimeout)
-	defer cancel()
-	return c.Status(ctx)
+	st, err := c.Status(ctx)
+	return c, st, err
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -34,13 +35,63 @@ const (
 	BridgeUnknown BridgeState = "Unknown"
 )
 
-// Observed is one spore's observed state, as `status -o json` prints it.
+// Observed is one spore's observed state. The exported JSON fields are
+// what `status -o json` prints under "observed"; the rest are typed facts
+// that Health decides on, so that display text never steers a decision.
 type Observed struct {
-	Pod      PodState    `json:"pod"`
-	Bridge   BridgeState `json:"bridge"`
-	Activity string      `json:"activity"` // idle, working, blocked, … (from the bridge; "" when not asked)
-	Restarts int         `json:"restarts"`
-	Reason   string      `json:"reason"` // OOMKilled, Evicted, Error, … ("" when none)
+	Pod      PodState     `json:"pod"`
+	Bridge   BridgeState  `json:"bridge"`
+	Activity bridge.State `json:"activity"` // from the bridge; "" when it was not asked or did not answer
+	Restarts int          `json:"restarts"`
+	// Reason is the most telling observed reason (docs/health.md): the
+	// last termination, else what is wrong with the bridge. "" when none.
+	Reason Reason `json:"reason"`
+
+	// Pods counts pods (process trees) found for the spore; more than one
+	// is reported, never guessed at.
+	Pods int `json:"-"`
+	// LastTermination is why the pod's (tree's) last process ended, as
+	// the runtime says it: OOMKilled, Evicted, Exited, Error, …
+	LastTermination Reason `json:"-"`
+	// BridgeProblem says why the bridge is not Up, or what ails it while
+	// Up (BridgeUnhealthy: it cannot append to its log).
+	BridgeProblem Reason `json:"-"`
+	// BridgeErr is the error of the bridge call, for -v; never shown to
+	// spores and never stored.
+	BridgeErr error `json:"-"`
+	// BridgeLastSeq is the bridge's last numbered line, when it answered.
+	BridgeLastSeq uint64 `json:"-"`
+	// Queue is the bridge's prompt queue length, when it answered.
+	Queue int `json:"-"`
+	// Ingest says what was wrong with the bridge's lines (IngestGap,
+	// BridgeLogLost), "" when they followed on from the store's.
+	Ingest Reason `json:"-"`
+	// Unknown is set when observation itself failed.
+	Unknown bool `json:"-"`
+}
+
+// observationFailed is what every spore is when the runtime could not be
+// observed at all.
+func observationFailed() Observed {
+	return Observed{Pod: PodUnknown, Bridge: BridgeUnknown, Reason: ReasonObservationFailed, Unknown: true}
+}
+
+// display picks the one reason status prints.
+func (o *Observed) display() {
+	switch {
+	case o.Unknown:
+		o.Reason = ReasonObservationFailed
+	case o.Pods > 1:
+		o.Reason = ReasonMultiplePods
+	case o.Bridge == BridgeUp && o.BridgeProblem != "":
+		o.Reason = o.BridgeProblem
+	case o.Bridge == BridgeUp && o.Ingest != "":
+		o.Reason = o.Ingest
+	case o.LastTermination != "":
+		o.Reason = o.LastTermination
+	default:
+		o.Reason = o.BridgeProblem
+	}
 }
 
 // PodObservation is what a runtime observes of one spore without asking

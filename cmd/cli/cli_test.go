@@ -148,13 +148,16 @@ func TestExitCodes(t *testing.T) {
 		{"bad runtime", store, []string{"init", "--runtime", "vm"}, ExitUsage, "--runtime"},
 		{"no cluster", kubeStore, []string{"wake", "k"}, ExitRuntime, "load cluster config"},
 	}
+	// A wish is recorded before the runtime is asked, so the next command
+	// carries on from it (docs/cli.md): that failure changes the store.
+	recordsWish := map[string]bool{"no cluster": true}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := treeHash(t, c.store)
 			r := run(t, c.store, c.args...)
 			require.Equal(t, c.code, r.code, "stderr: %s", r.err)
 			require.Contains(t, r.err, c.msg)
-			if c.code != ExitOK {
+			if c.code != ExitOK && !recordsWish[c.name] {
 				require.Equal(t, before, treeHash(t, c.store), "a failed command changed the store")
 				require.Empty(t, r.out, "a failed command printed data")
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -90,6 +91,8 @@ func (o *createOptions) run(ctx context.Context) error {
 	sp := state.Spore{
 		ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role,
 		Desired: desired, Spec: o.Spec, Created: now, Updated: now,
+		// Created asleep, and known to be: the first pass has no news.
+		Health: string(reconcile.Paused),
 	}
 	err = st.Update(ctx, func(tx state.Tx) error {
 		settings, err := tx.Settings(ctx)

@@ -15,15 +15,16 @@ import (
 // place that turns an error into one.
 const (
 	ExitOK           = 0
-	ExitError        = 1 // anything not classified below
-	ExitUsage        = 2 // bad flags, arguments, ids or output format
-	ExitUnhealthy    = 3 // ran fine, but something is not healthy (for cron)
-	ExitNotFound     = 4 // a named spore does not exist
-	ExitConflict     = 5 // it exists already
-	ExitStore        = 6 // the store is missing, unreachable, locked or out of space
-	ExitCorrupt      = 7 // stored data breaks the format; `check` found problems
-	ExitIncompatible = 8 // the store's format is newer (or older) than this binary
-	ExitRuntime      = 9 // the runtime (Kubernetes, the OS, a bridge) failed or cannot be reached
+	ExitError        = 1  // anything not classified below
+	ExitUsage        = 2  // bad flags, arguments, ids or output format
+	ExitUnhealthy    = 3  // ran fine, but something is not healthy (for cron)
+	ExitNotFound     = 4  // a named spore does not exist
+	ExitConflict     = 5  // it exists already
+	ExitStore        = 6  // the store is missing, unreachable, locked or out of space
+	ExitCorrupt      = 7  // stored data breaks the format; `check` found problems
+	ExitIncompatible = 8  // the store's format is newer (or older) than this binary
+	ExitRuntime      = 9  // the runtime (Kubernetes, the OS, a bridge) failed or cannot be reached
+	ExitAsleep       = 10 // the spore is asleep and the command would not wake it (prompt without --wake)
 	ExitInterrupted  = 130
 )
 
@@ -47,13 +48,26 @@ type RuntimeError struct {
 func (e *RuntimeError) Error() string { return e.Op + ": " + e.Err.Error() }
 func (e *RuntimeError) Unwrap() error { return e.Err }
 
+// AsleepError refuses to deliver to a sleeping spore without --wake.
+type AsleepError struct {
+	ID      string
+	Desired state.Desired
+}
+
+func (e *AsleepError) Error() string {
+	return fmt.Sprintf("spore %s is asleep (desired %s): nothing was sent; pass --wake to wake it and deliver", e.ID, e.Desired)
+}
+
 // UnhealthyError reports that the command did its work and found some
 // spores not healthy; its message has already been printed as data.
 type UnhealthyError struct{ Msg string }
 
 func (e *UnhealthyError) Error() string { return e.Msg }
 
-// exitCode classifies err. Order matters: the most specific kinds first.
+// exitCode classifies err. A joined error (several spores failing for
+// different reasons) gets the code of its most telling part, in this
+// order: usage, interrupted, incompatible, corrupt, store, runtime, not
+// found, conflict, asleep, unhealthy (docs/exit-codes.md).
 func exitCode(err error) int {
 	var (
 		usage    *UsageError
@@ -63,28 +77,32 @@ func exitCode(err error) int {
 		incompat *state.IncompatibleError
 		unavail  *state.UnavailableError
 		rterr    *RuntimeError
+		asleep   *AsleepError
 	)
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &usage), errors.As(err, &invalid):
 		return ExitUsage
+	case errors.Is(err, context.Canceled):
+		// Ctrl-C wins over what it interrupted (a runtime step, say).
+		return ExitInterrupted
 	case errors.As(err, &incompat):
 		return ExitIncompatible
 	case errors.As(err, &corrupt):
 		return ExitCorrupt
+	case errors.Is(err, state.ErrNoStore), errors.As(err, &unavail):
+		return ExitStore
 	case errors.As(err, &rterr):
 		return ExitRuntime
 	case errors.Is(err, state.ErrNotFound):
 		return ExitNotFound
 	case errors.Is(err, state.ErrExists), errors.Is(err, storecopy.ErrNotEmpty):
 		return ExitConflict
-	case errors.Is(err, state.ErrNoStore), errors.As(err, &unavail):
-		return ExitStore
+	case errors.As(err, &asleep):
+		return ExitAsleep
 	case errors.As(err, &unh):
 		return ExitUnhealthy
-	case errors.Is(err, context.Canceled):
-		return ExitInterrupted
 	case isCobraUsage(err):
 		return ExitUsage
 	}
@@ -110,7 +128,7 @@ func reportError(err error, errOut io.Writer) int {
 		return code
 	}
 	var unh *UnhealthyError
-	if errors.As(err, &unh) {
+	if code == ExitUnhealthy && errors.As(err, &unh) {
 		// The unhealthy spores were printed as data already.
 		if unh.Msg != "" {
 			fmt.Fprintln(errOut, unh.Msg)

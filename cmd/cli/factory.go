@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
@@ -41,6 +42,11 @@ type Factory struct {
 	// Executable is the sporectl binary local bridges run (default: this
 	// process's own executable).
 	Executable string
+	// NewRuntime builds the runtime the store's settings name (default:
+	// the local or kube runtime); tests put a fake in its place.
+	NewRuntime func(ctx context.Context, st state.Store, settings state.Settings) (reconcile.Runtime, error)
+	// Dial reaches a bridge (default reconcile.DialHTTP).
+	Dial reconcile.Dialer
 
 	logOnce sync.Once
 	logger  *slog.Logger
@@ -122,6 +128,20 @@ func (f *Factory) InitStoreAt(ctx context.Context, loc string, settings state.Se
 		return pgstore.Init(ctx, loc, settings, pgstore.Options{Logger: f.Logger()})
 	}
 	return dirstore.Init(ctx, loc, settings, dirstore.Options{Logger: f.Logger()})
+}
+
+// Pass is the reconcile pass over st with this factory's runtime, bridge
+// dialer, clock and logger.
+func (f *Factory) Pass(st state.Store) *reconcile.Pass {
+	return &reconcile.Pass{
+		Store: st,
+		Runtime: func(ctx context.Context, settings state.Settings) (reconcile.Runtime, error) {
+			return f.RuntimeFor(ctx, st, settings)
+		},
+		Dial:   f.Dial,
+		Now:    f.Now,
+		Logger: f.Logger(),
+	}
 }
 
 func isPostgres(loc string) bool {

@@ -2,7 +2,10 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,7 +20,15 @@ type initOptions struct {
 	Image        string
 	CPU, Memory  string
 	Storage      string
+	Recovery     recoveryFlags
 	changed      func(string) bool
+}
+
+// recoveryFlags tune crash recovery (docs/recovery.md); unset flags keep
+// the store's values (or the defaults).
+type recoveryFlags struct {
+	BackoffInitial, BackoffMax, BreakerWindow, HealthyAfter time.Duration
+	BreakerFailures                                         int
 }
 
 func newCmdInit(f *Factory) *cobra.Command {
@@ -44,6 +55,11 @@ On an existing store, init changes only the settings whose flags are given.`,
 	fl.StringVar(&o.CPU, "cpu", "2", "default CPU per spore")
 	fl.StringVar(&o.Memory, "memory", "3Gi", "default memory per spore")
 	fl.StringVar(&o.Storage, "storage", "5Gi", "default size of a spore's home")
+	fl.DurationVar(&o.Recovery.BackoffInitial, "backoff-initial", state.DefaultBackoffInitial, "wait before respawning a spore after its first crash; doubles with each further crash")
+	fl.DurationVar(&o.Recovery.BackoffMax, "backoff-max", state.DefaultBackoffMax, "the longest wait between respawns")
+	fl.IntVar(&o.Recovery.BreakerFailures, "breaker-failures", state.DefaultBreakerFailures, "crashes inside --breaker-window that open the circuit breaker")
+	fl.DurationVar(&o.Recovery.BreakerWindow, "breaker-window", state.DefaultBreakerWindow, "window in which crashes are counted")
+	fl.DurationVar(&o.Recovery.HealthyAfter, "healthy-after", state.DefaultHealthyAfter, "time without a crash after which a spore's crash count starts over")
 	return cmd
 }
 
@@ -59,7 +75,36 @@ func (o *initOptions) validate() error {
 			return err
 		}
 	}
+	if err := o.recovery(state.RecoveryPolicy{}).Validate(); err != nil {
+		return usageErrorf("%v (flag --%s)", err, recoveryFlag(err))
+	}
 	return nil
+}
+
+// recoveryFlag names the flag of a recovery.* setting in an error.
+func recoveryFlag(err error) string {
+	var inv *state.InvalidError
+	if errors.As(err, &inv) {
+		return strings.ReplaceAll(strings.TrimPrefix(inv.Field, "recovery."), "_", "-")
+	}
+	return "backoff-initial"
+}
+
+// recovery applies the recovery flags that were given to cur.
+func (o *initOptions) recovery(cur state.RecoveryPolicy) state.RecoveryPolicy {
+	dur := func(flag string, dst *state.Duration, v time.Duration) {
+		if o.changed(flag) {
+			*dst = state.Duration(v)
+		}
+	}
+	dur("backoff-initial", &cur.BackoffInitial, o.Recovery.BackoffInitial)
+	dur("backoff-max", &cur.BackoffMax, o.Recovery.BackoffMax)
+	dur("breaker-window", &cur.BreakerWindow, o.Recovery.BreakerWindow)
+	dur("healthy-after", &cur.HealthyAfter, o.Recovery.HealthyAfter)
+	if o.changed("breaker-failures") {
+		cur.BreakerFailures = o.Recovery.BreakerFailures
+	}
+	return cur
 }
 
 func (o *initOptions) settings() state.Settings {
@@ -70,6 +115,7 @@ func (o *initOptions) settings() state.Settings {
 	return state.Settings{
 		Runtime: o.Runtime, Agent: o.Agent, Namespace: ns, StorageClass: o.StorageClass, Image: o.Image,
 		DefaultSpec: state.Spec{CPU: o.CPU, Memory: o.Memory, Storage: o.Storage},
+		Recovery:    o.recovery(state.RecoveryPolicy{}),
 	}
 }
 
@@ -88,6 +134,9 @@ func (o *initOptions) run(ctx context.Context) error {
 				return err
 			}
 			next := o.merge(cur)
+			if err := next.Recovery.Validate(); err != nil {
+				return usageErrorf("%v (flag --%s, with the store's other recovery settings)", err, recoveryFlag(err))
+			}
 			if next == cur {
 				return nil
 			}
@@ -119,5 +168,6 @@ func (o *initOptions) merge(cur state.Settings) state.Settings {
 	if o.f.Global.Namespace != "" {
 		n.Namespace = o.f.Global.Namespace
 	}
+	n.Recovery = o.recovery(n.Recovery)
 	return n
 }

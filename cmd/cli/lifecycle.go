@@ -2,10 +2,10 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,20 +14,24 @@ import (
 )
 
 // lifecycleOptions serve wake, sleep and stop: each records the new
-// desired state (with an event) in one transaction, then makes the runtime
-// match it. If the runtime step fails the desired state stays recorded, so
-// the next command (or reconcile) carries on from it.
+// desired state (with an event, and a new generation) in one
+// transaction, then runs the pass over the named spores, which makes the
+// runtime match it. If the runtime step fails the desired state stays
+// recorded, so the next command (or reconcile) carries on from it.
 type lifecycleOptions struct {
 	f       *Factory
 	verb    string
 	desired state.Desired
 	action  string // event action and printed result
 	IDs     []string
+	Wait    time.Duration
 }
 
 func newCmdWake(f *Factory) *cobra.Command {
-	return newLifecycleCmd(&lifecycleOptions{f: f, verb: "wake", desired: state.Running, action: "woken"},
-		"Wake spores: desired Running, and start them now")
+	o := &lifecycleOptions{f: f, verb: "wake", desired: state.Running, action: "woken"}
+	cmd := newLifecycleCmd(o, "Wake spores: desired Running, and start them now")
+	cmd.Flags().DurationVar(&o.Wait, "wait", 0, "wait up to this long for each spore's bridge to answer (0: return once started)")
+	return cmd
 }
 
 func newCmdSleep(f *Factory) *cobra.Command {
@@ -47,6 +51,9 @@ func newLifecycleCmd(o *lifecycleOptions, short string) *cobra.Command {
 		Args:  sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
+			if o.Wait < 0 {
+				return usageErrorf("invalid value %s for --wait: must be 0 or more", o.Wait)
+			}
 			return o.run(cmd.Context())
 		},
 	}
@@ -58,91 +65,105 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	rt, err := o.f.Runtime(ctx, st)
+	if err := setDesired(ctx, st, o.IDs, o.desired, o.verb, o.f.Now().UTC()); err != nil {
+		return err
+	}
+	opt := reconcile.Options{IDs: o.IDs, Heal: true}
+	if o.desired == state.Running {
+		// A person asked: now, whatever the backoff timer says.
+		opt.Force = o.IDs
+	}
+	out, err := o.f.Pass(st).Run(ctx, opt)
 	if err != nil {
 		return err
 	}
-	now := o.f.Now().UTC()
-	spores := map[string]state.Spore{}
-	err = st.Update(ctx, func(tx state.Tx) error {
-		for _, id := range o.IDs {
-			sp, err := tx.Spore(ctx, id)
-			if err != nil {
-				return err
-			}
-			if sp.Desired != o.desired {
-				prev := sp.Desired
-				sp.Desired, sp.Updated = o.desired, now
-				if err := tx.UpdateSpore(ctx, sp); err != nil {
-					return err
-				}
-				if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindLifecycle, Action: o.verb, At: now,
-					Text: fmt.Sprintf("desired %s → %s", prev, o.desired)}}); err != nil {
-					return err
-				}
-			}
-			spores[id] = sp
-		}
-		return nil
-	})
-	if err != nil {
-		return err
+	if out.ObserveErr != nil {
+		return &RuntimeError{Op: fmt.Sprintf("%s: observe (desired %s is recorded; the next %s retries)", o.verb, o.desired, o.verb), Err: out.ObserveErr}
 	}
 	var errs []error
 	res := actionResults{}
-	for _, id := range o.IDs {
-		var err error
-		if o.desired == state.Running {
-			err = rt.Start(ctx, spores[id], &tokenIssuer{st: st, id: id})
-		} else {
-			err = rt.Stop(ctx, id)
+	for _, p := range out.Plans {
+		id := p.Spore.ID
+		switch {
+		case p.StartErr != nil:
+			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: p.StartErr})
+		case p.StopErr != nil:
+			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: p.StopErr})
+		case p.Verdict.Effective == reconcile.Error:
+			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: desired %s is recorded, but its circuit breaker is open; run 'sporectl reset %s'", o.verb, id, o.desired, id)})
+		case o.desired == state.Running && p.Due.After(time.Time{}) && !p.Start:
+			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: backing off until %s", o.verb, id, p.Due.Format(time.RFC3339))})
+		default:
+			res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: o.action})
 		}
-		if err != nil {
-			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: err})
-			continue
-		}
-		res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: o.action})
 	}
 	if len(res.Results) > 0 {
 		if err := o.f.Print(res); err != nil {
 			return err
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if o.Wait > 0 {
+		return waitUp(ctx, o.f, st, o.IDs, o.Wait)
+	}
+	return nil
 }
 
-// tokenIssuer gives a starting spore fresh tokens. The runtime asks only
-// when it really starts the spore, under its per-spore lock where it has
-// one, and the API token's hash is committed before the plaintext leaves
-// here: the store always knows the token the spore got. A running spore
-// is never asked, so it keeps the tokens its processes read at start.
-type tokenIssuer struct {
-	st state.Store
-	id string
+// setDesired records a new wish for ids in one transaction: desired
+// state, a new generation, and a lifecycle event where it changed. Every
+// id must exist, or nothing is written.
+func setDesired(ctx context.Context, st state.Store, ids []string, desired state.Desired, verb string, now time.Time) error {
+	return st.Update(ctx, func(tx state.Tx) error {
+		for _, id := range ids {
+			sp, err := tx.Spore(ctx, id)
+			if err != nil {
+				return err
+			}
+			if sp.Desired == desired {
+				continue
+			}
+			prev := sp.Desired
+			sp.Desired, sp.Updated = desired, now
+			sp.Generation++
+			if err := tx.UpdateSpore(ctx, sp); err != nil {
+				return err
+			}
+			if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindLifecycle, Action: verb, At: now,
+				Text: fmt.Sprintf("desired %s → %s", prev, desired)}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
-func (i *tokenIssuer) Credentials(ctx context.Context) (reconcile.Credentials, error) {
-	tok, hash, err := state.NewToken()
-	if err != nil {
-		return reconcile.Credentials{}, err
+// waitUp runs read-only passes over ids until every one's bridge
+// answers, or timeout.
+func waitUp(ctx context.Context, f *Factory, st state.Store, ids []string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		out, err := f.Pass(st).Run(ctx, reconcile.Options{IDs: ids})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			return err
+		}
+		if !slices.ContainsFunc(out.Spores, func(s reconcile.SporeHealth) bool { return s.Observed.Bridge != reconcile.BridgeUp }) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+			continue
+		}
+		break
 	}
-	bt, err := bridgeToken()
-	if err != nil {
-		return reconcile.Credentials{}, err
+	if err := context.Cause(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
-	err = i.st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, i.id, hash) })
-	if err != nil {
-		return reconcile.Credentials{}, fmt.Errorf("record token of %s: %w", i.id, err)
-	}
-	return reconcile.Credentials{APIToken: tok, BridgeToken: bt}, nil
-}
-
-// bridgeToken is a fresh secret for sporectl → bridge calls. It lives only
-// in the spore's home (local) or Secret (kube).
-func bridgeToken() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("generate bridge token: %w", err)
-	}
-	return "sbt_" + base64.RawURLEncoding.EncodeToString(b), nil
+	return &UnhealthyError{Msg: fmt.Sprintf("bridges not answering after %s; see 'sporectl status'", timeout)}
 }

@@ -78,6 +78,10 @@ decided in one transaction, and exits.`,
 		newCmdStore(f),
 		newCmdVersion(f),
 		newCmdBridge(f),
+		newCmdReconcile(f),
+		newCmdPrompt(f),
+		newCmdChat(f),
+		newCmdReset(f),
 	)
 	return root
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
-// Runtime returns the runtime the store's settings name. Nothing is
-// started or dialled until a method of the runtime is called.
+// Runtime returns the runtime the store's settings name, reading them
+// first. Commands that run the pass get the runtime from it instead, built
+// from the snapshot's settings.
 func (f *Factory) Runtime(ctx context.Context, st state.Store) (reconcile.Runtime, error) {
 	var settings state.Settings
 	if err := st.View(ctx, func(tx state.Tx) error {
@@ -24,6 +25,15 @@ func (f *Factory) Runtime(ctx context.Context, st state.Store) (reconcile.Runtim
 		return err
 	}); err != nil {
 		return nil, err
+	}
+	return f.RuntimeFor(ctx, st, settings)
+}
+
+// RuntimeFor builds the runtime settings name. Nothing is started or
+// dialled until a method of the runtime is called.
+func (f *Factory) RuntimeFor(ctx context.Context, st state.Store, settings state.Settings) (reconcile.Runtime, error) {
+	if f.NewRuntime != nil {
+		return f.NewRuntime(ctx, st, settings)
 	}
 	switch settings.Runtime {
 	case "local", "":

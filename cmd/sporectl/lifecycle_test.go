@@ -68,6 +68,8 @@ func TestLocalLifecycle(t *testing.T) {
 	runOK(t, store, "init", "--agent", "echo")
 	t.Cleanup(func() { _ = sporectl(store, "delete", "echo-1").Run() })
 	runOK(t, store, "create", "echo-1", "--wake")
+	// Start means "requested": wait for the bridge to answer.
+	runOK(t, store, "wake", "echo-1", "--wait", "15s")
 
 	doc, code := status(t, store, "echo-1")
 	require.Equal(t, 0, code)
@@ -98,7 +100,7 @@ func TestLocalLifecycle(t *testing.T) {
 		return code == 3 && doc.Spores[0].Effective == "Dead"
 	}, 5*time.Second, 50*time.Millisecond)
 
-	runOK(t, store, "wake", "echo-1")
+	runOK(t, store, "wake", "echo-1", "--wait", "15s")
 	doc, _ = status(t, store, "echo-1")
 	require.Equal(t, "Healthy", doc.Spores[0].Effective)
 	require.NotEqual(t, pid, bridgePID(t, store, "echo-1"))

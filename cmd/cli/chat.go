@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/transcript"
+	"github.com/sporectl/sporectl/state"
+)
+
+type chatOptions struct {
+	f      *Factory
+	ID     string
+	Since  uint64
+	Follow bool
+}
+
+func newCmdChat(f *Factory) *cobra.Command {
+	o := &chatOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "chat ID",
+		Short: "Print a spore's conversation from the store, as a person reads it",
+		Long: `Print the conversation: prompts with their sender, the agent's text, tool calls
+summarised on one line, results, errors and lifecycle events. It is read from
+the store after ingesting what the bridge wrote since the last command, so it
+works while the spore sleeps. Control characters in any line are shown
+escaped, never passed to the terminal.
+
+--follow keeps printing as lines arrive: it long-polls the bridge, ingests
+into the store and prints from the store, and carries on when the bridge
+restarts. -o json prints the store's events instead of text.`,
+		Args: sporeIDs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ID = args[0]
+			return o.run(cmd.Context())
+		},
+	}
+	cmd.Flags().Uint64Var(&o.Since, "since", 0, "only events with a sequence number greater than this")
+	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "keep printing new lines as they arrive (Ctrl-C ends)")
+	return cmd
+}
+
+// chatPage bounds one read of the store while printing.
+const chatPage = 5000
+
+func (o *chatOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ps := o.f.Pass(st)
+	after := o.Since
+	for {
+		out, err := ps.Run(ctx, reconcile.Options{IDs: []string{o.ID}})
+		if err != nil {
+			return err
+		}
+		if out.Missing != nil {
+			return out.Missing
+		}
+		if after, err = o.print(ctx, st, after); err != nil {
+			return err
+		}
+		if !o.Follow {
+			return nil
+		}
+		// Wait for the bridge's next line (or a while, when it is down or
+		// restarting), then ingest it through the pass.
+		if err := ps.Wait(ctx, o.ID, 30*time.Second); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// print writes the store's events after after and returns the last seq
+// printed.
+func (o *chatOptions) print(ctx context.Context, st state.Store, after uint64) (uint64, error) {
+	for {
+		var evs []state.Event
+		err := st.View(ctx, func(tx state.Tx) error {
+			var err error
+			evs, err = tx.Events(ctx, o.ID, after, chatPage)
+			return err
+		})
+		if errors.Is(err, state.ErrNotFound) && o.Follow && after > 0 {
+			return after, err
+		}
+		if err != nil {
+			return after, err
+		}
+		if len(evs) == 0 {
+			return after, nil
+		}
+		if o.f.Global.Output == "json" || o.f.Global.Output == "yaml" {
+			if err := o.f.Print(eventList{Spore: o.ID, LastSeq: evs[len(evs)-1].Seq, Events: evs}); err != nil {
+				return after, err
+			}
+		} else if err := transcript.WriteText(o.f.IO.Out, evs, transcript.TextOptions{}); err != nil {
+			return after, err
+		}
+		after = evs[len(evs)-1].Seq
+		if len(evs) < chatPage {
+			return after, nil
+		}
+	}
+}

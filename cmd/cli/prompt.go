@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+type promptOptions struct {
+	f       *Factory
+	ID      string
+	Text    string
+	From    string
+	Wake    bool
+	Timeout time.Duration
+}
+
+func newCmdPrompt(f *Factory) *cobra.Command {
+	o := &promptOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "prompt ID TEXT|-",
+		Short: "Send a person's prompt to a spore: delivered now if it is awake, queued if it is working",
+		Long: `Send a prompt. One transaction records it in the spore's event log and in its
+outbox with a fresh id; then it is posted to the spore's bridge with that id as
+the idempotency key and marked delivered in a later transaction. If anything
+dies in between, the next command or reconcile delivers it again and the bridge
+answers "duplicate": it reaches the agent exactly once.
+
+A working spore's bridge queues it (the output says at which position). A
+sleeping spore is refused (exit 10) unless --wake, which sets desired Running,
+starts it and delivers once its bridge answers (waiting up to --timeout; after
+that it stays in the outbox and the next reconcile delivers it).
+
+TEXT "-" reads the prompt from standard input. Prompts must be valid UTF-8,
+not empty, and at most 256 KiB.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("%s takes a spore id and the prompt text (or - for stdin), got %d argument(s)", cmd.CommandPath(), len(args))
+			}
+			return sporeIDs(1)(cmd, args[:1])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ID, o.Text = args[0], args[1]
+			if o.Text == "-" {
+				b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), bridge.MaxPromptBytes+1))
+				if err != nil {
+					return fmt.Errorf("read the prompt from stdin: %w", err)
+				}
+				o.Text = string(b)
+			}
+			if o.From == "" {
+				o.From = "user:" + userName(o.f.Getenv)
+			}
+			if err := validatePrompt(o.Text, o.From); err != nil {
+				return err
+			}
+			if o.Timeout < 0 {
+				return usageErrorf("invalid value %s for --timeout: must be 0 or more", o.Timeout)
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.From, "from", "", `who sends it, e.g. "user:alice" (default "user:$USER")`)
+	fl.BoolVar(&o.Wake, "wake", false, "wake a sleeping spore to deliver it")
+	fl.DurationVar(&o.Timeout, "timeout", time.Minute, "with --wake, how long to wait for the bridge before leaving the prompt queued")
+	return cmd
+}
+
+func userName(getenv func(string) string) string {
+	if u := getenv("USER"); u != "" && state.ValidateName("user", u) == nil {
+		return u
+	}
+	return "operator"
+}
+
+// validatePrompt refuses what a bridge would refuse, before anything is
+// written.
+func validatePrompt(text, from string) error {
+	switch {
+	case !utf8.ValidString(text):
+		return usageErrorf("the prompt is not valid UTF-8")
+	case strings.TrimSpace(text) == "":
+		return usageErrorf("the prompt is empty")
+	case len(text) > bridge.MaxPromptBytes:
+		return usageErrorf("the prompt is %d bytes or more; at most %d are allowed", len(text), bridge.MaxPromptBytes)
+	case from == "" || len(from) > 128 || !utf8.ValidString(from) || strings.ContainsFunc(from, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return usageErrorf("invalid value %q for --from: want a short name without control characters, e.g. user:alice", from)
+	}
+	return nil
+}
+
+// promptResult is what prompt prints.
+type promptResult struct {
+	Spore    string `json:"spore"`
+	ID       string `json:"id"`
+	State    string `json:"state"` // delivered, queued, waiting
+	Position int    `json:"position,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+func (r promptResult) Table(bool) ([]string, [][]string) {
+	s := "prompt/" + r.ID + " "
+	switch r.State {
+	case "delivered":
+		s += "delivered to spore/" + r.Spore
+	case "queued":
+		s += fmt.Sprintf("queued at position %d by spore/%s", r.Position, r.Spore)
+	default:
+		s += "waiting in the outbox of spore/" + r.Spore + ": " + r.Detail
+	}
+	return nil, [][]string{{s}}
+}
+
+func (r promptResult) Names() []string { return []string{"prompt/" + r.ID} }
+
+func (o *promptOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := o.f.Now().UTC()
+	entry := state.OutboxEntry{ID: newPromptID(), Spore: o.ID, From: o.From, Text: o.Text, At: now, Wake: o.Wake}
+	err = st.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, o.ID)
+		if err != nil {
+			return err
+		}
+		var evs []state.Event
+		if sp.Desired != state.Running {
+			if !o.Wake {
+				return &AsleepError{ID: o.ID, Desired: sp.Desired}
+			}
+			prev := sp.Desired
+			sp.Desired, sp.Updated = state.Running, now
+			sp.Generation++
+			if err := tx.UpdateSpore(ctx, sp); err != nil {
+				return err
+			}
+			evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", At: now, Text: fmt.Sprintf("desired %s → Running, to deliver prompt %s", prev, entry.ID)})
+		}
+		evs = append(evs, state.Event{Kind: state.KindPrompt, From: o.From, At: now, Text: o.Text})
+		if _, err := tx.Append(ctx, o.ID, evs); err != nil {
+			return err
+		}
+		_, err = tx.Enqueue(ctx, entry)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	res, err := o.deliver(ctx, st, entry)
+	if err != nil {
+		return err
+	}
+	return o.f.Print(res)
+}
+
+// deliver runs passes over the spore until the entry is delivered, or,
+// with --wake, the timeout runs out; a prompt that could not be delivered
+// stays in the outbox for the next pass.
+func (o *promptOptions) deliver(ctx context.Context, st state.Store, e state.OutboxEntry) (promptResult, error) {
+	res := promptResult{Spore: o.ID, ID: e.ID, State: "waiting"}
+	deadline := time.Now().Add(o.Timeout)
+	opt := reconcile.Options{IDs: []string{o.ID}, Deliver: true, Heal: o.Wake}
+	if o.Wake {
+		opt.Force = []string{o.ID}
+	}
+	for {
+		out, err := o.f.Pass(st).Run(ctx, opt)
+		if err != nil {
+			return res, err
+		}
+		if out.Missing != nil {
+			return res, out.Missing
+		}
+		for _, p := range out.Plans {
+			if p.StartErr != nil {
+				res.Detail = "the spore could not be started: " + p.StartErr.Error()
+				return res, nil
+			}
+			for _, d := range p.Delivered {
+				if d.Entry.ID != e.ID || d.Err != nil {
+					continue
+				}
+				res.State, res.Position = "delivered", d.Position
+				if d.Position > 0 {
+					res.State = "queued"
+				}
+				return res, nil
+			}
+			res.Detail = fmt.Sprintf("%s (%s); the next reconcile delivers it", p.Verdict.Effective, orDash(p.Verdict.Text))
+		}
+		// Without --wake the spore is awake already: one try is enough. A
+		// woken one is given until the timeout to come up.
+		opt.Heal, opt.Force = false, nil
+		if !o.Wake || time.Now().After(deadline) {
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// newPromptID is a fresh outbox id: 96 random bits never repeat in a
+// store (crypto/rand does not fail; it would crash the program instead).
+func newPromptID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "p-" + hex.EncodeToString(b)
+}

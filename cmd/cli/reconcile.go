@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+type reconcileOptions struct {
+	f      *Factory
+	IDs    []string
+	DryRun bool
+	Views  string
+}
+
+func newCmdReconcile(f *Factory) *cobra.Command {
+	o := &reconcileOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "reconcile [ID...]",
+		Short: "Observe everything, ingest, deliver the outbox, heal, and re-project the views",
+		Long: `Run the whole pass (docs/architecture.md): observe every spore (or the named
+ones), ingest the lines their bridges wrote, deliver queued prompts to bridges
+that are up, start spores that should run and do not (backing off
+exponentially; repeated crashes open the circuit breaker), stop what runs while
+it should not, commit all of it in one transaction, and rewrite the views
+whose bytes changed. A second run with nothing changed writes nothing.
+
+--dry-run prints the plan and writes nothing (it does not ingest either).
+
+Exits 0 when every spore is fine, 3 when the pass ran but some spore still
+needs attention (for cron), and the store's or runtime's code when the pass
+itself failed (docs/exit-codes.md).`,
+		Args: optionalSporeIDs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.IDs = args
+			return o.run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be done; change nothing")
+	cmd.Flags().StringVar(&o.Views, "views", "", "directory for the views (default: views/ in a directory store; none for PostgreSQL unless given)")
+	return cmd
+}
+
+func (o *reconcileOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ps := o.f.Pass(st)
+	views := o.Views
+	if views == "" && st.Info().Backend == "dir" {
+		views = filepath.Join(st.Info().Location, "views")
+	}
+	if views != "" {
+		ps.Project = viewsProjector(views)
+	}
+	out, err := ps.Run(ctx, reconcile.Options{IDs: o.IDs, Heal: true, Deliver: true, DryRun: o.DryRun, Project: views != ""})
+	if err != nil {
+		return err
+	}
+	rep := reconcileReport{Result: out.Result, DryRun: o.DryRun, Actions: actionsOf(out.Plans, o.DryRun)}
+	for _, a := range rep.Actions {
+		fmt.Fprintf(o.f.IO.ErrOut, "%s %s: %s\n", a.Spore, a.Action, a.Detail)
+	}
+	if err := o.f.Print(rep); err != nil {
+		return err
+	}
+	return healthReport(o.f, "reconcile", out)
+}
+
+// passAction is one thing a pass did (or, in a dry run, would do).
+type passAction struct {
+	Spore  string `json:"spore"`
+	Action string `json:"action"` // start, restart, stop, deliver, open-breaker, wait
+	Detail string `json:"detail"`
+	Error  string `json:"error,omitempty"`
+}
+
+func actionsOf(plans []*reconcile.SporePlan, dry bool) []passAction {
+	var out []passAction
+	add := func(p *reconcile.SporePlan, action, detail string, err error) {
+		a := passAction{Spore: p.Spore.ID, Action: action, Detail: detail}
+		if err != nil {
+			a.Error = err.Error()
+			a.Detail += " — failed: " + err.Error()
+		}
+		out = append(out, a)
+	}
+	for _, p := range plans {
+		switch {
+		case p.OpenBreaker:
+			add(p, "open-breaker", fmt.Sprintf("%d crashes inside the window; run 'sporectl reset %s'", len(p.Failures), p.Spore.ID), nil)
+		case p.Start && p.Crash:
+			add(p, "restart", "after "+p.Verdict.Text+"; next respawn not before "+p.NotBefore.Format("15:04:05Z"), p.StartErr)
+		case p.Start:
+			add(p, "start", "desired Running, nothing running", p.StartErr)
+		case p.Stop:
+			add(p, "stop", p.Verdict.Text, p.StopErr)
+		case !p.Due.IsZero():
+			add(p, "wait", "backing off; next respawn at "+p.Due.Format("15:04:05Z"), nil)
+		}
+		if dry {
+			if len(p.Deliver) > 0 {
+				add(p, "deliver", strconv.Itoa(len(p.Deliver))+" queued prompt(s)", nil)
+			}
+			continue
+		}
+		for _, d := range p.Delivered {
+			detail := "prompt " + d.Entry.ID
+			if d.Duplicate {
+				detail += " (the bridge had it already)"
+			}
+			add(p, "deliver", detail, d.Err)
+		}
+	}
+	return out
+}
+
+type reconcileReport struct {
+	reconcile.Result
+	DryRun  bool         `json:"dry_run,omitempty"`
+	Actions []passAction `json:"actions"`
+}
+
+func (r reconcileReport) Table(wide bool) ([]string, [][]string) {
+	return statusList(r.Result).Table(wide)
+}
+func (r reconcileReport) Names() []string { return statusList(r.Result).Names() }
+
+// resetOptions closes a spore's circuit breaker.
+type resetOptions struct {
+	f   *Factory
+	IDs []string
+}
+
+func newCmdReset(f *Factory) *cobra.Command {
+	o := &resetOptions{f: f}
+	return &cobra.Command{
+		Use:   "reset ID...",
+		Short: "Close a spore's circuit breaker and forget its crashes",
+		Long: `Close the circuit breaker of spores that crashed too often (effective Error),
+forget their recent crashes and backoff, so the next wake or reconcile starts
+them at once. For a spore whose bridge's log was lost (reason BridgeLogLost:
+its home was wiped or replaced), reset also accepts the new log: ingest starts
+again from the bridge's line 1, after the lines the store already holds.`,
+		Args: sporeIDs(-1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.IDs = args
+			return o.run(cmd.Context())
+		},
+	}
+}
+
+func (o *resetOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := o.f.Now().UTC()
+	err = st.Update(ctx, func(tx state.Tx) error {
+		for _, id := range o.IDs {
+			sp, err := tx.Spore(ctx, id)
+			if err != nil {
+				return err
+			}
+			text := "breaker closed, crash history forgotten"
+			if !sp.BreakerOpen {
+				text = "crash history forgotten (the breaker was closed)"
+			}
+			if sp.HealthReason == string(reconcile.ReasonBridgeLogLost) {
+				text += fmt.Sprintf("; the bridge's new log is accepted: ingest restarts from its line 1 (the store holds the old log's lines up to %d)", sp.BridgeSeq)
+				sp.BridgeSeq = 0
+			}
+			sp.BreakerOpen, sp.Failures, sp.NotBefore = false, nil, time.Time{}
+			sp.Health, sp.HealthReason = "", ""
+			sp.Generation++
+			sp.Updated = now
+			if err := tx.UpdateSpore(ctx, sp); err != nil {
+				return err
+			}
+			if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindBreaker, Action: "reset", At: now, Text: text}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	res := actionResults{}
+	for _, id := range o.IDs {
+		res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: "reset"})
+	}
+	return o.f.Print(res)
+}

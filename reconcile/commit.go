@@ -1,0 +1,117 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// changes reports whether recording p would write anything, judged on
+// the snapshot's record. A pass whose plans all say no writes nothing at
+// all: no transaction is opened.
+func (p *SporePlan) changes(now time.Time) bool {
+	if len(p.Delivered) > 0 || p.unusedToken() {
+		return true
+	}
+	sp, evs := p.record(p.Spore, now)
+	return len(evs) > 0 || !sameRecord(sp, p.Spore)
+}
+
+// unusedToken reports whether the pass committed a token hash for a
+// start that the runtime did not make (the spore was running already).
+func (p *SporePlan) unusedToken() bool {
+	return p.issued != nil && !p.issued.used.Load() && p.StartErr == nil
+}
+
+// usedToken reports whether the runtime started the spore with the
+// credentials this pass issued.
+func (p *SporePlan) usedToken() bool {
+	return p.issued != nil && p.issued.used.Load() && p.StartErr == nil
+}
+
+// sameRecord compares what a pass may change of a spore.
+func sameRecord(a, b state.Spore) bool {
+	return a.Restarts == b.Restarts && a.BreakerOpen == b.BreakerOpen && a.BridgeSeq == b.BridgeSeq &&
+		a.NotBefore.Equal(b.NotBefore) && a.Health == b.Health && a.HealthReason == b.HealthReason &&
+		slices.EqualFunc(a.Failures, b.Failures, time.Time.Equal)
+}
+
+// commit writes, in one transaction, everything the pass learned and did:
+// ingested lines, transition events, crash bookkeeping and delivered
+// outbox entries. Each spore is re-read inside the transaction, so a wish
+// that arrived after the snapshot is kept and judged (record), and a
+// spore deleted meanwhile is skipped. It returns each spore's last seq.
+func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time) (map[string]uint64, error) {
+	var todo []*SporePlan
+	for _, p := range plans {
+		if p.changes(now) {
+			todo = append(todo, p)
+		}
+	}
+	last := map[string]uint64{}
+	if len(todo) == 0 {
+		return last, nil
+	}
+	err := ps.Store.Update(ctx, func(tx state.Tx) error {
+		clear(last)
+		for _, p := range todo {
+			id := p.Spore.ID
+			fresh, err := tx.Spore(ctx, id)
+			if errors.Is(err, state.ErrNotFound) {
+				continue // deleted since the snapshot: nothing of it to keep
+			}
+			if err != nil {
+				return err
+			}
+			sp, evs := p.record(fresh, now)
+			if !sameRecord(sp, fresh) {
+				if err := tx.UpdateSpore(ctx, sp); err != nil {
+					return err
+				}
+			}
+			if len(evs) > 0 {
+				got, err := tx.Append(ctx, id, evs)
+				if err != nil {
+					return err
+				}
+				last[id] = got[len(got)-1].Seq
+			}
+			if p.usedToken() {
+				// Racing starts each committed a hash before starting; the
+				// one whose token the spore got says so last.
+				if err := tx.SetTokenHash(ctx, id, p.issued.hash); err != nil {
+					return err
+				}
+			}
+			if p.unusedToken() {
+				// Started by a racing command with its own token: put its
+				// hash back unless it has been replaced again since.
+				cur, err := tx.TokenHash(ctx, id)
+				if err != nil && !errors.Is(err, state.ErrNotFound) {
+					return err
+				}
+				if cur == p.issued.hash && p.issued.prev != "" {
+					if err := tx.SetTokenHash(ctx, id, p.issued.prev); err != nil {
+						return err
+					}
+				}
+			}
+			for _, d := range p.Delivered {
+				if d.Err != nil {
+					continue
+				}
+				if err := tx.Dequeue(ctx, id, d.Entry.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return last, nil
+}

@@ -1,0 +1,94 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/state"
+)
+
+// DefaultIngestDeadline bounds a pass's ingest from every bridge at
+// once; what is not fetched by then is fetched by the next pass.
+const DefaultIngestDeadline = 10 * time.Second
+
+// maxIngestPerSpore bounds what one pass takes from one bridge, so a
+// spore with a huge backlog cannot make one commit unbounded.
+const maxIngestPerSpore = 50_000
+
+// ingested is what a pass fetched from one bridge: agent events to append
+// after the store's BridgeSeq base, and what was wrong with the numbers.
+type ingested struct {
+	base    uint64        // the spore's BridgeSeq the fetch started after
+	events  []state.Event // Kind agent, BridgeSeq base+1, base+2, …
+	problem Reason        // IngestGap, BridgeLogLost, or ""
+	detail  string        // for the event that records the problem
+	err     error         // a failed fetch (the bridge went away): nothing wrong with the numbers
+}
+
+// ingest fetches, from every spore whose bridge answered with lines the
+// store does not have, the lines after the last saved one.
+func ingest(ctx context.Context, spores []state.Spore, obs observation, deadline time.Duration) map[string]*ingested {
+	out := map[string]*ingested{}
+	var todo []string
+	base := map[string]uint64{}
+	for _, sp := range spores {
+		o, c := obs.spores[sp.ID], obs.clients[sp.ID]
+		if c == nil || o.Bridge != BridgeUp {
+			continue
+		}
+		switch {
+		case o.BridgeLastSeq < sp.BridgeSeq:
+			out[sp.ID] = &ingested{base: sp.BridgeSeq, problem: ReasonBridgeLogLost,
+				detail: fmt.Sprintf("the bridge's log ends at line %d but the store holds its lines up to %d: the home lost lines (wiped or replaced); nothing is ingested until `sporectl reset %s`", o.BridgeLastSeq, sp.BridgeSeq, sp.ID)}
+		case o.BridgeLastSeq > sp.BridgeSeq:
+			todo = append(todo, sp.ID)
+			base[sp.ID] = sp.BridgeSeq
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	var mu sync.Mutex
+	forEach(ctx, todo, bridgeWorkers, func(id string) {
+		in := fetch(ctx, obs.clients[id], base[id], obs.spores[id].BridgeLastSeq)
+		mu.Lock()
+		out[id] = in
+		mu.Unlock()
+	})
+	return out
+}
+
+// fetch pages through a bridge's lines after base up to last (as its
+// status said), checking that every number follows the one before.
+func fetch(ctx context.Context, c BridgeClient, base, last uint64) *ingested {
+	in := &ingested{base: base}
+	next := base + 1
+	for next <= last && len(in.events) < maxIngestPerSpore {
+		page, err := c.Events(ctx, next-1, bridge.MaxLimit, 0)
+		if errors.Is(err, bridge.ErrAhead) {
+			in.problem = ReasonBridgeLogLost
+			in.detail = fmt.Sprintf("the bridge has no line %d: its log is not the one the store read before", next-1)
+			return in
+		}
+		if err != nil {
+			in.err = err
+			return in
+		}
+		if len(page.Events) == 0 {
+			return in
+		}
+		for _, ev := range page.Events {
+			if ev.Seq != next {
+				in.problem = ReasonIngestGap
+				in.detail = fmt.Sprintf("expected the bridge's line %d, got %d: lines kept up to %d, nothing renumbered", next, ev.Seq, next-1)
+				return in
+			}
+			in.events = append(in.events, state.Event{Kind: state.KindAgent, At: ev.At, BridgeSeq: ev.Seq, Line: ev.Line})
+			next++
+		}
+	}
+	return in
+}

@@ -1,0 +1,208 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// Pass is the one pipeline every command that touches spores runs
+// (docs/architecture.md "The pass"):
+//
+//	load → observe → ingest → plan → act → commit → project
+//
+// It holds dependencies only; every Run starts from the store.
+type Pass struct {
+	Store state.Store
+	// Runtime builds the runtime the store's settings name. When it
+	// fails every spore is observed Unknown and nothing is acted on.
+	Runtime func(ctx context.Context, s state.Settings) (Runtime, error)
+	// Dial reaches a bridge (default DialHTTP).
+	Dial Dialer
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Project writes views after the commit; nil for none.
+	Project Projector
+	Logger  *slog.Logger
+	// ObserveDeadline and IngestDeadline bound those steps for the whole
+	// fleet (defaults DefaultObserveDeadline, DefaultIngestDeadline).
+	ObserveDeadline time.Duration
+	IngestDeadline  time.Duration
+}
+
+// Projector writes views from a pass's result. full says the result
+// covers the whole fleet.
+type Projector interface {
+	Project(ctx context.Context, st state.Store, res Result, full bool) error
+}
+
+// Options say which steps a command runs and for which spores.
+type Options struct {
+	// IDs limit the pass to these spores (all when empty). A named id that
+	// is not in the store is reported in Outcome.Missing.
+	IDs []string
+	// Heal starts dead spores and stops what should not run; Deliver
+	// posts the outbox. Without either, the pass never acts: it still
+	// ingests and commits what it learned (read-only commands).
+	Heal, Deliver bool
+	// Force names spores to start now whatever their backoff (wake).
+	Force []string
+	// DryRun plans and stops: nothing is acted on or written.
+	DryRun bool
+	// Project writes views (reconcile).
+	Project bool
+}
+
+// Outcome is what a Run saw, decided and did.
+type Outcome struct {
+	Result
+	Plans []*SporePlan
+	// Missing joins named ids that are not in the store (ErrNotFound).
+	Missing error
+	// ObserveErr is set when the runtime could not be observed: every
+	// spore is then Unknown and Suspect, and nothing was acted on.
+	ObserveErr error
+}
+
+// Run runs one pass. Independent failures (one spore's start, one
+// bridge's delivery) are recorded in the plans and the pass goes on; the
+// error is for a step that failed as a whole (the store).
+func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
+	now := ps.now()
+	snap, err := Load(ctx, ps.Store, opt.IDs)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Missing: snap.ErrMissing()}
+	policy := snap.Settings.Recovery.WithDefaults()
+
+	obs := observation{spores: map[string]Observed{}}
+	rt, err := ps.Runtime(ctx, snap.Settings)
+	if err == nil {
+		obs, err = observe(ctx, rt, ps.dial(), snap.Known, snap.IDs(), orDefault(ps.ObserveDeadline, DefaultObserveDeadline))
+	}
+	if err != nil {
+		out.ObserveErr = err
+		obs = observation{spores: map[string]Observed{}}
+		for _, id := range snap.IDs() {
+			obs.spores[id] = observationFailed()
+		}
+	}
+
+	var got map[string]*ingested
+	if !opt.DryRun {
+		got = ingest(ctx, snap.Spores, obs, orDefault(ps.IngestDeadline, DefaultIngestDeadline))
+		for id, in := range got {
+			if in.problem != "" {
+				o := obs.spores[id]
+				o.Ingest = in.problem
+				o.display()
+				obs.spores[id] = o
+			}
+			if in.err != nil {
+				ps.logger().Info("ingest failed", "spore", id, "err", in.err)
+			}
+		}
+	}
+
+	force := map[string]bool{}
+	for _, id := range opt.Force {
+		force[id] = true
+	}
+	plans := Plan(PlanInput{
+		Now: now, Policy: policy, Spores: snap.Spores, Observed: obs.spores, Pending: snap.Pending,
+		// Acting on a fleet nobody could observe would be acting blind.
+		Heal: opt.Heal && out.ObserveErr == nil, Deliver: opt.Deliver && out.ObserveErr == nil,
+		Force: force,
+	})
+	for _, p := range plans {
+		p.Ingest = got[p.Spore.ID]
+	}
+	out.Plans = plans
+	if opt.DryRun {
+		out.Result = result(snap, plans, nil)
+		out.Orphans = orphansOf(opt, obs)
+		return out, nil
+	}
+	if err := ps.act(ctx, rt, plans, obs); err != nil {
+		return nil, err
+	}
+	last, err := ps.commit(ctx, plans, now)
+	if err != nil {
+		return nil, fmt.Errorf("commit the pass: %w", err)
+	}
+	out.Result = result(snap, plans, last)
+	out.Orphans = orphansOf(opt, obs)
+	if opt.Project && ps.Project != nil {
+		if err := ps.Project.Project(ctx, ps.Store, out.Result, len(opt.IDs) == 0); err != nil {
+			return out, fmt.Errorf("project views: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// result is the pass's view of each spore after the commit.
+func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64) Result {
+	var r Result
+	r.Spores = make([]SporeHealth, 0, len(plans))
+	for _, p := range plans {
+		sp := p.Spore
+		lastSeq, ok := last[sp.ID]
+		if !ok {
+			lastSeq = snap.Heads[sp.ID].LastSeq
+		}
+		pending := len(snap.Pending[sp.ID])
+		for _, d := range p.Delivered {
+			if d.Err == nil {
+				pending--
+			}
+		}
+		r.Spores = append(r.Spores, SporeHealth{
+			ID: sp.ID, Colony: sp.Colony, Rank: sp.Rank, Swarm: sp.Swarm, Role: sp.Role, Desired: sp.Desired,
+			Observed: p.Observed, Effective: p.Verdict.Effective, Reason: p.Verdict.Text, Code: p.Verdict.Code,
+			LastSeq: lastSeq, Pending: pending,
+		})
+	}
+	return r
+}
+
+// orphansOf are the observation's orphans when the pass covered the whole
+// fleet: only then can an orphan be told from a spore it was not asked
+// about.
+func orphansOf(opt Options, obs observation) []string {
+	if len(opt.IDs) > 0 {
+		return nil
+	}
+	return obs.orphans
+}
+
+func (ps *Pass) now() time.Time {
+	if ps.Now != nil {
+		return ps.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (ps *Pass) dial() Dialer {
+	if ps.Dial != nil {
+		return ps.Dial
+	}
+	return DialHTTP
+}
+
+func (ps *Pass) logger() *slog.Logger {
+	if ps.Logger != nil {
+		return ps.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}

@@ -1,0 +1,499 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
+)
+
+// countingStore counts Update calls, so a test can say "nothing written".
+type countingStore struct {
+	state.Store
+	updates atomic.Int64
+}
+
+func (c *countingStore) Update(ctx context.Context, fn func(state.Tx) error) error {
+	c.updates.Add(1)
+	return c.Store.Update(ctx, fn)
+}
+
+type env struct {
+	t   *testing.T
+	st  *countingStore
+	rt  *reconciletest.Runtime
+	now time.Time
+}
+
+func newEnv(t *testing.T, ids ...string) *env {
+	t.Helper()
+	ctx := context.Background()
+	ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local"}, dirstore.Options{})
+	require.NoError(t, err)
+	e := &env{t: t, st: &countingStore{Store: ds}, rt: reconciletest.New(), now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
+	t.Cleanup(func() { ds.Close() })
+	for _, id := range ids {
+		require.NoError(t, ds.Update(ctx, func(tx state.Tx) error {
+			return tx.CreateSpore(ctx, state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Paused, Created: e.now, Updated: e.now})
+		}))
+	}
+	return e
+}
+
+func (e *env) pass() *reconcile.Pass {
+	return &reconcile.Pass{
+		Store:   e.st,
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil },
+		Dial:    e.rt.Dial,
+		Now:     func() time.Time { return e.now },
+	}
+}
+
+func (e *env) run(opt reconcile.Options) *reconcile.Outcome {
+	e.t.Helper()
+	out, err := e.pass().Run(context.Background(), opt)
+	require.NoError(e.t, err)
+	return out
+}
+
+func (e *env) heal() *reconcile.Outcome {
+	return e.run(reconcile.Options{Heal: true, Deliver: true})
+}
+
+func (e *env) spore(id string) state.Spore {
+	e.t.Helper()
+	var sp state.Spore
+	require.NoError(e.t, e.st.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		sp, err = tx.Spore(context.Background(), id)
+		return err
+	}))
+	return sp
+}
+
+func (e *env) events(id string) []state.Event {
+	e.t.Helper()
+	var evs []state.Event
+	require.NoError(e.t, e.st.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		evs, err = tx.Events(context.Background(), id, 0, 0)
+		return err
+	}))
+	return evs
+}
+
+func (e *env) setDesired(id string, d state.Desired) {
+	e.t.Helper()
+	ctx := context.Background()
+	require.NoError(e.t, e.st.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, id)
+		if err != nil {
+			return err
+		}
+		sp.Desired = d
+		sp.Generation++
+		return tx.UpdateSpore(ctx, sp)
+	}))
+}
+
+func actions(evs []state.Event) []string {
+	var out []string
+	for _, e := range evs {
+		if e.Kind != state.KindAgent {
+			out = append(out, e.Action)
+		}
+	}
+	return out
+}
+
+func agentSeqs(evs []state.Event) []uint64 {
+	var out []uint64
+	for _, e := range evs {
+		if e.Kind == state.KindAgent {
+			out = append(out, e.BridgeSeq)
+		}
+	}
+	return out
+}
+
+func health(out *reconcile.Outcome, id string) reconcile.SporeHealth {
+	for _, s := range out.Spores {
+		if s.ID == id {
+			return s
+		}
+	}
+	return reconcile.SporeHealth{}
+}
+
+func TestPassIngestsOnceAndWritesNothingWhenNothingChanged(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	e.heal() // starts it
+	b := e.rt.BridgeOf("a")
+	b.Write(`{"type":"assistant","n":1}`, `{"type":"assistant","n":2}`, "not json")
+
+	out := e.run(reconcile.Options{}) // a read-only command: ingest and commit
+	require.Equal(t, reconcile.Healthy, health(out, "a").Effective)
+	require.Equal(t, []uint64{1, 2, 3}, agentSeqs(e.events("a")))
+	require.Equal(t, uint64(3), e.spore("a").BridgeSeq)
+
+	before := e.st.updates.Load()
+	e.run(reconcile.Options{})
+	e.heal()
+	require.Equal(t, before, e.st.updates.Load(), "a pass with nothing new must not open a write transaction")
+
+	b.Write(`{"type":"result"}`)
+	e.run(reconcile.Options{})
+	require.Equal(t, []uint64{1, 2, 3, 4}, agentSeqs(e.events("a")), "every line exactly once, in order")
+}
+
+func TestPassIngestGapIsRecordedOnceNeverRenumbered(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	e.heal()
+	b := e.rt.BridgeOf("a")
+	b.Write(`{"n":1}`)
+	e.run(reconcile.Options{})
+	b.Skip()
+	b.Write(`{"n":3}`)
+
+	out := e.run(reconcile.Options{})
+	h := health(out, "a")
+	require.Equal(t, reconcile.Suspect, h.Effective)
+	require.Equal(t, reconcile.ReasonIngestGap, h.Code)
+	require.Equal(t, []uint64{1}, agentSeqs(e.events("a")), "nothing after the gap is accepted")
+	n := len(e.events("a"))
+	e.run(reconcile.Options{})
+	require.Len(t, e.events("a"), n, "the gap is one event, not one per pass")
+	last := e.events("a")[n-1]
+	require.Equal(t, "health", last.Action)
+	require.Contains(t, last.Text, "expected the bridge's line 2, got 3")
+}
+
+func TestPassBridgeLogLostThenReset(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	e.heal()
+	b := e.rt.BridgeOf("a")
+	b.Write(`{"n":1}`, `{"n":2}`)
+	e.run(reconcile.Options{})
+	b.Wipe()
+	b.Write(`{"new":1}`)
+
+	out := e.heal()
+	require.Equal(t, reconcile.ReasonBridgeLogLost, health(out, "a").Code)
+	require.Equal(t, 1, e.rt.Calls("Start"), "a lost log is not a crash: nothing is restarted")
+	require.Equal(t, []uint64{1, 2}, agentSeqs(e.events("a")))
+}
+
+func TestPassHealsWithBackoffAndOpensTheBreaker(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	out := e.heal()
+	require.Equal(t, 1, e.rt.Calls("Start"))
+	require.True(t, out.Plans[0].Start && !out.Plans[0].Crash, "the first start after a wake is no crash")
+	e.run(reconcile.Options{})
+	require.Equal(t, "Healthy", e.spore("a").Health)
+
+	policy := state.RecoveryPolicy{}.WithDefaults()
+	wait := time.Duration(policy.BackoffInitial)
+	for crash := 1; crash < policy.BreakerFailures; crash++ {
+		e.rt.Kill("a", "OOMKilled")
+		out = e.heal()
+		p := out.Plans[0]
+		require.True(t, p.Start && p.Crash, "crash %d: respawned", crash)
+		require.Equal(t, e.now.Add(wait), p.NotBefore, "crash %d: backoff", crash)
+		require.Equal(t, crash, e.spore("a").Restarts)
+
+		// Dies again at once: not respawned before its time.
+		e.rt.Kill("a", "OOMKilled")
+		out = e.heal()
+		require.False(t, out.Plans[0].Start, "crash %d: respawned before the backoff ran out", crash)
+		require.Equal(t, reconcile.Dead, health(out, "a").Effective)
+		e.now = e.now.Add(wait)
+		wait = min(2*wait, time.Duration(policy.BackoffMax))
+	}
+	out = e.heal()
+	require.True(t, out.Plans[0].OpenBreaker, "the %d-th crash in the window opens the breaker", policy.BreakerFailures)
+	require.True(t, e.spore("a").BreakerOpen)
+	starts := e.rt.Calls("Start")
+	out = e.heal()
+	require.Equal(t, reconcile.Error, health(out, "a").Effective)
+	require.Equal(t, starts, e.rt.Calls("Start"), "no respawn while the breaker is open")
+
+	acts := actions(e.events("a"))
+	require.Equal(t, policy.BreakerFailures-1, count(acts, "restart"))
+	require.Equal(t, 1, count(acts, "opened"))
+}
+
+func count(xs []string, x string) int {
+	n := 0
+	for _, y := range xs {
+		if y == x {
+			n++
+		}
+	}
+	return n
+}
+
+func TestPassLongHealthyStretchForgetsCrashes(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	e.heal()
+	e.run(reconcile.Options{})
+	e.rt.Kill("a", "Exited")
+	e.heal()
+	require.Len(t, e.spore("a").Failures, 1)
+	e.now = e.now.Add(time.Duration(state.RecoveryPolicy{}.WithDefaults().HealthyAfter))
+	e.heal()
+	require.Empty(t, e.spore("a").Failures)
+	require.True(t, e.spore("a").NotBefore.IsZero())
+}
+
+func TestPassStopsWhatRunsWhileAsleep(t *testing.T) {
+	e := newEnv(t, "a")
+	e.rt.Set(reconcile.PodObservation{ID: "a", State: reconcile.PodRunning, Ready: true})
+	out := e.run(reconcile.Options{})
+	require.Equal(t, reconcile.Diverged, health(out, "a").Effective)
+	require.Zero(t, e.rt.Calls("Stop"), "a read-only pass never acts")
+	out = e.heal()
+	require.True(t, out.Plans[0].Stop)
+	require.Equal(t, 1, e.rt.Calls("Stop"))
+	out = e.heal()
+	require.Equal(t, reconcile.Paused, health(out, "a").Effective)
+}
+
+func enqueue(t *testing.T, st state.Store, id, entry, text string) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Enqueue(ctx, state.OutboxEntry{ID: entry, Spore: id, From: "user:test", Text: text})
+		return err
+	}))
+}
+
+func pending(t *testing.T, st state.Store, id string) []state.OutboxEntry {
+	t.Helper()
+	var out []state.OutboxEntry
+	require.NoError(t, st.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		out, err = tx.Outbox(context.Background(), id)
+		return err
+	}))
+	return out
+}
+
+func TestPassDeliversExactlyOnce(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	enqueue(t, e.st, "a", "p-1", "hello")
+	out := e.heal()
+	require.True(t, out.Plans[0].Start)
+	require.Empty(t, out.Plans[0].Deliver, "nothing is delivered to a spore that is only now starting")
+	require.Len(t, pending(t, e.st, "a"), 1)
+
+	out = e.heal()
+	require.Len(t, out.Plans[0].Delivered, 1)
+	require.Empty(t, pending(t, e.st, "a"))
+	require.Len(t, e.rt.BridgeOf("a").Prompts(), 1)
+
+	// A pass that died after posting but before its commit left the entry
+	// queued: the next one re-sends it, the bridge says duplicate.
+	enqueue(t, e.st, "a", "p-2", "again")
+	_, err := e.rt.BridgeOf("a").Prompt(context.Background(), bridge.PromptRequest{ID: "p-2", Text: "again"})
+	require.NoError(t, err)
+	out = e.heal()
+	require.True(t, out.Plans[0].Delivered[0].Duplicate)
+	require.Empty(t, pending(t, e.st, "a"))
+	require.Len(t, e.rt.BridgeOf("a").Prompts(), 2, "each prompt reached the agent exactly once")
+	require.Equal(t, 2, count(actions(e.events("a")), "delivered"))
+}
+
+func TestPassNewerWishIsNotOverwritten(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	e.heal()
+	// A pass observes, then a person puts the spore to sleep before the
+	// pass commits: the commit must keep Paused and judge against it.
+	ps := e.pass()
+	ps.Runtime = func(ctx context.Context, s state.Settings) (reconcile.Runtime, error) {
+		e.rt.Kill("a", "Exited")
+		return wishChanger{Runtime: e.rt, do: func() { e.setDesired("a", state.Paused) }}, nil
+	}
+	_, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
+	require.NoError(t, err)
+	sp := e.spore("a")
+	require.Equal(t, state.Paused, sp.Desired, "the newer wish survives the pass")
+	// The pass restarted it before the wish arrived; the next one, level
+	// based, sees it run while asleep and ends it.
+	out := e.heal()
+	require.True(t, out.Plans[0].Stop)
+	out = e.heal()
+	require.Equal(t, reconcile.Paused, health(out, "a").Effective)
+	require.Equal(t, "Paused", e.spore("a").Health)
+}
+
+// wishChanger changes the store's wish right after the runtime is observed.
+type wishChanger struct {
+	reconcile.Runtime
+	do func()
+}
+
+func (w wishChanger) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
+	o, err := w.Runtime.Observe(ctx)
+	w.do()
+	return o, err
+}
+
+func TestPassObservationHasOneDeadline(t *testing.T) {
+	var ids []string
+	for i := range 200 {
+		ids = append(ids, fmt.Sprintf("s-%03d", i))
+	}
+	e := newEnv(t, ids...)
+	for _, id := range ids {
+		e.setDesired(id, state.Running)
+	}
+	e.heal()
+	for _, id := range ids {
+		e.rt.BridgeOf(id).SetHang(true)
+	}
+	ps := e.pass()
+	ps.ObserveDeadline = 100 * time.Millisecond
+	start := time.Now()
+	out, err := ps.Run(context.Background(), reconcile.Options{})
+	require.NoError(t, err)
+	// 200 hanging bridges, 64 asked at a time: without one deadline this
+	// would take ⌈200/64⌉ × the per-call limit.
+	require.Less(t, time.Since(start), 5*time.Second)
+	for _, s := range out.Spores {
+		require.Equal(t, reconcile.BridgeDown, s.Observed.Bridge, s.ID)
+		require.Equal(t, reconcile.ReasonBridgeNotAnswer, s.Code, s.ID)
+	}
+}
+
+func TestPassObservationFailedActsOnNothing(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	e.rt.ObserveErr = fmt.Errorf("api server down")
+	out := e.heal()
+	require.Error(t, out.ObserveErr)
+	require.Equal(t, reconcile.Suspect, health(out, "a").Effective)
+	require.Zero(t, e.rt.Calls("Start"), "acting on a fleet nobody could observe is acting blind")
+}
+
+func TestPassNamedMissingSpore(t *testing.T) {
+	e := newEnv(t, "a")
+	out := e.run(reconcile.Options{IDs: []string{"a", "nope"}})
+	require.ErrorIs(t, out.Missing, state.ErrNotFound)
+	require.True(t, strings.Contains(out.Missing.Error(), "nope"))
+	require.Len(t, out.Spores, 1)
+}
+
+func TestPassRacingStartKeepsTheTokenTheSporeGot(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	var got state.TokenHash
+	ps := e.pass()
+	ps.Runtime = func(context.Context, state.Settings) (reconcile.Runtime, error) {
+		return &hashRacer{Runtime: e.rt, st: e.st, got: &got}, nil
+	}
+	_, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
+	require.NoError(t, err)
+	var stored state.TokenHash
+	require.NoError(t, e.st.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		stored, err = tx.TokenHash(context.Background(), "a")
+		return err
+	}))
+	require.NotEmpty(t, got)
+	require.Equal(t, got, stored, "the store must hold the hash of the token the running spore has")
+	require.NotContains(t, actions(e.events("a")), "start", "the racer's start is not ours to record")
+}
+
+// hashRacer starts the spore with its own token (hash committed after
+// ours, as a second pass's issue would) just before our Start.
+type hashRacer struct {
+	*reconciletest.Runtime
+	st  state.Store
+	got *state.TokenHash
+}
+
+func (r *hashRacer) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
+	c, h, err := reconcile.NewCredentials()
+	if err != nil {
+		return err
+	}
+	if err := r.st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, s.ID, h) }); err != nil {
+		return err
+	}
+	if err := r.Runtime.Start(ctx, s, c); err != nil {
+		return err
+	}
+	*r.got = h
+	return r.Runtime.Start(ctx, s, creds)
+}
+
+// earlyRacer starts the spore with its own token right after our
+// observation, so our hash is committed after the racer's.
+type earlyRacer struct {
+	*reconciletest.Runtime
+	st  state.Store
+	got *state.TokenHash
+}
+
+func (r *earlyRacer) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
+	o, err := r.Runtime.Observe(ctx)
+	if err != nil {
+		return o, err
+	}
+	c, h, err := reconcile.NewCredentials()
+	if err != nil {
+		return o, err
+	}
+	if err := r.st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, "a", h) }); err != nil {
+		return o, err
+	}
+	*r.got = h
+	return o, r.Runtime.Start(ctx, state.Spore{ID: "a"}, c)
+}
+
+func TestPassRacingStartRestoresTheRacersHash(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	var got state.TokenHash
+	ps := e.pass()
+	ps.Runtime = func(context.Context, state.Settings) (reconcile.Runtime, error) {
+		return &earlyRacer{Runtime: e.rt, st: e.st, got: &got}, nil
+	}
+	_, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
+	require.NoError(t, err)
+	var stored state.TokenHash
+	require.NoError(t, e.st.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		stored, err = tx.TokenHash(context.Background(), "a")
+		return err
+	}))
+	require.Equal(t, got, stored, "our unused hash must give way to the token the running spore has")
+}
+
+func TestPassListsOrphansOnWholeFleetPasses(t *testing.T) {
+	e := newEnv(t, "a")
+	e.rt.Set(reconcile.PodObservation{ID: "ghost", State: reconcile.PodRunning, Ready: true})
+	e.rt.Set(reconcile.PodObservation{ID: "kept-home", State: reconcile.PodAbsent})
+	require.Equal(t, []string{"ghost"}, e.run(reconcile.Options{}).Orphans)
+	require.Equal(t, []string{"ghost"}, e.heal().Orphans)
+	require.Empty(t, e.run(reconcile.Options{IDs: []string{"a"}}).Orphans, "a pass over named spores cannot tell orphans")
+	require.Zero(t, e.rt.Calls("Stop")+e.rt.Calls("Delete"), "nothing removes an orphan but delete --orphan")
+}

@@ -1,0 +1,252 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// healthStarting is what a pass records as a spore's health right after
+// it started it: not yet seen alive. Dying from here counts as a crash.
+const healthStarting = "Starting"
+
+// PlanInput is everything plan decides from. It is data only: plan reads
+// no clock and does no I/O.
+type PlanInput struct {
+	Now      time.Time
+	Policy   state.RecoveryPolicy // with defaults filled
+	Spores   []state.Spore
+	Observed map[string]Observed
+	Pending  map[string][]state.OutboxEntry
+	// Heal: start dead spores, stop what runs while it should not.
+	Heal bool
+	// Deliver: post pending outbox entries to bridges that are up.
+	Deliver bool
+	// Force names spores a person just woke: started now, whatever the
+	// backoff timer says (the breaker still holds).
+	Force map[string]bool
+}
+
+// SporePlan is what a pass decided for one spore, and later what came of
+// it (the act fields).
+type SporePlan struct {
+	Spore    state.Spore // as in the snapshot
+	Observed Observed
+	Verdict  Verdict
+
+	Start         bool        // start it (on the same home)
+	Crash         bool        // the start is a respawn after a crash: counted
+	Stop          bool        // end its processes (it runs while it should not)
+	OpenBreaker   bool        // too many crashes inside the window: open it
+	Failures      []time.Time // the crash times to keep, when Crash or OpenBreaker
+	NotBefore     time.Time   // the next respawn's earliest time, when Crash
+	ClearFailures bool        // a long healthy stretch: forget old crashes
+	// Due is when a respawn that waits for its backoff becomes due.
+	Due time.Time
+	// Deliver are the outbox entries to post now, in queue order.
+	Deliver []state.OutboxEntry
+
+	// Filled by act.
+	StartErr  error
+	StopErr   error
+	Delivered []Delivery
+	// Filled by ingest.
+	Ingest *ingested
+	// issued are the credentials offered to the start, if any.
+	issued *issued
+}
+
+// Delivery is one outbox entry posted to a bridge.
+type Delivery struct {
+	Entry     state.OutboxEntry
+	Position  int  // the bridge's queue position (0: running or next)
+	Duplicate bool // the bridge had it already: an earlier pass delivered it
+	Err       error
+}
+
+// Plan decides, for every spore, its effective health and what to do.
+// It is a pure function.
+func Plan(in PlanInput) []*SporePlan {
+	out := make([]*SporePlan, 0, len(in.Spores))
+	for _, sp := range in.Spores {
+		p := &SporePlan{Spore: sp, Observed: in.Observed[sp.ID]}
+		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
+		if in.Heal {
+			heal(p, in)
+		}
+		if p.Verdict.Effective == Healthy && len(sp.Failures) > 0 &&
+			in.Now.Sub(slices.MaxFunc(sp.Failures, time.Time.Compare)) >= time.Duration(in.Policy.HealthyAfter) {
+			p.ClearFailures = true
+		}
+		if in.Deliver && !p.Start && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
+			p.Deliver = in.Pending[sp.ID]
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func heal(p *SporePlan, in PlanInput) {
+	sp := p.Spore
+	switch {
+	case p.Verdict.Effective == Dead:
+		if !wasAlive(sp.Health) {
+			// Woken, created awake, or after reset: a first start.
+			p.Start = true
+			return
+		}
+		if !in.Force[sp.ID] && in.Now.Before(sp.NotBefore) {
+			p.Due = sp.NotBefore
+			return
+		}
+		p.Failures = recentFailures(sp.Failures, in.Now, time.Duration(in.Policy.BreakerWindow))
+		if len(p.Failures) >= in.Policy.BreakerFailures {
+			p.OpenBreaker = true
+			return
+		}
+		p.Start, p.Crash = true, true
+		p.NotBefore = in.Now.Add(backoff(in.Policy, len(p.Failures)))
+	case p.Verdict.Code == ReasonRunsWhileAsleep, p.Verdict.Code == ReasonMultiplePods:
+		// Runs while asleep: end it. Two pods or trees: end them all; the
+		// next pass starts one again (counted as a crash, so bounded).
+		p.Stop = true
+	}
+}
+
+// wasAlive reports whether a recorded health means the spore was running
+// (or was just started): dying from there is a crash.
+func wasAlive(health string) bool {
+	switch Effective(health) {
+	case "", Paused, Stopped, Error:
+		return false
+	}
+	return true
+}
+
+// recentFailures keeps the crash times inside the window and adds now.
+func recentFailures(f []time.Time, now time.Time, window time.Duration) []time.Time {
+	var out []time.Time
+	for _, t := range f {
+		if now.Sub(t) < window {
+			out = append(out, t)
+		}
+	}
+	return append(out, now)
+}
+
+// backoff is the wait after the n-th crash in the window: initial,
+// doubling, capped at max.
+func backoff(p state.RecoveryPolicy, n int) time.Duration {
+	d := time.Duration(p.BackoffInitial)
+	for i := 1; i < n && d < time.Duration(p.BackoffMax); i++ {
+		d *= 2
+	}
+	return min(d, time.Duration(p.BackoffMax))
+}
+
+// record is what a pass writes into a spore's record and log, computed
+// on the record as the commit reads it (fresh), so a newer wish that
+// arrived after the snapshot is kept: only the pass's own facts (crash
+// times, breaker, ingested lines, health) are written over it.
+func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []state.Event) {
+	sp := fresh
+	var evs []state.Event
+	ev := func(kind state.EventKind, action, text string) {
+		evs = append(evs, state.Event{Kind: kind, Action: action, At: now, Text: text})
+	}
+	if in := p.Ingest; in != nil {
+		// Lines another command ingested meanwhile are not appended twice.
+		var lines []state.Event
+		for _, e := range in.events {
+			if e.BridgeSeq > sp.BridgeSeq {
+				lines = append(lines, e)
+			}
+		}
+		if len(lines) > 0 && lines[0].BridgeSeq == sp.BridgeSeq+1 {
+			evs = append(evs, lines...)
+			sp.BridgeSeq = lines[len(lines)-1].BridgeSeq
+		}
+	}
+	v := p.Verdict
+	if fresh.Generation != p.Spore.Generation || fresh.BreakerOpen != p.Spore.BreakerOpen {
+		// A newer wish: judge again what was observed against it.
+		v = Health(fresh.Desired, p.Observed, fresh.BreakerOpen)
+	}
+	reason := v.Code
+	health := string(v.Effective)
+	switch {
+	case p.OpenBreaker && !sp.BreakerOpen:
+		sp.BreakerOpen, sp.Failures = true, p.Failures
+		health, reason = string(Error), ReasonBreakerOpen
+		ev(state.KindBreaker, "opened", fmt.Sprintf("%d crashes in %s (last: %s); no more respawns until `sporectl reset %s`",
+			len(p.Failures), p.windowOf(), v.Text, sp.ID))
+	case p.Start && p.StartErr == nil && p.issued != nil && !p.issued.used.Load():
+		// The runtime found it running: a racing command started it and
+		// records that start itself.
+		return sp, evs
+	case p.Start && p.StartErr == nil:
+		if p.Crash {
+			sp.Restarts++
+			sp.Failures, sp.NotBefore = p.Failures, p.NotBefore
+			ev(state.KindLifecycle, "restart", fmt.Sprintf("restart %d after %s (%d crash(es) in the window; next respawn not before %s)",
+				sp.Restarts, v.Text, len(p.Failures), p.NotBefore.UTC().Format(time.RFC3339)))
+		} else {
+			ev(state.KindLifecycle, "start", "started on its home")
+		}
+		health, reason = healthStarting, ""
+	case p.Start:
+		// The runtime refused: it stays Dead, and the next start counts.
+		if p.Crash {
+			sp.Failures, sp.NotBefore = p.Failures, p.NotBefore
+		}
+		health, reason = string(Dead), "StartFailed"
+		ev(state.KindLifecycle, "start-failed", "the runtime could not start it: "+p.StartErr.Error())
+	case p.Stop && p.StopErr == nil:
+		ev(state.KindLifecycle, "stop", fmt.Sprintf("ended its processes (%s)", v.Text))
+		health, reason = string(Health(fresh.Desired, Observed{Pod: PodAbsent}, false).Effective), ""
+	}
+	if p.ClearFailures && len(sp.Failures) > 0 && !sp.BreakerOpen {
+		sp.Failures, sp.NotBefore = nil, time.Time{}
+	}
+	if health != sp.Health || string(reason) != sp.HealthReason {
+		// Starts and stops have their own event; a spore first seen asleep
+		// (a store from before health was recorded) is no news.
+		quiet := health == healthStarting || p.Stop && p.StopErr == nil ||
+			sp.Health == "" && (Effective(health) == Paused || Effective(health) == Stopped)
+		if !quiet {
+			text := health
+			if v.Text != "" {
+				text += ": " + v.Text
+			}
+			if p.Ingest != nil && p.Ingest.problem != "" && reason == p.Ingest.problem {
+				text += " (" + p.Ingest.detail + ")"
+			}
+			ev(state.KindLifecycle, "health", text)
+		}
+		sp.Health, sp.HealthReason = health, string(reason)
+	}
+	for _, d := range p.Delivered {
+		if d.Err != nil {
+			continue
+		}
+		text := fmt.Sprintf("prompt %s delivered", d.Entry.ID)
+		switch {
+		case d.Duplicate:
+			text += " (the bridge had it already)"
+		case d.Position > 0:
+			text += fmt.Sprintf(", queued at position %d", d.Position)
+		}
+		ev(state.KindLifecycle, "delivered", text)
+	}
+	return sp, evs
+}
+
+// windowOf is the breaker window the plan used (kept for the event text).
+func (p *SporePlan) windowOf() time.Duration {
+	if len(p.Failures) < 2 {
+		return 0
+	}
+	return p.Failures[len(p.Failures)-1].Sub(p.Failures[0])
+}

@@ -1,0 +1,35 @@
+package reconcile
+
+// Reason is the stable name of why a spore is in its state. Each one is
+// documented in docs/health.md; scripts may match on them.
+type Reason string
+
+// Reasons observed of the runtime or the bridge.
+const (
+	ReasonObservationFailed Reason = "ObservationFailed" // the runtime could not be observed
+	ReasonMultiplePods      Reason = "MultiplePods"      // more than one pod or process tree
+	ReasonOOMKilled         Reason = "OOMKilled"         // the kernel ended it for memory
+	ReasonEvicted           Reason = "Evicted"           // the node evicted the pod
+	ReasonExited            Reason = "Exited"            // its process ended (local runtime)
+	ReasonBridgeNotAnswer   Reason = "BridgeNotAnswering"
+	ReasonBridgeRefused     Reason = "BridgeRefused"   // the way to the bridge refused the call (API server proxy 400/403)
+	ReasonBridgeUnhealthy   Reason = "BridgeUnhealthy" // the bridge answers but cannot append to its log
+	ReasonNoEndpoint        Reason = "NoBridgeEndpoint"
+)
+
+// Reasons the plan derives.
+const (
+	ReasonNothingRunning  Reason = "NothingRunning"
+	ReasonFailed          Reason = "Failed"
+	ReasonPending         Reason = "Pending"
+	ReasonTerminating     Reason = "Terminating"
+	ReasonRunsWhileAsleep Reason = "RunsWhileAsleep"
+	ReasonUnknown         Reason = "RuntimeUnknown"
+	ReasonBridgeUnknown   Reason = "BridgeUnknown"
+	ReasonAgentBackoff    Reason = "AgentBackoff"
+	ReasonAgentBlocked    Reason = "AgentBlocked"
+	ReasonBreakerOpen     Reason = "BreakerOpen"
+	ReasonBackingOff      Reason = "BackingOff" // dead, and its next respawn is not due yet
+	ReasonIngestGap       Reason = "IngestGap"  // the bridge's numbers skip, repeat or go back
+	ReasonBridgeLogLost   Reason = "BridgeLogLost"
+)

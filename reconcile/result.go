@@ -1,0 +1,36 @@
+package reconcile
+
+import (
+	"github.com/sporectl/sporectl/state"
+)
+
+// SporeHealth is one spore as a pass saw it: its desired state from the
+// snapshot, what was observed, and the effective health that follows.
+// Its JSON is exactly `status -o json`'s documented shape (DESIGN
+// "Commands"); the fields without a JSON name are for views and commands.
+type SporeHealth struct {
+	ID        string        `json:"id"`
+	Colony    string        `json:"colony"`
+	Rank      state.Rank    `json:"rank"`
+	Swarm     string        `json:"-"`
+	Role      string        `json:"-"`
+	Desired   state.Desired `json:"desired"`
+	Observed  Observed      `json:"observed"`
+	Effective Effective     `json:"effective"`
+	// Reason is a sentence for a person; Code the reason's stable name
+	// (docs/health.md lists them), "" when there is nothing to say.
+	Reason string `json:"reason"`
+	Code   Reason `json:"-"`
+	// LastSeq is the last event in the store's log after the pass's commit.
+	LastSeq uint64 `json:"last_seq"`
+	// Pending counts outbox entries not yet delivered.
+	Pending int `json:"-"`
+}
+
+// Result is what one pass saw and did, sorted by spore id.
+type Result struct {
+	Spores []SporeHealth `json:"spores"`
+	// Orphans are ids of runtime objects marked as sporectl's with no
+	// spore in the store (only when the pass covered the whole fleet).
+	Orphans []string `json:"orphans,omitempty"`
+}

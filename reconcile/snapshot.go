@@ -1,0 +1,100 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// Snapshot is what a pass reads of the store, once, in one read-only
+// transaction: nothing later in the pass reads the store again until the
+// commit, which re-checks what it writes over.
+type Snapshot struct {
+	Settings state.Settings
+	// Spores are the spores the pass covers, by id order.
+	Spores []state.Spore
+	// Known is every id in the store (orphans are told apart by it).
+	Known []string
+	Heads map[string]state.SporeHead
+	// Pending is every covered spore's undelivered outbox, in queue order.
+	Pending map[string][]state.OutboxEntry
+	// Missing are named ids that are not in the store.
+	Missing []error
+}
+
+// Load reads the snapshot. With ids, only those spores are covered (the
+// missing ones are listed, not fatal); without, the whole fleet.
+func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) {
+	snap := &Snapshot{}
+	err := st.View(ctx, func(tx state.Tx) error {
+		var err error
+		if snap.Settings, err = tx.Settings(ctx); err != nil {
+			return err
+		}
+		all, err := tx.Spores(ctx)
+		if err != nil {
+			return err
+		}
+		byID := make(map[string]state.Spore, len(all))
+		snap.Known = make([]string, len(all))
+		for i, s := range all {
+			snap.Known[i] = s.ID
+			byID[s.ID] = s
+		}
+		if len(ids) == 0 {
+			snap.Spores = all
+		} else {
+			seen := map[string]bool{}
+			for _, id := range ids {
+				s, ok := byID[id]
+				switch {
+				case seen[id]:
+					continue
+				case !ok:
+					snap.Missing = append(snap.Missing, &missingError{id})
+					continue
+				}
+				seen[id] = true
+				snap.Spores = append(snap.Spores, s)
+			}
+		}
+		if snap.Heads, err = tx.Heads(ctx); err != nil {
+			return err
+		}
+		pending, err := tx.Pending(ctx)
+		if err != nil {
+			return err
+		}
+		snap.Pending = make(map[string][]state.OutboxEntry)
+		for _, s := range snap.Spores {
+			if p := pending[s.ID]; len(p) > 0 {
+				snap.Pending[s.ID] = p
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// IDs are the covered spores' ids.
+func (s *Snapshot) IDs() []string {
+	out := make([]string, len(s.Spores))
+	for i, sp := range s.Spores {
+		out[i] = sp.ID
+	}
+	return out
+}
+
+// missingError is a named spore that is not in the store; it wraps
+// state.ErrNotFound so every backend says it the same way.
+type missingError struct{ id string }
+
+func (e *missingError) Error() string { return "spore " + e.id + " not found" }
+func (e *missingError) Unwrap() error { return state.ErrNotFound }
+
+// ErrMissing joins the snapshot's missing ids, nil when none.
+func (s *Snapshot) ErrMissing() error { return errors.Join(s.Missing...) }
