@@ -26,6 +26,9 @@ type Log struct {
 	path string
 
 	appendMu sync.Mutex // serialises Append
+	// torn: the last Append failed after its bytes may have reached the
+	// file past size; guarded by appendMu.
+	torn bool
 
 	mu     sync.RWMutex // guards the fields below
 	f      *os.File
@@ -83,10 +86,21 @@ func (l *Log) Append(ctx context.Context, at time.Time, lines []json.RawMessage)
 		buf = appendRecord(buf, Record{Seq: seq + uint64(i) + 1, At: at, Line: line})
 	}
 	last = seq + uint64(len(lines))
+	if l.torn {
+		// A failed batch may have left bytes past the committed end; a
+		// retry shorter than them (times vary in length) would leave whole
+		// stale lines behind it, which the next open calls corruption.
+		if err := f.Truncate(size); err != nil {
+			return 0, 0, fmt.Errorf("cut a failed batch off %s: %w", l.path, err)
+		}
+		l.torn = false
+	}
 	if _, err := writeAt(f, buf, size); err != nil {
+		l.torn = true
 		return 0, 0, fmt.Errorf("append lines %d-%d to %s: %w", first, last, l.path, err)
 	}
 	if err := syncFile(f); err != nil {
+		l.torn = true
 		return 0, 0, fmt.Errorf("fsync lines %d-%d to %s: %w", first, last, l.path, err)
 	}
 	l.mu.Lock()

@@ -222,6 +222,30 @@ func TestDiskFullLosesNothingNumbered(t *testing.T) {
 	}
 }
 
+// A failed batch longer than its retry must not leave whole stale records
+// behind the retry (found when times of different lengths made the retry
+// shorter by chance).
+func TestDiskFullRetryShorterThanTheFailedBatch(t *testing.T) {
+	ctx := context.Background()
+	l, path := openTemp(t)
+	orig := writeAt
+	t.Cleanup(func() { writeAt = orig })
+	writeAt = func(f *os.File, b []byte, off int64) (int, error) {
+		n, _ := f.WriteAt(b, off) // all of it reached the disk, then ENOSPC
+		return n, syscall.ENOSPC
+	}
+	_, _, err := l.Append(ctx, time.Now(), lines(strings.Repeat("long", 50), 6))
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	writeAt = orig
+	_, _, err = l.Append(ctx, time.Now(), lines("x", 1))
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	l2, err := Open(ctx, path, nil)
+	require.NoError(t, err, "the retry left the failed batch's records behind it")
+	defer l2.Close()
+	require.Len(t, readAll(t, l2, 0), 1)
+}
+
 func TestWaitWakesOnAppend(t *testing.T) {
 	ctx := context.Background()
 	l, _ := openTemp(t)
