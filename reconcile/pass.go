@@ -31,6 +31,10 @@ type Pass struct {
 	// fleet (defaults DefaultObserveDeadline, DefaultIngestDeadline).
 	ObserveDeadline time.Duration
 	IngestDeadline  time.Duration
+	// Progress, when set, hears of each step's end with the number of
+	// spores the pass covers (the CLI prints it for large fleets on a
+	// terminal).
+	Progress func(step string, spores int, detail string)
 }
 
 // Projector writes views from a pass's result. full says the result
@@ -77,12 +81,20 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 		return nil, err
 	}
 	out := &Outcome{Missing: snap.ErrMissing()}
+	n := len(snap.Spores)
+	ps.progress("load", n, "")
 	policy := snap.Settings.Recovery.WithDefaults()
 
 	obs := observation{spores: map[string]Observed{}}
 	rt, err := ps.Runtime(ctx, snap.Settings)
 	if err == nil {
 		obs, err = observe(ctx, rt, ps.dial(), snap.Known, snap.IDs(), orDefault(ps.ObserveDeadline, DefaultObserveDeadline))
+	}
+	for _, id := range snap.IDs() {
+		if o := obs.spores[id]; o.BridgeErr != nil {
+			// -v says which: not answering, refused on the way, no endpoint.
+			ps.logger().Info("bridge not up", "spore", id, "reason", o.BridgeProblem, "err", o.BridgeErr)
+		}
 	}
 	if err != nil {
 		out.ObserveErr = err
@@ -92,6 +104,7 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 		}
 	}
 
+	ps.progress("observe", n, fmt.Sprintf("%d bridge(s) answered", len(obs.clients)))
 	var got map[string]*ingested
 	if !opt.DryRun {
 		got = ingest(ctx, snap.Spores, obs, orDefault(ps.IngestDeadline, DefaultIngestDeadline))
@@ -127,13 +140,22 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 		out.Orphans = orphansOf(opt, obs)
 		return out, nil
 	}
+	if got != nil {
+		lines := 0
+		for _, in := range got {
+			lines += len(in.events)
+		}
+		ps.progress("ingest", n, fmt.Sprintf("%d line(s)", lines))
+	}
 	if err := ps.act(ctx, rt, plans, obs); err != nil {
 		return nil, err
 	}
+	ps.progress("act", n, "")
 	last, err := ps.commit(ctx, plans, now)
 	if err != nil {
 		return nil, fmt.Errorf("commit the pass: %w", err)
 	}
+	ps.progress("commit", n, "")
 	out.Result = result(snap, plans, last)
 	out.Orphans = orphansOf(opt, obs)
 	if opt.Project && ps.Project != nil {
@@ -177,6 +199,12 @@ func orphansOf(opt Options, obs observation) []string {
 		return nil
 	}
 	return obs.orphans
+}
+
+func (ps *Pass) progress(step string, n int, detail string) {
+	if ps.Progress != nil {
+		ps.Progress(step, n, detail)
+	}
 }
 
 func (ps *Pass) now() time.Time {

@@ -17,3 +17,14 @@ type IOStreams struct {
 func SystemIO() IOStreams {
 	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 }
+
+// isTerminal reports whether w is a terminal (progress and colour only
+// go to one).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -13,6 +13,10 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
+// progressFleet is the fleet size from which reconcile reports its steps
+// on a terminal.
+const progressFleet = 100
+
 type reconcileOptions struct {
 	f      *Factory
 	IDs    []string
@@ -55,6 +59,14 @@ func (o *reconcileOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	ps := o.f.Pass(st)
+	if isTerminal(o.f.IO.ErrOut) {
+		start := time.Now()
+		ps.Progress = func(step string, n int, detail string) {
+			if n >= progressFleet {
+				fmt.Fprintf(o.f.IO.ErrOut, "reconcile: %-7s %d spores  %6.2fs  %s\n", step, n, time.Since(start).Seconds(), detail)
+			}
+		}
+	}
 	views := o.Views
 	if views == "" && st.Info().Backend == "dir" {
 		views = filepath.Join(st.Info().Location, "views")
