@@ -3,8 +3,9 @@
 # `make test` is the one command that passes every test on a fresh machine:
 # it installs (or finds in the cache outside the repo) what the tests run
 # for real — Claude Code, PostgreSQL, kube-apiserver and etcd — and runs
-# `go test ./...`. Set CI=true to make a missing dependency fail the tests
-# instead of skipping them.
+# `go test -race ./...` (the whole suite runs under the race detector: the
+# pass, the stores and the bridge are concurrent). Set CI=true to make a
+# missing dependency fail the tests instead of skipping them.
 
 GO       ?= go
 BIN      ?= bin/sporectl
@@ -25,7 +26,7 @@ deps:
 
 test:
 	@set -e; deps="$$(bash .ci/deps.sh)"; eval "$$deps"; \
-	$(GO) test -count=1 -timeout 60m ./...
+	$(GO) test -race -count=1 -timeout 60m ./...
 
 # test-short runs only what needs no external component.
 test-short:

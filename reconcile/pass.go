@@ -182,9 +182,14 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64) Result {
 				pending--
 			}
 		}
+		v := p.Verdict
+		if p.OpenBreaker {
+			// Committed in this pass: the spore is Error from now on.
+			v = Health(sp.Desired, p.Observed, true)
+		}
 		r.Spores = append(r.Spores, SporeHealth{
 			ID: sp.ID, Colony: sp.Colony, Rank: sp.Rank, Swarm: sp.Swarm, Role: sp.Role, Desired: sp.Desired,
-			Observed: p.Observed, Effective: p.Verdict.Effective, Reason: p.Verdict.Text, Code: p.Verdict.Code,
+			Observed: p.Observed, Effective: v.Effective, Reason: v.Text, Code: v.Code,
 			LastSeq: lastSeq, Pending: pending,
 		})
 	}

@@ -176,10 +176,12 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 	}
 	reason := v.Code
 	health := string(v.Effective)
+	text := v.Text
 	switch {
 	case p.OpenBreaker && !sp.BreakerOpen:
 		sp.BreakerOpen, sp.Failures = true, p.Failures
 		health, reason = string(Error), ReasonBreakerOpen
+		text = "circuit breaker open"
 		ev(state.KindBreaker, "opened", fmt.Sprintf("%d crashes in %s (last: %s); no more respawns until `sporectl reset %s`",
 			len(p.Failures), p.windowOf(), v.Text, sp.ID))
 	case p.Start && p.StartErr == nil && p.issued != nil && !p.issued.used.Load():
@@ -216,9 +218,10 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		quiet := health == healthStarting || p.Stop && p.StopErr == nil ||
 			sp.Health == "" && (Effective(health) == Paused || Effective(health) == Stopped)
 		if !quiet {
-			text := health
-			if v.Text != "" {
-				text += ": " + v.Text
+			if text != "" {
+				text = health + ": " + text
+			} else {
+				text = health
 			}
 			if p.Ingest != nil && p.Ingest.problem != "" && reason == p.Ingest.problem {
 				text += " (" + p.Ingest.detail + ")"

@@ -19,7 +19,9 @@ type chatOptions struct {
 	Follow bool
 }
 
-func newCmdChat(f *Factory) *cobra.Command {
+// newCmdChat builds the command; runF, when not nil, is called instead of
+// the run function (tests check flag parsing with it).
+func newCmdChat(f *Factory, runF func(context.Context, *chatOptions) error) *cobra.Command {
 	o := &chatOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "chat ID",
@@ -36,6 +38,9 @@ restarts. -o json prints the store's events instead of text.`,
 		Args: sporeIDs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ID = args[0]
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return o.run(cmd.Context())
 		},
 	}

@@ -26,7 +26,9 @@ type promptOptions struct {
 	Timeout time.Duration
 }
 
-func newCmdPrompt(f *Factory) *cobra.Command {
+// newCmdPrompt builds the command; runF, when not nil, is called instead of
+// the run function (tests check flag parsing with it).
+func newCmdPrompt(f *Factory, runF func(context.Context, *promptOptions) error) *cobra.Command {
 	o := &promptOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "prompt ID TEXT|-",
@@ -67,6 +69,9 @@ not empty, and at most 256 KiB.`,
 			}
 			if o.Timeout < 0 {
 				return usageErrorf("invalid value %s for --timeout: must be 0 or more", o.Timeout)
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},

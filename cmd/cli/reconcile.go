@@ -24,7 +24,9 @@ type reconcileOptions struct {
 	Views  string
 }
 
-func newCmdReconcile(f *Factory) *cobra.Command {
+// newCmdReconcile builds the command; runF, when not nil, is called instead of
+// the run function (tests check flag parsing with it).
+func newCmdReconcile(f *Factory, runF func(context.Context, *reconcileOptions) error) *cobra.Command {
 	o := &reconcileOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "reconcile [ID...]",
@@ -44,6 +46,9 @@ itself failed (docs/exit-codes.md).`,
 		Args: optionalSporeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return o.run(cmd.Context())
 		},
 	}
@@ -153,7 +158,9 @@ type resetOptions struct {
 	IDs []string
 }
 
-func newCmdReset(f *Factory) *cobra.Command {
+// newCmdReset builds the command; runF, when not nil, is called instead of
+// the run function (tests check flag parsing with it).
+func newCmdReset(f *Factory, runF func(context.Context, *resetOptions) error) *cobra.Command {
 	o := &resetOptions{f: f}
 	return &cobra.Command{
 		Use:   "reset ID...",
@@ -166,6 +173,9 @@ again from the bridge's line 1, after the lines the store already holds.`,
 		Args: sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return o.run(cmd.Context())
 		},
 	}

@@ -16,7 +16,9 @@ type statusOptions struct {
 	IDs []string
 }
 
-func newCmdStatus(f *Factory) *cobra.Command {
+// newCmdStatus builds the command; runF, when not nil, is called instead of
+// the run function (tests check flag parsing with it).
+func newCmdStatus(f *Factory, runF func(context.Context, *statusOptions) error) *cobra.Command {
 	o := &statusOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "status [ID...]",
@@ -33,6 +35,9 @@ the store (orphans: listed, never removed by status).`,
 		Args: optionalSporeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return o.run(cmd.Context())
 		},
 	}

@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/state"
+)
+
+// fakeColony is a store whose runtime is reconciletest's fake, with echo
+// answers, so the commands on the pass run in-process in milliseconds.
+type fakeColony struct {
+	t     *testing.T
+	store string
+	rt    *reconciletest.Runtime
+	now   time.Time
+}
+
+func newFakeColony(t *testing.T) *fakeColony {
+	t.Helper()
+	c := &fakeColony{t: t, store: filepath.Join(t.TempDir(), "store"), rt: reconciletest.New(), now: testNow}
+	c.rt.AgentLines = func(p bridge.PromptRequest) []string {
+		b, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]string{"type": "text", "text": "echo: " + p.Text}}}})
+		return []string{string(b)}
+	}
+	c.ok("init", "--backoff-initial", "1s")
+	return c
+}
+
+func (c *fakeColony) run(stdin string, args ...string) result {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	f := NewFactory(IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errb})
+	f.Now = func() time.Time { return c.now }
+	f.Getenv = func(k string) string {
+		switch k {
+		case EnvStore:
+			return c.store
+		case "USER":
+			return "alice"
+		}
+		return ""
+	}
+	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
+	f.Dial = c.rt.Dial
+	code := RunWith(context.Background(), f, args)
+	return result{out.String(), errb.String(), code}
+}
+
+func (c *fakeColony) ok(args ...string) string {
+	c.t.Helper()
+	r := c.run("", args...)
+	require.Equal(c.t, 0, r.code, "sporectl %s: %s", strings.Join(args, " "), r.err)
+	return r.out
+}
+
+func TestPromptDeliversQueuesOrRefuses(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a")
+
+	r := c.run("", "prompt", "a", "hi")
+	require.Equal(t, ExitAsleep, r.code, r.err)
+	require.Contains(t, r.err, "spore a is asleep")
+	require.NotContains(t, c.ok("events", "a", "-o", "json"), `"kind": "prompt"`, "a refused prompt writes nothing")
+
+	out := c.ok("prompt", "a", "hi", "--wake", "--timeout", "5s")
+	require.Contains(t, out, "delivered to spore/a")
+	require.Len(t, c.rt.BridgeOf("a").Prompts(), 1)
+	require.Equal(t, "user:alice", c.rt.BridgeOf("a").Prompts()[0].From)
+
+	c.rt.BridgeOf("a").SetState(bridge.StateWorking)
+	r = c.run("from stdin", "prompt", "a", "-", "-o", "json")
+	require.Equal(t, 0, r.code, r.err)
+	out = r.out
+	var res promptResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res))
+	require.Equal(t, "delivered", res.State)
+
+	// Dead: accepted, waits in the outbox; reconcile heals and delivers.
+	c.rt.Kill("a", "Exited")
+	out = c.ok("prompt", "a", "are you back?")
+	require.Contains(t, out, "waiting in the outbox")
+	require.Equal(t, ExitUnhealthy, c.run("", "reconcile").code, "restarted, not yet seen up")
+	c.ok("reconcile")
+	prompts := c.rt.BridgeOf("a").Prompts()
+	require.Len(t, prompts, 3)
+	require.Equal(t, "are you back?", prompts[2].Text)
+}
+
+func TestPromptRejectsBadText(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake")
+	for name, tc := range map[string]struct {
+		args  []string
+		stdin string
+		msg   string
+	}{
+		"empty":       {[]string{"prompt", "a", "  "}, "", "the prompt is empty"},
+		"not utf-8":   {[]string{"prompt", "a", "-"}, "bad \xff", "not valid UTF-8"},
+		"too big":     {[]string{"prompt", "a", "-"}, strings.Repeat("x", bridge.MaxPromptBytes+1), "at most 262144"},
+		"bad sender":  {[]string{"prompt", "a", "hi", "--from", "evil\x1b[2J"}, "", "--from"},
+		"no text":     {[]string{"prompt", "a"}, "", "takes a spore id and the prompt text"},
+		"bad id":      {[]string{"prompt", "A", "hi"}, "", "invalid spore id"},
+		"missing":     {[]string{"prompt", "ghost", "hi"}, "", "not found"},
+		"neg timeout": {[]string{"prompt", "a", "hi", "--timeout", "-1s"}, "", "--timeout"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := c.ok("events", "a", "-o", "json")
+			r := c.run(tc.stdin, tc.args...)
+			require.NotEqual(t, 0, r.code)
+			require.Contains(t, r.err, tc.msg)
+			require.Equal(t, before, c.ok("events", "a", "-o", "json"), "a refused prompt wrote something")
+		})
+	}
+}
+
+func TestChatShowsTheConversationSafely(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake")
+	c.ok("reconcile")
+	c.ok("prompt", "a", "hello")
+	c.rt.BridgeOf("a").Write("\x1b[31mred\x1b[0m not json")
+	out := c.ok("chat", "a")
+	require.Contains(t, out, "[user:alice] hello")
+	require.Contains(t, out, "echo: hello")
+	require.NotContains(t, out, "\x1b", "an escape sequence reached the terminal")
+
+	// Asleep: still readable from the store.
+	c.ok("sleep", "a")
+	require.Contains(t, c.ok("chat", "a"), "echo: hello")
+	out = c.ok("chat", "a", "-o", "json")
+	var doc eventList
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	require.NotEmpty(t, doc.Events)
+	require.Equal(t, ExitNotFound, c.run("", "chat", "ghost").code)
+}
+
+func TestReconcileHealsBreaksAndResets(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("init", "--breaker-failures", "2")
+	c.ok("create", "a", "--wake")
+	c.ok("reconcile")
+	require.Equal(t, 1, c.rt.Calls("Start"))
+	require.Contains(t, c.ok("status"), "Healthy")
+
+	c.rt.Kill("a", "OOMKilled")
+	r := c.run("", "reconcile")
+	require.Equal(t, ExitUnhealthy, r.code)
+	require.Contains(t, r.err, "a restart: after OOMKilled")
+	require.Equal(t, 2, c.rt.Calls("Start"))
+
+	c.rt.Kill("a", "OOMKilled")
+	c.now = c.now.Add(2 * time.Second)
+	r = c.run("", "reconcile", "-o", "json")
+	require.Equal(t, ExitUnhealthy, r.code)
+	var rep reconcileReport
+	require.NoError(t, json.Unmarshal([]byte(r.out), &rep))
+	require.Equal(t, "open-breaker", rep.Actions[0].Action)
+	require.Equal(t, reconcile.Error, rep.Spores[0].Effective)
+
+	r = c.run("", "wake", "a")
+	require.Equal(t, ExitUnhealthy, r.code)
+	require.Contains(t, r.err, "sporectl reset a")
+	require.Equal(t, 2, c.rt.Calls("Start"), "an open breaker holds against wake too")
+
+	c.ok("reset", "a")
+	require.Equal(t, ExitUnhealthy, c.run("", "reconcile").code, "started, not yet seen up")
+	require.Equal(t, 3, c.rt.Calls("Start"))
+	c.ok("reconcile")
+	events := c.ok("events", "a")
+	for _, want := range []string{"restart 1 after OOMKilled", "opened: 2 crashes", "health: Error: circuit breaker open", "reset", "health: Healthy"} {
+		require.Contains(t, events, want)
+	}
+}
+
+func TestReconcileDryRunChangesNothing(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake")
+	c.rt.Kill("a", "Exited")
+	require.Equal(t, ExitUnhealthy, c.run("", "status", "a").code) // records Dead
+	before := treeHash(t, c.store)
+	r := c.run("", "reconcile", "--dry-run", "-o", "json")
+	require.Equal(t, ExitUnhealthy, r.code, r.err)
+	var rep reconcileReport
+	require.NoError(t, json.Unmarshal([]byte(r.out), &rep))
+	require.True(t, rep.DryRun)
+	require.Equal(t, "restart", rep.Actions[0].Action)
+	require.Equal(t, before, treeHash(t, c.store), "--dry-run wrote to the store")
+	require.Equal(t, 1, c.rt.Calls("Start"), "--dry-run started something")
+}
+
+func TestReconcileTwiceWritesNothing(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake")
+	c.ok("create", "b")
+	c.ok("prompt", "a", "hi")
+	c.ok("reconcile")
+	c.ok("reconcile")
+	before := treeHash(t, c.store)
+	c.ok("reconcile")
+	c.ok("status")
+	require.Equal(t, before, treeHash(t, c.store), "a pass with nothing new changed the store or its views")
+}
+
+func TestInitRecoveryFlags(t *testing.T) {
+	c := newFakeColony(t)
+	r := c.run("", "init", "--backoff-max", "500ms")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.err, "--backoff-max")
+	r = c.run("", "init", "--breaker-failures", "-1")
+	require.Equal(t, ExitUsage, r.code)
+	require.Contains(t, r.err, "--breaker-failures")
+	require.Contains(t, c.ok("init", "--healthy-after", "1h"), "configured")
+}
