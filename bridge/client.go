@@ -18,6 +18,12 @@ import (
 // top of it.
 const DefaultTimeout = 10 * time.Second
 
+// TokenHeader carries the bare bearer token for callers whose
+// Authorization header is taken: through the Kubernetes API server's pod
+// proxy, Authorization authenticates the caller to the API server, which
+// drops it before proxying. The bridge accepts either (docs/bridge.md).
+const TokenHeader = "X-Sporectl-Bridge-Token"
+
 // Client talks to one bridge.
 type Client struct {
 	base    *url.URL

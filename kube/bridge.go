@@ -12,14 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
 )
-
-// BridgeTokenHeader carries the bridge token through the API server's pod
-// proxy. The API server consumes the Authorization header to authenticate
-// sporectl itself and drops it before proxying, so the bridge's own bearer
-// token has to travel in a header of its own on that path.
-const BridgeTokenHeader = "X-Sporectl-Bridge-Token"
 
 // Bridge says how to reach the spore's bridge:
 //
@@ -28,7 +23,8 @@ const BridgeTokenHeader = "X-Sporectl-Bridge-Token"
 //     allows from sporectl's pods only;
 //   - from outside (an operator's laptop), through the API server's pod
 //     proxy, authenticated as the kubeconfig's user; the returned client
-//     moves the bridge's bearer token into BridgeTokenHeader.
+//     moves the bridge's bearer token into bridge.TokenHeader, since the
+//     API server takes Authorization for itself.
 //
 // The token is read from the spore's Secret, its only copy.
 func (r *Runtime) Bridge(ctx context.Context, id string) (reconcile.BridgeEndpoint, error) {
@@ -104,14 +100,21 @@ func (r *Runtime) proxied(id string, port int) (reconcile.BridgeEndpoint, error)
 		return reconcile.BridgeEndpoint{}, fmt.Errorf("API client: %w", err)
 	}
 	hc.Transport = moveBridgeToken{next: hc.Transport}
-	base.Path = strings.TrimRight(base.Path, "/") + fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy",
-		url.PathEscape(r.opts.Namespace), ObjectName(id), port)
-	return reconcile.BridgeEndpoint{BaseURL: base.String(), Client: hc}, nil
+	return reconcile.BridgeEndpoint{BaseURL: podProxyURL(base, r.opts.Namespace, ObjectName(id), port), Client: hc}, nil
+}
+
+// podProxyURL is the address of port on the pod through the API server at
+// base (which may carry a path prefix).
+func podProxyURL(base *url.URL, namespace, pod string, port int) string {
+	u := *base
+	u.Path = strings.TrimRight(u.Path, "/") + fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy",
+		url.PathEscape(namespace), pod, port)
+	return u.String()
 }
 
 // moveBridgeToken lets callers set Authorization: Bearer <bridge token>
 // the same way on both paths; on the proxy path it becomes
-// BridgeTokenHeader and the API credentials take Authorization.
+// bridge.TokenHeader and the API credentials take Authorization.
 type moveBridgeToken struct{ next http.RoundTripper }
 
 func (m moveBridgeToken) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -121,7 +124,7 @@ func (m moveBridgeToken) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	req = req.Clone(req.Context())
 	req.Header.Del("Authorization")
-	req.Header.Set(BridgeTokenHeader, strings.TrimSpace(strings.TrimPrefix(auth, "Bearer ")))
+	req.Header.Set(bridge.TokenHeader, strings.TrimSpace(strings.TrimPrefix(auth, "Bearer ")))
 	return m.next.RoundTrip(req)
 }
 

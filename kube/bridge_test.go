@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
 )
@@ -50,17 +51,17 @@ func TestBridgeFromOutsideGoesThroughPodProxy(t *testing.T) {
 	var gotAuth, gotToken string
 	l, err := host.Listen(0)
 	require.NoError(t, err)
-	bridge := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		gotAuth, gotToken = r.Header.Get("Authorization"), r.Header.Get(kube.BridgeTokenHeader)
+	fakeBridge := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotToken = r.Header.Get("Authorization"), r.Header.Get(bridge.TokenHeader)
 		if r.URL.Path != "/v1/status" || gotToken != want {
 			http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"state": "idle", "last_seq": 7})
 	}))
-	bridge.Listener = l
-	bridge.Start()
-	t.Cleanup(bridge.Close)
+	fakeBridge.Listener = l
+	fakeBridge.Start()
+	t.Cleanup(fakeBridge.Close)
 	port := l.Addr().(*net.TCPAddr).Port
 
 	// Operators reach bridges with their own credentials (pods/proxy is not

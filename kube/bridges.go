@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,10 +93,7 @@ func (r *Runtime) BridgeEndpoints(ctx context.Context, ids []string) (map[string
 		if tok == "" {
 			continue
 		}
-		u := *base
-		u.Path = strings.TrimRight(u.Path, "/") + fmt.Sprintf("/api/v1/namespaces/%s/pods/%s:%d/proxy",
-			url.PathEscape(r.opts.Namespace), ObjectName(id), port)
-		out[id] = reconcile.BridgeEndpoint{BaseURL: u.String(), Token: tok, Client: hc}
+		out[id] = reconcile.BridgeEndpoint{BaseURL: podProxyURL(base, r.opts.Namespace, ObjectName(id), port), Token: tok, Client: hc}
 	}
 	return out, nil
 }

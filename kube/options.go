@@ -1,17 +1,15 @@
 package kube
 
 import (
+	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/state"
 )
 
-// Defaults the issue fixes for a spore whose spec and store leave a field
-// empty.
 const (
-	DefaultStorageClass = "local-path"
-	DefaultStorage      = "5Gi"
-	DefaultCPU          = "2"
-	DefaultMemory       = "3Gi"
-	DefaultImage        = "ghcr.io/sporectl/spore:latest"
+	// DefaultImage is the spore image when neither the spore, the store's
+	// default spec nor its settings name one. The other spec defaults are
+	// the store's (state.DefaultSpec).
+	DefaultImage = "ghcr.io/sporectl/spore:latest"
 	// BridgePort is where the bridge listens inside the pod.
 	BridgePort = 8080
 	// HomePath is where the claim is mounted.
@@ -35,7 +33,8 @@ type Options struct {
 	// BridgePort overrides the port Bridge dials (tests only; pods always
 	// listen on BridgePort).
 	BridgePort int
-	// Agent is what each pod's bridge runs: "claude" (default) or "echo".
+	// Agent is what each pod's bridge runs: a kind of bridge/agent,
+	// agent.Default when empty.
 	Agent string
 }
 
@@ -58,29 +57,16 @@ func OptionsFromSettings(s state.Settings, c Cluster) Options {
 }
 
 // spec fills the spore's empty spec fields from the store's defaults and
-// then from the issue's.
+// then from state's (for a store whose settings lack a field).
 func (o Options) spec(s state.Spec) state.Spec {
-	pick := func(vals ...string) string {
-		for _, v := range vals {
-			if v != "" {
-				return v
-			}
-		}
-		return ""
-	}
-	return state.Spec{
-		Image:   pick(s.Image, o.DefaultSpec.Image, o.Image, DefaultImage),
-		CPU:     pick(s.CPU, o.DefaultSpec.CPU, DefaultCPU),
-		Memory:  pick(s.Memory, o.DefaultSpec.Memory, DefaultMemory),
-		Storage: pick(s.Storage, o.DefaultSpec.Storage, DefaultStorage),
-	}
+	return s.Or(o.DefaultSpec).Or(state.Spec{Image: o.Image}).Or(state.DefaultSpec()).Or(state.Spec{Image: DefaultImage})
 }
 
 func (o Options) storageClass() string {
 	if o.StorageClass != "" {
 		return o.StorageClass
 	}
-	return DefaultStorageClass
+	return state.DefaultStorageClass
 }
 
 func (o Options) apiURL() string {
@@ -92,7 +78,7 @@ func (o Options) apiURL() string {
 
 func (o Options) agent() string {
 	if o.Agent == "" {
-		return "claude"
+		return agent.Default
 	}
 	return o.Agent
 }

@@ -18,8 +18,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/flock"
 )
 
 // Config says where spores live and how to start their bridges.
@@ -28,7 +30,8 @@ type Config struct {
 	Root string
 	// Binary is the sporectl executable whose `bridge` command is run.
 	Binary string
-	// Agent is the bridge's agent: "claude" or "echo".
+	// Agent is the bridge's agent: a kind of bridge/agent, agent.Default
+	// when empty.
 	Agent string
 	// Env is extra environment for bridges (e.g. SPORECTL_CLAUDE_BIN,
 	// ANTHROPIC_BASE_URL); the home and PATH are set here.
@@ -56,7 +59,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, errors.New("local runtime: root and binary are required")
 	}
 	if cfg.Agent == "" {
-		cfg.Agent = "claude"
+		cfg.Agent = agent.Default
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 15 * time.Second
@@ -444,29 +447,18 @@ func freeAddr() (string, error) {
 	return "127.0.0.1:" + strconv.Itoa(l.Addr().(*net.TCPAddr).Port), nil
 }
 
-// lock serialises start/stop of one spore across processes.
+// lock serialises start/stop of one spore across processes. It waits as
+// long as ctx allows, and returns ctx.Err() itself when ctx ends first.
 func (r *Runtime) lock(ctx context.Context, id string) (func(), error) {
 	if err := os.MkdirAll(filepath.Join(r.cfg.Root, "run"), 0o700); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", id, err)
 	}
-	f, err := os.OpenFile(r.runPath(id, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	unlock, err := flock.Acquire(ctx, r.runPath(id, ".lock"), 0)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", id, err)
 	}
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", id, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return unlock, nil
 }

@@ -12,7 +12,7 @@ import (
 // schema migration.
 type Settings struct {
 	Runtime      string `json:"runtime"`                 // "local" or "kube"
-	Agent        string `json:"agent,omitempty"`         // "claude" (default) or "echo"
+	Agent        string `json:"agent,omitempty"`         // a kind of bridge/agent: "claude" (default) or "echo"
 	Namespace    string `json:"namespace,omitempty"`     // kube runtime
 	StorageClass string `json:"storage_class,omitempty"` // kube runtime
 	Image        string `json:"image,omitempty"`         // default spore image
@@ -21,6 +21,45 @@ type Settings struct {
 	// the defaults of RecoveryPolicy.WithDefaults. Stores refuse a policy
 	// that fails Validate.
 	Recovery RecoveryPolicy `json:"recovery,omitzero"`
+}
+
+// Defaults of a spore's spec and of the storage class of its home. A new
+// store takes them into its settings (init's flag defaults), so a spore
+// gets them from there; the kube runtime falls back to them only for a
+// field that both a spore's spec and its store leave empty.
+const (
+	DefaultCPU          = "2"
+	DefaultMemory       = "3Gi"
+	DefaultStorage      = "5Gi"
+	DefaultStorageClass = "local-path"
+)
+
+// DefaultSpec is a new store's Settings.DefaultSpec. It names no image: a
+// spore's image defaults to Settings.Image, then to the runtime's.
+func DefaultSpec() Spec {
+	return Spec{CPU: DefaultCPU, Memory: DefaultMemory, Storage: DefaultStorage}
+}
+
+// WithDefaults fills s's empty fields from the store's settings: the image
+// from Image, the rest from DefaultSpec. create records the result, so a
+// spore's spec is explicit and does not change when the store's defaults
+// do.
+func (s Spec) WithDefaults(st Settings) Spec {
+	return s.Or(Spec{Image: st.Image, CPU: st.DefaultSpec.CPU, Memory: st.DefaultSpec.Memory, Storage: st.DefaultSpec.Storage})
+}
+
+// Or returns s with each empty field taken from d.
+func (s Spec) Or(d Spec) Spec {
+	fill := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	fill(&s.Image, d.Image)
+	fill(&s.CPU, d.CPU)
+	fill(&s.Memory, d.Memory)
+	fill(&s.Storage, d.Storage)
+	return s
 }
 
 // RecoveryPolicy is how reconcile backs off a crashing spore and when it

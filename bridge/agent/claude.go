@@ -37,8 +37,8 @@ const TokenEnv = "SPORECTL_BRIDGE_TOKEN"
 
 var _ Starter = (*Claude)(nil)
 
-// Name is "claude".
-func (c *Claude) Name() string { return "claude" }
+// Name is KindClaude.
+func (c *Claude) Name() string { return KindClaude }
 
 // Args returns the command line of a turn, without the binary.
 func (c *Claude) args(t Turn) []string {

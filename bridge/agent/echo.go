@@ -21,8 +21,8 @@ type Echo struct{}
 
 var _ Starter = Echo{}
 
-// Name is "echo".
-func (Echo) Name() string { return "echo" }
+// Name is KindEcho.
+func (Echo) Name() string { return KindEcho }
 
 // Start runs one turn in a goroutine.
 func (Echo) Start(ctx context.Context, t Turn) (Process, error) {
@@ -41,7 +41,7 @@ func (Echo) Start(ctx context.Context, t Turn) (Process, error) {
 			return enc.Encode(v) == nil
 		}
 		ok := write(map[string]any{"type": "system", "subtype": "init", "session_id": t.SessionID,
-			"model": EchoModel, "cwd": t.Home, "tools": []string{}, "agent": "echo"})
+			"model": EchoModel, "cwd": t.Home, "tools": []string{}, "agent": KindEcho})
 		if ok && strings.TrimSpace(t.Prompt) == "/compact" {
 			ok = write(map[string]any{"type": "system", "subtype": "compact_boundary", "session_id": t.SessionID,
 				"compact_metadata": map[string]any{"trigger": "manual"}})

@@ -50,18 +50,14 @@ func method(m string, h http.HandlerFunc) http.Handler {
 	})
 }
 
-// auth checks the bearer token in constant time.
-// TokenHeader also carries the bearer token, for callers that reach the
-// bridge through the Kubernetes API server's pod proxy, which keeps the
-// Authorization header for the API server's own credentials.
-const TokenHeader = "X-Sporectl-Bridge-Token"
-
+// auth checks the bearer token in constant time, from Authorization or
+// from bridge.TokenHeader (for callers behind the API server's pod proxy).
 func (s *Server) auth(h http.Handler) http.Handler {
 	want := []byte("Bearer " + s.cfg.Token)
 	wantRaw := []byte(s.cfg.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		bearer := subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1
-		header := subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), wantRaw) == 1
+		header := subtle.ConstantTimeCompare([]byte(r.Header.Get(bridge.TokenHeader)), wantRaw) == 1
 		if !bearer && !header {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sporectl-bridge"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")

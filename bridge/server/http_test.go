@@ -114,7 +114,7 @@ func TestClientErrors(t *testing.T) {
 }
 
 // TestTokenInProxyHeader: through the API server's pod proxy the token
-// arrives in TokenHeader, since Authorization carries the API credentials.
+// arrives in bridge.TokenHeader, since Authorization carries the API credentials.
 func TestTokenInProxyHeader(t *testing.T) {
 	h := startBridge(t, t.TempDir(), agent.Echo{}, nil)
 	for _, tc := range []struct {
@@ -132,7 +132,7 @@ func TestTokenInProxyHeader(t *testing.T) {
 			if tc.auth != "" {
 				req.Header.Set("Authorization", tc.auth)
 			}
-			req.Header.Set(TokenHeader, tc.header)
+			req.Header.Set(bridge.TokenHeader, tc.header)
 			resp, err := h.ts.Client().Do(req)
 			require.NoError(t, err)
 			resp.Body.Close()

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -56,19 +57,17 @@ prompt with "echo: <prompt>" and needs no key. The HTTP API is in docs/bridge.md
 	fl := cmd.Flags()
 	fl.StringVar(&o.Addr, "addr", ":8080", "address to serve HTTP on")
 	fl.StringVar(&o.Home, "home", "", "the spore's home (default $HOME)")
-	fl.StringVar(&o.Agent, "agent", "claude", "agent: claude, or echo (built-in demo, not Claude)")
+	fl.StringVar(&o.Agent, "agent", agent.Default, "agent: claude, or echo (built-in demo, not Claude)")
 	fl.StringVar(&o.ClaudeBin, "claude-bin", "", "claude executable (default $"+EnvClaudeBin+", else claude on $PATH)")
 	fl.StringVar(&o.PermissionMode, "permission-mode", "acceptEdits", "Claude Code --permission-mode for every turn (empty: do not pass one)")
 	return cmd
 }
 
 func (o *bridgeOptions) validate() error {
-	switch o.Agent {
-	case "claude", "echo":
-	default:
-		return usageErrorf("invalid value %q for --agent: use claude or echo", o.Agent)
+	if err := validateAgent(o.Agent); err != nil {
+		return err
 	}
-	if o.Agent == "echo" && len(o.ExtraArgs) > 0 {
+	if o.Agent == agent.KindEcho && len(o.ExtraArgs) > 0 {
 		return usageErrorf("the echo agent takes no agent arguments")
 	}
 	if o.Home == "" {
@@ -80,8 +79,16 @@ func (o *bridgeOptions) validate() error {
 	return nil
 }
 
+// validateAgent checks an --agent value, the same way for init and bridge.
+func validateAgent(kind string) error {
+	if !agent.ValidKind(kind) {
+		return usageErrorf("invalid value %q for --agent: use %s", kind, strings.Join(agent.Kinds(), " or "))
+	}
+	return nil
+}
+
 func (o *bridgeOptions) starter() (agent.Starter, error) {
-	if o.Agent == "echo" {
+	if o.Agent == agent.KindEcho {
 		return agent.Echo{}, nil
 	}
 	bin := o.ClaudeBin
@@ -124,7 +131,7 @@ func (o *bridgeOptions) run(ctx context.Context) error {
 		_ = s.Close()
 		return fmt.Errorf("listen on %s: %w", o.Addr, err)
 	}
-	if o.Agent == "echo" {
+	if o.Agent == agent.KindEcho {
 		logger.Warn("running the built-in echo agent: answers are not from Claude")
 	}
 	logger.Info("bridge serving", "addr", ln.Addr().String(), "home", o.Home, "agent", ag.Name())

@@ -99,7 +99,7 @@ func (o *createOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sp.Spec = withDefaults(sp.Spec, settings)
+		sp.Spec = sp.Spec.WithDefaults(settings)
 		if err := checkRankUnique(ctx, tx, sp); err != nil {
 			return err
 		}
@@ -142,19 +142,4 @@ func checkRankUnique(ctx context.Context, tx state.Tx, sp state.Spore) error {
 		}
 	}
 	return nil
-}
-
-// withDefaults fills what the flags left empty from the store's settings,
-// so a spore's spec is explicit and does not change when defaults do.
-func withDefaults(s state.Spec, st state.Settings) state.Spec {
-	fill := func(dst *string, v string) {
-		if *dst == "" {
-			*dst = v
-		}
-	}
-	fill(&s.Image, st.Image)
-	fill(&s.CPU, st.DefaultSpec.CPU)
-	fill(&s.Memory, st.DefaultSpec.Memory)
-	fill(&s.Storage, st.DefaultSpec.Storage)
-	return s
 }

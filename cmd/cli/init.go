@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -49,12 +50,12 @@ On an existing store, init changes only the settings whose flags are given.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.Runtime, "runtime", "local", "where spores run: local|kube")
-	fl.StringVar(&o.Agent, "agent", "claude", "the agent each bridge runs: claude|echo (echo is a demo agent)")
-	fl.StringVar(&o.StorageClass, "storage-class", "local-path", "storage class of spore homes (kube)")
+	fl.StringVar(&o.Agent, "agent", agent.Default, "the agent each bridge runs: claude|echo (echo is a demo agent)")
+	fl.StringVar(&o.StorageClass, "storage-class", state.DefaultStorageClass, "storage class of spore homes (kube)")
 	fl.StringVar(&o.Image, "image", "", "default spore image (kube)")
-	fl.StringVar(&o.CPU, "cpu", "2", "default CPU per spore")
-	fl.StringVar(&o.Memory, "memory", "3Gi", "default memory per spore")
-	fl.StringVar(&o.Storage, "storage", "5Gi", "default size of a spore's home")
+	fl.StringVar(&o.CPU, "cpu", state.DefaultCPU, "default CPU per spore")
+	fl.StringVar(&o.Memory, "memory", state.DefaultMemory, "default memory per spore")
+	fl.StringVar(&o.Storage, "storage", state.DefaultStorage, "default size of a spore's home")
 	fl.DurationVar(&o.Recovery.BackoffInitial, "backoff-initial", state.DefaultBackoffInitial, "wait before respawning a spore after its first crash; doubles with each further crash")
 	fl.DurationVar(&o.Recovery.BackoffMax, "backoff-max", state.DefaultBackoffMax, "the longest wait between respawns")
 	fl.IntVar(&o.Recovery.BreakerFailures, "breaker-failures", state.DefaultBreakerFailures, "crashes inside --breaker-window that open the circuit breaker")
@@ -67,8 +68,8 @@ func (o *initOptions) validate() error {
 	if o.Runtime != "local" && o.Runtime != "kube" {
 		return usageErrorf("invalid value %q for --runtime: use local or kube", o.Runtime)
 	}
-	if o.Agent != "claude" && o.Agent != "echo" {
-		return usageErrorf("invalid value %q for --agent: use claude or echo", o.Agent)
+	if err := validateAgent(o.Agent); err != nil {
+		return err
 	}
 	for flag, v := range map[string]string{"cpu": o.CPU, "memory": o.Memory, "storage": o.Storage} {
 		if err := validateQuantity(flag, v); err != nil {

@@ -4,48 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"syscall"
+	"io/fs"
 	"time"
+
+	"github.com/sporectl/sporectl/state/flock"
 )
 
-// fileLock is an exclusive flock on the store's lock file. The kernel drops
-// it when the process dies, so a crash never leaves the store locked.
-type fileLock struct{ f *os.File }
+// fileLock is the exclusive flock on the store's lock file, held until
+// release. The kernel drops it when the process dies, so a crash never
+// leaves the store locked.
+type fileLock struct{ unlock func() }
 
+// acquireLock waits up to timeout for the store's lock file. When ctx ends
+// first the error is ctx.Err() itself.
 func acquireLock(ctx context.Context, path string, timeout time.Duration) (*fileLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
+	unlock, err := flock.Acquire(ctx, path, timeout)
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return &fileLock{unlock: unlock}, nil
+	case errors.Is(err, flock.ErrTimeout):
+		return nil, fmt.Errorf("another sporectl is writing to this store and held its lock for more than %s", timeout)
+	case errors.As(err, &pe) && pe.Op == "open":
 		return nil, fmt.Errorf("open lock file: %w", err)
 	}
-	deadline := time.Now().Add(timeout)
-	wait := time.Millisecond
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return &fileLock{f: f}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("another sporectl is writing to this store and held its lock for more than %s", timeout)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
-		if wait < 50*time.Millisecond {
-			wait *= 2
-		}
-	}
+	return nil, err
 }
 
-func (l *fileLock) release() {
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	_ = l.f.Close()
-}
+func (l *fileLock) release() { l.unlock() }
