@@ -15,7 +15,15 @@ var (
 	ErrReadOnly = errors.New("write in a read-only transaction")
 	// ErrNoStore: the location holds no store yet (run `sporectl init`).
 	ErrNoStore = errors.New("no store here")
+	// ErrOutcomeUnknown: the acknowledgement of a commit was lost (the
+	// connection broke during COMMIT): the transaction may or may not
+	// have committed. Read the store again before retrying.
+	ErrOutcomeUnknown = errors.New("the outcome of the commit is unknown")
 )
+
+// SporeNotFound is how every backend says that spore id does not exist:
+// one wording ("spore x: not found"), wrapping ErrNotFound.
+func SporeNotFound(id string) error { return fmt.Errorf("spore %s: %w", id, ErrNotFound) }
 
 // InvalidError is input that breaks a documented grammar or range. It is
 // raised before anything is written.

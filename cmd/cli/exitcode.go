@@ -25,6 +25,7 @@ const (
 	ExitIncompatible = 8  // the store's format is newer (or older) than this binary
 	ExitRuntime      = 9  // the runtime (Kubernetes, the OS, a bridge) failed or cannot be reached
 	ExitAsleep       = 10 // the spore is asleep and the command would not wake it (prompt without --wake)
+	ExitUnknown      = 11 // the store's commit may or may not have happened (PostgreSQL connection lost during COMMIT)
 	ExitInterrupted  = 130
 )
 
@@ -66,8 +67,9 @@ func (e *UnhealthyError) Error() string { return e.Msg }
 
 // exitCode classifies err. A joined error (several spores failing for
 // different reasons) gets the code of its most telling part, in this
-// order: usage, interrupted, incompatible, corrupt, store, runtime, not
-// found, conflict, asleep, unhealthy (docs/exit-codes.md).
+// order: usage, interrupted, outcome unknown, incompatible, corrupt,
+// store, runtime, not found, conflict, asleep, unhealthy
+// (docs/exit-codes.md).
 func exitCode(err error) int {
 	var (
 		usage    *UsageError
@@ -87,6 +89,9 @@ func exitCode(err error) int {
 	case errors.Is(err, context.Canceled):
 		// Ctrl-C wins over what it interrupted (a runtime step, say).
 		return ExitInterrupted
+	case errors.Is(err, state.ErrOutcomeUnknown):
+		// Not "nothing was changed" (6): the command may have taken effect.
+		return ExitUnknown
 	case errors.As(err, &incompat):
 		return ExitIncompatible
 	case errors.As(err, &corrupt):
@@ -141,6 +146,9 @@ func reportError(err error, errOut io.Writer) int {
 	}
 	if errors.Is(err, state.ErrNoStore) {
 		fmt.Fprintln(errOut, "Run 'sporectl init' to create one.")
+	}
+	if code == ExitUnknown {
+		fmt.Fprintln(errOut, "The change may or may not have been committed: look (status, events) before you run it again.")
 	}
 	return code
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -221,4 +223,24 @@ func TestInitRecoveryFlags(t *testing.T) {
 	require.Equal(t, ExitUsage, r.code)
 	require.Contains(t, r.err, "--breaker-failures")
 	require.Contains(t, c.ok("init", "--healthy-after", "1h"), "configured")
+}
+
+func TestExitCodePrecedence(t *testing.T) {
+	rt := &RuntimeError{Op: "wake a", Err: errors.New("boom")}
+	cases := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"ctrl-c during a runtime step", errors.Join(rt, fmt.Errorf("start: %w", context.Canceled)), ExitInterrupted},
+		{"runtime beats not found", errors.Join(state.SporeNotFound("x"), rt), ExitRuntime},
+		{"store beats runtime", errors.Join(rt, &state.UnavailableError{Op: "commit", Err: errors.New("disk full")}), ExitStore},
+		{"unknown outcome beats store", &state.UnavailableError{Op: "commit", Err: fmt.Errorf("%w: conn lost", state.ErrOutcomeUnknown)}, ExitUnknown},
+		{"asleep", &AsleepError{ID: "a", Desired: state.Paused}, ExitAsleep},
+		{"unhealthy last", errors.Join(&UnhealthyError{Msg: "x"}, &AsleepError{ID: "a"}), ExitAsleep},
+		{"usage first", errors.Join(rt, usageErrorf("bad")), ExitUsage},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, exitCode(c.err), c.name)
+	}
 }

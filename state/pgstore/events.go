@@ -21,7 +21,7 @@ func (t *tx) Head(ctx context.Context, id string) (state.SporeHead, error) {
 	var last int64
 	err := t.tx.QueryRow(ctx, `SELECT last_seq FROM sporectl.spores WHERE id = $1`+t.lockClause(), id).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return state.SporeHead{}, fmt.Errorf("read head of %q: %w", id, state.ErrNotFound)
+		return state.SporeHead{}, state.SporeNotFound(id)
 	}
 	if err != nil {
 		return state.SporeHead{}, classify("read head of "+id, err)
@@ -65,7 +65,7 @@ func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.
 	err := t.tx.QueryRow(ctx, `UPDATE sporectl.spores SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq`,
 		id, int64(len(evs))).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%s: %w", op, state.ErrNotFound)
+		return nil, state.SporeNotFound(id)
 	}
 	if err != nil {
 		return nil, classify(op, err)

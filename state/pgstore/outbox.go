@@ -122,7 +122,7 @@ func (t *tx) Dequeue(ctx context.Context, spore, entryID string) error {
 		return classify(op, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%s: %w", op, state.ErrNotFound)
+		return fmt.Errorf("message %s for %s: %w", entryID, spore, state.ErrNotFound)
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func (t *tx) TokenHash(ctx context.Context, id string) (state.TokenHash, error) 
 	var h string
 	err := t.tx.QueryRow(ctx, `SELECT hash FROM sporectl.tokens WHERE spore_id = $1`, id).Scan(&h)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("read token hash of %q: %w", id, state.ErrNotFound)
+		return "", fmt.Errorf("token of %s: %w", id, state.ErrNotFound)
 	}
 	if err != nil {
 		return "", classify("read token hash of "+id, err)

@@ -59,7 +59,7 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
 	sp, err := scanSpore(t.tx.QueryRow(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores WHERE id = $1`+t.lockClause(), id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return sp, fmt.Errorf("read spore %q: %w", id, state.ErrNotFound)
+		return sp, state.SporeNotFound(id)
 	}
 	if err != nil {
 		return sp, sporeErr("read spore "+id, err)
@@ -156,7 +156,7 @@ func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
 		return classify("update spore "+sp.ID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("update spore %q: %w", sp.ID, state.ErrNotFound)
+		return state.SporeNotFound(sp.ID)
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 		return classify(op, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%s: %w", op, state.ErrNotFound)
+		return state.SporeNotFound(id)
 	}
 	_, err = t.tx.Exec(ctx, `DELETE FROM sporectl.events WHERE spore_id = $1`, id)
 	return classify(op, err)

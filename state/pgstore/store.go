@@ -44,7 +44,7 @@ func (s *Store) Update(ctx context.Context, fn func(state.Tx) error) error {
 		}
 		if isConnError(err) {
 			s.pool.Reset()
-			return s.red.redact(&state.UnavailableError{Op: "commit (outcome unknown: the connection broke during COMMIT)", Err: err})
+			return s.red.redact(&state.UnavailableError{Op: "commit: the connection broke during COMMIT", Err: fmt.Errorf("%w: %w", state.ErrOutcomeUnknown, err)})
 		}
 		return s.red.redact(classify("commit", err))
 	}

@@ -112,7 +112,7 @@ func (t *tx) lockSpore(ctx context.Context, op, id string) error {
 	var one int
 	err := t.tx.QueryRow(ctx, `SELECT 1 FROM sporectl.spores WHERE id = $1 FOR UPDATE`, id).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: spore %q: %w", op, id, state.ErrNotFound)
+		return state.SporeNotFound(id)
 	}
 	return classify(op, err)
 }
@@ -134,7 +134,7 @@ func (t *tx) sporeExists(ctx context.Context, op, id string) error {
 	var one int
 	err := t.tx.QueryRow(ctx, `SELECT 1 FROM sporectl.spores WHERE id = $1`+t.lockClause(), id).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%s: spore %q: %w", op, id, state.ErrNotFound)
+		return state.SporeNotFound(id)
 	}
 	return classify(op, err)
 }
