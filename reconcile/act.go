@@ -62,7 +62,7 @@ func (ps *Pass) act(ctx context.Context, rt Runtime, plans []*SporePlan, obs obs
 	run(starts, func(p *SporePlan) {
 		is, ok := creds[p.Spore.ID]
 		if !ok {
-			p.StartErr = fmt.Errorf("spore %s was deleted before it could start", p.Spore.ID)
+			p.StartErr = fmt.Errorf("deleted before it could start: %w", state.SporeNotFound(p.Spore.ID))
 			return
 		}
 		p.issued = is
@@ -105,9 +105,19 @@ type issued struct {
 	hash  state.TokenHash
 	prev  state.TokenHash
 	used  atomic.Bool
+	// exists re-checks, when the runtime is about to start the spore
+	// (locally under its start lock), that it is still in the store: a
+	// `delete` that committed meanwhile wins, and nothing starts for a
+	// spore that is gone.
+	exists func(ctx context.Context) error
 }
 
-func (i *issued) Credentials(context.Context) (Credentials, error) {
+func (i *issued) Credentials(ctx context.Context) (Credentials, error) {
+	if i.exists != nil {
+		if err := i.exists(ctx); err != nil {
+			return Credentials{}, err
+		}
+	}
 	i.used.Store(true)
 	return i.creds, nil
 }
@@ -126,7 +136,13 @@ func (ps *Pass) issue(ctx context.Context, starts []*SporePlan) (map[string]*iss
 		if err != nil {
 			return nil, err
 		}
-		out[p.Spore.ID] = &issued{creds: c, hash: h}
+		id := p.Spore.ID
+		out[id] = &issued{creds: c, hash: h, exists: func(ctx context.Context) error {
+			return ps.Store.View(ctx, func(tx state.Tx) error {
+				_, err := tx.Spore(ctx, id)
+				return err
+			})
+		}}
 	}
 	err := ps.Store.Update(ctx, func(tx state.Tx) error {
 		for id, is := range out {

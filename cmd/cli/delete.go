@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -23,10 +24,13 @@ func newCmdDelete(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete ID...",
 		Short: "Delete spores from the store with their event logs and queued messages",
-		Long: `Delete spores: end their processes (pod, or process tree) and remove them from
-the store — desired state, event log, outbox and token — in one transaction.
-Their homes are kept unless --purge-home. If any id does not exist nothing is
-deleted.`,
+		Long: `Delete spores: remove them from the store — desired state, event log, outbox
+and token — in one transaction (all of them or, if any id does not exist,
+none), then end their processes (pod, or process tree). Their homes are kept
+unless --purge-home, and a home is removed only after the store no longer has
+the spore, so a failure never leaves a spore in the store without its home.
+If ending the processes fails after the store change, they are an orphan that
+'status' lists and 'delete --orphan ID' removes.`,
 		Args: sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
@@ -47,30 +51,17 @@ func (o *deleteOptions) run(ctx context.Context) error {
 	if o.Orphan {
 		return o.deleteOrphans(ctx, st)
 	}
-	// Check every id first, so a typo deletes nothing anywhere.
-	err = st.View(ctx, func(tx state.Tx) error {
-		for _, id := range o.IDs {
-			if _, err := tx.Spore(ctx, id); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
+	// Build the runtime before anything changes: a cluster that cannot
+	// even be configured deletes nothing.
 	rt, err := o.f.Runtime(ctx, st)
 	if err != nil {
 		return err
 	}
-	// The runtime goes first: a spore still in the store with nothing
-	// running is retried safely; a running spore missing from the store
-	// would be an orphan.
-	for _, id := range o.IDs {
-		if err := rt.Delete(ctx, id, o.PurgeHome); err != nil {
-			return &RuntimeError{Op: "delete " + id + " (still in the store; run delete again)", Err: err}
-		}
-	}
+	// The store goes first, in one transaction: a wake racing this delete
+	// either committed its start before (and the runtime step below ends
+	// it) or finds the spore gone when it is about to start (the pass
+	// re-checks under the runtime's start lock), so nothing keeps running
+	// for a deleted spore. A typo deletes nothing anywhere.
 	err = st.Update(ctx, func(tx state.Tx) error {
 		for _, id := range o.IDs {
 			if err := tx.DeleteSpore(ctx, id); err != nil {
@@ -83,10 +74,20 @@ func (o *deleteOptions) run(ctx context.Context) error {
 		return err
 	}
 	res := actionResults{}
+	var errs []error
 	for _, id := range o.IDs {
+		if err := rt.Delete(ctx, id, o.PurgeHome); err != nil {
+			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("delete %s: removed from the store, but its processes or home could not be removed (an orphan now: run 'sporectl delete --orphan %s')", id, id), Err: err})
+			continue
+		}
 		res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: "deleted"})
 	}
-	return o.f.Print(res)
+	if len(res.Results) > 0 {
+		if err := o.f.Print(res); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // deleteOrphans removes runtime objects that carry sporectl's marks for ids

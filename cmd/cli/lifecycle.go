@@ -77,6 +77,10 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if out.Missing != nil {
+		// Deleted between recording the wish and the pass.
+		return fmt.Errorf("%s: %w", o.verb, out.Missing)
+	}
 	if out.ObserveErr != nil {
 		return &RuntimeError{Op: fmt.Sprintf("%s: observe (desired %s is recorded; the next %s retries)", o.verb, o.desired, o.verb), Err: out.ObserveErr}
 	}
@@ -85,13 +89,15 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 	for _, p := range out.Plans {
 		id := p.Spore.ID
 		switch {
+		case errors.Is(p.StartErr, state.ErrNotFound):
+			errs = append(errs, fmt.Errorf("%s %s: deleted meanwhile, nothing started: %w", o.verb, id, p.StartErr))
 		case p.StartErr != nil:
 			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: p.StartErr})
 		case p.StopErr != nil:
 			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: p.StopErr})
 		case p.Verdict.Effective == reconcile.Error:
 			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: desired %s is recorded, but its circuit breaker is open; run 'sporectl reset %s'", o.verb, id, o.desired, id)})
-		case o.desired == state.Running && p.Due.After(time.Time{}) && !p.Start:
+		case o.desired == state.Running && !p.Due.IsZero() && !p.Start:
 			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: backing off until %s", o.verb, id, p.Due.Format(time.RFC3339))})
 		default:
 			res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: o.action})

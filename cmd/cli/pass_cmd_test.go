@@ -244,3 +244,63 @@ func TestExitCodePrecedence(t *testing.T) {
 		require.Equal(t, c.want, exitCode(c.err), c.name)
 	}
 }
+
+// deleteDuringStart runs `delete` at the worst moment of a wake: after
+// the wake recorded its wish and committed the token hash, just before the
+// runtime starts the spore.
+type deleteDuringStart struct {
+	*reconciletest.Runtime
+	c *fakeColony
+}
+
+func (d deleteDuringStart) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
+	d.c.ok("delete", s.ID)
+	return d.Runtime.Start(ctx, s, creds)
+}
+
+func TestWakeRacingDeleteStartsNothing(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a")
+	var out, errb bytes.Buffer
+	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb})
+	f.Getenv = func(k string) string {
+		if k == EnvStore {
+			return c.store
+		}
+		return ""
+	}
+	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) {
+		return deleteDuringStart{Runtime: c.rt, c: c}, nil
+	}
+	f.Dial = c.rt.Dial
+	code := RunWith(context.Background(), f, []string{"wake", "a"})
+	require.Equal(t, ExitNotFound, code, errb.String())
+	require.Contains(t, errb.String(), "deleted meanwhile, nothing started")
+	require.Empty(t, c.rt.IDs(), "a bridge runs for a deleted spore")
+	r := c.run("", "status")
+	require.Equal(t, 0, r.code, "no orphan: %s", r.err)
+}
+
+func TestDeleteRemovesFromTheStoreFirst(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake")
+	c.ok("create", "b", "--wake")
+	c.rt.DeleteErr["b"] = errors.New("api server gone")
+	r := c.run("", "delete", "a", "b", "--purge-home")
+	require.Equal(t, ExitRuntime, r.code)
+	require.Contains(t, r.err, "delete --orphan b")
+	require.Contains(t, r.out, "spore/a deleted")
+	require.Equal(t, ExitNotFound, c.run("", "events", "b").code, "b left the store with a")
+	r = c.run("", "status", "-o", "json")
+	require.Equal(t, ExitUnhealthy, r.code)
+	require.Contains(t, r.out, `"orphans"`)
+	delete(c.rt.DeleteErr, "b")
+	c.ok("delete", "--orphan", "b")
+	c.ok("status")
+
+	// A typo deletes nothing anywhere.
+	c.ok("create", "x", "--wake")
+	require.Equal(t, ExitNotFound, c.run("", "delete", "x", "ghost").code)
+	c.ok("events", "x")
+	require.Contains(t, c.rt.IDs(), "x")
+}

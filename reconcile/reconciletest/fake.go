@@ -32,6 +32,8 @@ type Runtime struct {
 	calls map[string]int
 	// StartErr, when set for an id, makes Start of it fail.
 	StartErr map[string]error
+	// DeleteErr, when set for an id, makes Delete of it fail.
+	DeleteErr map[string]error
 	// ObserveErr makes Observe fail.
 	ObserveErr error
 	// AgentLines is what a started spore's bridge answers to each prompt
@@ -41,7 +43,7 @@ type Runtime struct {
 
 // New returns an empty fake runtime.
 func New() *Runtime {
-	return &Runtime{pods: map[string]*reconcile.PodObservation{}, bridges: map[string]*Bridge{}, calls: map[string]int{}, StartErr: map[string]error{}}
+	return &Runtime{pods: map[string]*reconcile.PodObservation{}, bridges: map[string]*Bridge{}, calls: map[string]int{}, StartErr: map[string]error{}, DeleteErr: map[string]error{}}
 }
 
 var _ reconcile.Runtime = (*Runtime)(nil)
@@ -142,6 +144,9 @@ func (r *Runtime) Delete(ctx context.Context, id string, purgeHome bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls["Delete"]++
+	if err := r.DeleteErr[id]; err != nil {
+		return err
+	}
 	delete(r.pods, id)
 	if purgeHome {
 		delete(r.bridges, id)
