@@ -79,4 +79,5 @@ func (c checkResult) Table(bool) ([]string, [][]string) {
 	return h, rows
 }
 
-func (c checkResult) Names() []string { return []string{"store/" + c.Store.Location} }
+// Names: a store's name is its location (see actionResult.name).
+func (c checkResult) Names() []string { return []string{c.Store.Location} }

@@ -48,6 +48,9 @@ type Factory struct {
 	// Dial reaches a bridge (default reconcile.DialHTTP).
 	Dial reconcile.Dialer
 
+	// storeFlagSet: --store was given on the command line (maybe empty).
+	storeFlagSet bool
+
 	logOnce sync.Once
 	logger  *slog.Logger
 }
@@ -73,15 +76,45 @@ func (f *Factory) Logger() *slog.Logger {
 }
 
 // StoreLocation resolves --store, then $SPORECTL_STORE, then the default
-// directory under the user's state home.
+// directory under the user's state home, and normalizes it once, here at
+// the edge (ResolveLocation).
 func (f *Factory) StoreLocation() (string, error) {
+	if f.storeFlagSet && f.Global.Store == "" {
+		return "", usageErrorf("--store is empty: give a directory or a postgres:// URL, or leave the flag out for $%s or the default", EnvStore)
+	}
 	if f.Global.Store != "" {
-		return f.Global.Store, nil
+		return ResolveLocation(f.Global.Store, "--store")
 	}
 	if v := f.Getenv(EnvStore); v != "" {
-		return v, nil
+		return ResolveLocation(v, "$"+EnvStore)
 	}
-	return f.defaultStateDir()
+	d, err := f.defaultStateDir()
+	if err != nil {
+		return "", err
+	}
+	return ResolveLocation(d, "the default store")
+}
+
+// ResolveLocation makes a store location what every later step can use
+// as is: a PostgreSQL URL with its scheme in lower case (the scheme is
+// case-insensitive, as in every URL; the driver is not), or an absolute
+// directory path (a spore's home below it is handed to processes that
+// start elsewhere). Any other "scheme://" is refused rather than taken as
+// a directory name, since its text may hold credentials; errors name the
+// scheme only, never the rest of the location.
+func ResolveLocation(loc, where string) (string, error) {
+	if scheme, rest, ok := strings.Cut(loc, "://"); ok && !strings.ContainsAny(scheme, `/\`) {
+		switch strings.ToLower(scheme) {
+		case "postgres", "postgresql":
+			return strings.ToLower(scheme) + "://" + rest, nil
+		}
+		return "", usageErrorf("%s: unknown store scheme %q: give a directory or a postgres:// URL", where, scheme)
+	}
+	abs, err := filepath.Abs(loc)
+	if err != nil {
+		return "", usageErrorf("%s: cannot make the directory path absolute: %v", where, err)
+	}
+	return abs, nil
 }
 
 // defaultStateDir is sporectl's directory under the user's state home.
@@ -144,6 +177,8 @@ func (f *Factory) Pass(st state.Store) *reconcile.Pass {
 	}
 }
 
+// isPostgres reports whether loc, as ResolveLocation returns it, is a
+// PostgreSQL URL.
 func isPostgres(loc string) bool {
 	return strings.HasPrefix(loc, "postgres://") || strings.HasPrefix(loc, "postgresql://")
 }

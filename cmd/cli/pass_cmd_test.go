@@ -304,3 +304,34 @@ func TestDeleteRemovesFromTheStoreFirst(t *testing.T) {
 	c.ok("events", "x")
 	require.Contains(t, c.rt.IDs(), "x")
 }
+
+func TestStoreLocationsAtTheEdge(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"scheme in another case is PostgreSQL", []string{"--store", "Postgres://user:s3cr3t-pw@127.0.0.1:1/db?connect_timeout=1", "list"}, ExitStore, ""},
+		{"unknown scheme is refused", []string{"--store", "Foo://user:s3cr3t-pw@host/db", "list"}, ExitUsage, `unknown store scheme "Foo"`},
+		{"empty --store", []string{"--store", "", "list"}, ExitUsage, "--store is empty"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, "", c.args...)
+			require.Equal(t, c.code, r.code, r.err)
+			require.Contains(t, r.err, c.msg)
+			require.NotContains(t, r.err+r.out, "s3cr3t-pw", "a password reached the output")
+		})
+	}
+
+	// A relative directory becomes absolute once: the local runtime hands
+	// homes below it to bridges that start inside them.
+	dir := t.TempDir()
+	t.Chdir(dir)
+	r := run(t, "", "--store", "rel", "init", "-o", "name")
+	require.Equal(t, 0, r.code, r.err)
+	require.Contains(t, r.out, filepath.Join(dir, "rel"))
+	loc, err := ResolveLocation("rel", "--store")
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(dir, "rel"), loc)
+}

@@ -25,9 +25,19 @@ func (r actionResults) Table(bool) ([]string, [][]string) {
 func (r actionResults) Names() []string {
 	out := make([]string, len(r.Results))
 	for i, x := range r.Results {
-		out[i] = x.ref()
+		out[i] = x.name()
 	}
 	return out
+}
+
+// name is what -o name prints: kubectl's kind/name for spores and
+// orphans; for a store, its location alone (an absolute path or a URL,
+// which "store/" would only garble into "store//path").
+func (r actionResult) name() string {
+	if r.Kind == "store" {
+		return r.ID
+	}
+	return r.Kind + "/" + r.ID
 }
 
 // ref is kubectl's kind/name, or "kind name" when the name is a path.

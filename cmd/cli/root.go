@@ -49,6 +49,7 @@ decided in one transaction, and exits.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			f.storeFlagSet = cmd.Flags().Changed("store")
 			return validateOutput(f.Global.Output)
 		},
 	}

@@ -42,7 +42,13 @@ no command writes to FROM while it is copied.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.From, o.To = args[0], args[1]
+			var err error
+			if o.From, err = ResolveLocation(args[0], "FROM"); err != nil {
+				return err
+			}
+			if o.To, err = ResolveLocation(args[1], "TO"); err != nil {
+				return err
+			}
 			return o.run(cmd.Context())
 		},
 	}
