@@ -19,6 +19,9 @@ type createOptions struct {
 	Role   string
 	Wake   bool
 	Spec   state.Spec
+	// changed says whether a flag was given (an empty value given on
+	// purpose is refused).
+	changed func(string) bool
 }
 
 func newCmdCreate(f *Factory) *cobra.Command {
@@ -31,6 +34,7 @@ digits and '-', starting with a letter and ending with a letter or digit.`,
 		Args: sporeIDs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ID = args[0]
+			o.changed = cmd.Flags().Changed
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -71,11 +75,11 @@ func (o *createOptions) validate() error {
 		}
 	}
 	for flag, v := range map[string]string{"cpu": o.Spec.CPU, "memory": o.Spec.Memory, "storage": o.Spec.Storage} {
-		if err := validateQuantity(flag, v); err != nil {
+		if err := validateQuantity(flag, v, o.changed(flag)); err != nil {
 			return err
 		}
 	}
-	return nil
+	return validateImage(o.Spec.Image, o.changed("image"))
 }
 
 func (o *createOptions) run(ctx context.Context) error {

@@ -72,9 +72,12 @@ func (o *initOptions) validate() error {
 		return err
 	}
 	for flag, v := range map[string]string{"cpu": o.CPU, "memory": o.Memory, "storage": o.Storage} {
-		if err := validateQuantity(flag, v); err != nil {
+		if err := validateQuantity(flag, v, o.changed(flag)); err != nil {
 			return err
 		}
+	}
+	if err := validateImage(o.Image, o.changed("image")); err != nil {
+		return err
 	}
 	if err := o.recovery(state.RecoveryPolicy{}).Validate(); err != nil {
 		return usageErrorf("%v (flag --%s)", err, recoveryFlag(err))

@@ -335,3 +335,36 @@ func TestStoreLocationsAtTheEdge(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, "rel"), loc)
 }
+
+func TestSpecFlagsAreKubernetesQuantitiesAndImages(t *testing.T) {
+	c := newFakeColony(t)
+	bad := [][]string{
+		{"init", "--cpu", ""},
+		{"init", "--cpu", "0"},
+		{"init", "--storage", "0"},
+		{"init", "--memory", "99999999999999999999999999999Ei"},
+		{"init", "--cpu", "-1"},
+		{"init", "--memory", "3 Gi"},
+		{"init", "--image", "a b"},
+		{"init", "--image", strings.Repeat("a", 100<<10)},
+		{"init", "--image", ""},
+		{"init", "--image", "org/UPPER"},
+		{"create", "x", "--cpu", ""},
+		{"create", "x", "--memory", "1e400"},
+		{"create", "x", "--image", "img:"},
+	}
+	for _, args := range bad {
+		before := treeHash(t, c.store)
+		r := c.run("", args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.err)
+		require.Equal(t, before, treeHash(t, c.store), "%v changed the store", args)
+		require.Less(t, len(r.err), 1000, "the error echoes a huge value")
+	}
+	for _, args := range [][]string{
+		{"init", "--cpu", "500m", "--memory", "1.5Gi", "--storage", "10G", "--image", "ghcr.io/org/spore:1.2"},
+		{"init", "--image", "localhost:5000/spore@sha256:" + strings.Repeat("a", 64)},
+		{"create", "y", "--cpu", "2", "--image", "spore"},
+	} {
+		c.ok(args...)
+	}
+}
