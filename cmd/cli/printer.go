@@ -1,13 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sporectl/sporectl/reconcile/transcript"
 )
 
 // Output formats accepted by -o.
@@ -37,6 +41,12 @@ func (f *Factory) Print(v Printable) error {
 	return printTo(f.IO.Out, f.Global.Output, f.Global.NoHeaders, v)
 }
 
+// printTo is the one output-safety rule of every printer: table cells
+// are sanitized (control characters, ANSI escapes and bidi controls shown
+// as visible escapes, one line each); JSON escapes every such character
+// as \uXXXX, so it stays valid and exact and reaches a terminal inert;
+// YAML double-quotes and escapes them (\x7F, \e), and is valid for any
+// stored text.
 func printTo(w io.Writer, format string, noHeaders bool, v Printable) error {
 	switch format {
 	case "json":
@@ -44,15 +54,11 @@ func printTo(w io.Writer, format string, noHeaders bool, v Printable) error {
 		if err != nil {
 			return fmt.Errorf("encode json: %w", err)
 		}
-		b = append(b, '\n')
+		b = append(escapeJSON(b), '\n')
 		_, err = w.Write(b)
 		return err
 	case "yaml":
-		j, err := json.Marshal(v)
-		if err != nil {
-			return fmt.Errorf("encode yaml: %w", err)
-		}
-		b, err := yaml.JSONToYAML(j)
+		b, err := toYAML(v)
 		if err != nil {
 			return fmt.Errorf("encode yaml: %w", err)
 		}
@@ -60,7 +66,7 @@ func printTo(w io.Writer, format string, noHeaders bool, v Printable) error {
 		return err
 	case "name":
 		for _, n := range v.Names() {
-			if _, err := fmt.Fprintln(w, n); err != nil {
+			if _, err := fmt.Fprintln(w, transcript.Sanitize(n)); err != nil {
 				return err
 			}
 		}
@@ -72,10 +78,94 @@ func printTo(w io.Writer, format string, noHeaders bool, v Printable) error {
 			fmt.Fprintln(tw, strings.Join(header, "\t"))
 		}
 		for _, r := range rows {
-			fmt.Fprintln(tw, strings.Join(r, "\t"))
+			cells := make([]string, len(r))
+			for i, c := range r {
+				cells[i] = transcript.Sanitize(c)
+			}
+			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
 		return tw.Flush()
 	}
+}
+
+// escapeJSON rewrites every unsafe rune of encoded JSON (or of YAML whose
+// strings holding one are double-quoted) as \uXXXX. They can only stand
+// inside strings (the structure is ASCII), where the escape means the
+// same character.
+func escapeJSON(b []byte) []byte {
+	if !bytes.ContainsFunc(b, transcript.Unsafe) {
+		return b
+	}
+	out := make([]byte, 0, len(b)+32)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if transcript.Unsafe(r) {
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
+}
+
+// toYAML prints v's JSON shape as YAML, keys sorted, two-space indents.
+// go.yaml.in/yaml/v3 escapes DEL and C1 controls in double quotes where
+// the older emitter refused them.
+func toYAML(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	enc.CompactSeqIndent() // "- a" under its key, as kubectl prints
+	if err := enc.Encode(numbers(tree)); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	// What the emitter leaves raw (bidi controls, which YAML counts as
+	// printable) stands only in the double-quoted scalars numbers() made,
+	// where \uXXXX is an escape of the same character.
+	return escapeJSON(buf.Bytes()), nil
+}
+
+// numbers turns json.Numbers into int64 or float64, so YAML prints them as
+// numbers, not strings, and puts a string holding an unsafe character in
+// double quotes, where it can be escaped.
+func numbers(v any) any {
+	switch x := v.(type) {
+	case string:
+		if strings.ContainsFunc(x, transcript.Unsafe) {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: x, Style: yaml.DoubleQuotedStyle}
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = numbers(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return x.String()
+	}
+	return v
 }
 
 // orDash shows an empty cell as "-" so columns stay aligned for awk.

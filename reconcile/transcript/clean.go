@@ -87,7 +87,20 @@ func safe(s string, multiline bool) bool {
 // CSI), bidirectional marks, embeddings, overrides and isolates (which can
 // make text read differently from what it is), and the Unicode line and
 // paragraph separators (which some viewers break lines on).
-func unsafeRune(r rune) bool {
+func unsafeRune(r rune) bool { return Unsafe(r) }
+
+// Unsafe reports whether r must never reach a terminal or viewer as it
+// is: C0 controls but for newline and tab are the caller's to handle;
+// this is DEL, the C1 controls, the bidirectional controls and the line
+// and paragraph separators. Every printer of sporectl escapes them.
+func Unsafe(r rune) bool {
+	if r == 0x7f {
+		return true
+	}
+	return unsafeBeyondASCII(r)
+}
+
+func unsafeBeyondASCII(r rune) bool {
 	switch {
 	case r >= 0x80 && r <= 0x9f:
 		return true
