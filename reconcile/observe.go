@@ -96,7 +96,7 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 			o.BridgeProblem = bridgeProblem(err)
 		} else {
 			o.Bridge, o.Activity = BridgeUp, st.State
-			o.BridgeLastSeq, o.Queue = st.LastSeq, st.Queue
+			o.BridgeLastSeq, o.Queue, o.SessionID = st.LastSeq, st.Queue, st.SessionID
 			if !st.Healthy {
 				o.BridgeProblem = ReasonBridgeUnhealthy
 			}

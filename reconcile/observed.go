@@ -63,6 +63,8 @@ type Observed struct {
 	BridgeLastSeq uint64 `json:"-"`
 	// Queue is the bridge's prompt queue length, when it answered.
 	Queue int `json:"-"`
+	// SessionID is the Claude session the bridge drives, when it answered.
+	SessionID string `json:"-"`
 	// Ingest says what was wrong with the bridge's lines (IngestGap,
 	// BridgeLogLost), "" when they followed on from the store's.
 	Ingest Reason `json:"-"`

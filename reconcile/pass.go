@@ -190,7 +190,7 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64) Result {
 		r.Spores = append(r.Spores, SporeHealth{
 			ID: sp.ID, Colony: sp.Colony, Rank: sp.Rank, Swarm: sp.Swarm, Role: sp.Role, Desired: sp.Desired,
 			Observed: p.Observed, Effective: v.Effective, Reason: v.Text, Code: v.Code,
-			LastSeq: lastSeq, Pending: pending,
+			LastSeq: lastSeq, Pending: pending, Image: sp.Spec.Image, Created: sp.Created,
 		})
 	}
 	return r

@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"time"
+
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -25,6 +27,9 @@ type SporeHealth struct {
 	LastSeq uint64 `json:"last_seq"`
 	// Pending counts outbox entries not yet delivered.
 	Pending int `json:"-"`
+	// Image and Created are the spore's spec image and creation time.
+	Image   string    `json:"-"`
+	Created time.Time `json:"-"`
 }
 
 // Result is what one pass saw and did, sorted by spore id.

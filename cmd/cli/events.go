@@ -85,9 +85,20 @@ type eventList struct {
 
 func (l eventList) Table(wide bool) ([]string, [][]string) {
 	h := []string{"SEQ", "AT", "KIND", "FROM", "SUMMARY"}
+	if wide {
+		h = []string{"SEQ", "AT", "KIND", "FROM", "BRIDGE-SEQ", "SUMMARY"}
+	}
 	rows := make([][]string, 0, len(l.Events))
 	for _, e := range l.Events {
-		rows = append(rows, []string{strconv.FormatUint(e.Seq, 10), e.At.UTC().Format(time.RFC3339), string(e.Kind), orDash(e.From), summary(e, wide)})
+		row := []string{strconv.FormatUint(e.Seq, 10), e.At.UTC().Format(time.RFC3339), string(e.Kind), orDash(e.From)}
+		if wide {
+			bs := "-"
+			if e.BridgeSeq > 0 {
+				bs = strconv.FormatUint(e.BridgeSeq, 10)
+			}
+			row = append(row, bs)
+		}
+		rows = append(rows, append(row, summary(e, wide)))
 	}
 	return h, rows
 }

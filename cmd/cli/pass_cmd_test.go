@@ -368,3 +368,46 @@ func TestSpecFlagsAreKubernetesQuantitiesAndImages(t *testing.T) {
 		c.ok(args...)
 	}
 }
+
+func TestCompletion(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "alpha", "--colony", "lab")
+	c.ok("create", "beta", "--colony", "ops")
+	c.ok("create", "alps", "--colony", "lab")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "wake", "al"}, []string{"alpha", "alps"}},
+		{[]string{"__complete", "wake", "alpha", ""}, []string{"alps", "beta"}},
+		{[]string{"__complete", "chat", "alpha", ""}, nil},
+		{[]string{"__complete", "create", "x", "--colony", ""}, []string{"lab", "ops"}},
+		{[]string{"__complete", "status", "-o", ""}, outputFormats},
+		{[]string{"__complete", "init", "--agent", ""}, []string{"claude", "echo"}},
+	} {
+		out := c.ok(tc.args...)
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if l != "" && !strings.HasPrefix(l, ":") {
+				got = append(got, l)
+			}
+		}
+		require.Equal(t, tc.want, got, "%v", tc.args)
+	}
+}
+
+func TestWideColumns(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake", "--image", "ghcr.io/org/spore:1")
+	c.ok("reconcile")
+	c.now = c.now.Add(3 * time.Hour)
+	out := c.ok("status", "-o", "wide")
+	require.Contains(t, out, "RESTARTS")
+	require.Contains(t, out, "ghcr.io/org/spore:1")
+	require.Contains(t, out, " 3h")
+	c.rt.BridgeOf("a").Write(`{"type":"x"}`)
+	c.ok("status")
+	out = c.ok("events", "a", "-o", "wide")
+	require.Contains(t, out, "BRIDGE-SEQ")
+	require.NotContains(t, c.ok("events", "a"), "BRIDGE-SEQ")
+}

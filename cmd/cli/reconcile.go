@@ -83,7 +83,7 @@ func (o *reconcileOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep := reconcileReport{Result: out.Result, DryRun: o.DryRun, Actions: actionsOf(out.Plans, o.DryRun)}
+	rep := reconcileReport{Result: out.Result, now: o.f.Now(), DryRun: o.DryRun, Actions: actionsOf(out.Plans, o.DryRun)}
 	for _, a := range rep.Actions {
 		fmt.Fprintf(o.f.IO.ErrOut, "%s %s: %s\n", a.Spore, a.Action, a.Detail)
 	}
@@ -143,14 +143,15 @@ func actionsOf(plans []*reconcile.SporePlan, dry bool) []passAction {
 
 type reconcileReport struct {
 	reconcile.Result
+	now     time.Time
 	DryRun  bool         `json:"dry_run,omitempty"`
 	Actions []passAction `json:"actions"`
 }
 
 func (r reconcileReport) Table(wide bool) ([]string, [][]string) {
-	return statusList(r.Result).Table(wide)
+	return statusList{r.Result, r.now}.Table(wide)
 }
-func (r reconcileReport) Names() []string { return statusList(r.Result).Names() }
+func (r reconcileReport) Names() []string { return statusList{r.Result, r.now}.Names() }
 
 // resetOptions closes a spore's circuit breaker.
 type resetOptions struct {

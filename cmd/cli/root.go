@@ -84,5 +84,6 @@ decided in one transaction, and exits.`,
 		newCmdChat(f, nil),
 		newCmdReset(f, nil),
 	)
+	registerCompletions(root, f)
 	return root
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -61,7 +62,7 @@ func (o *statusOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := o.f.Print(statusList(out.Result)); err != nil {
+	if err := o.f.Print(statusList{out.Result, o.f.Now()}); err != nil {
 		return err
 	}
 	return healthReport(o.f, "status", out)
@@ -93,13 +94,19 @@ func healthReport(f *Factory, verb string, out *reconcile.Outcome) error {
 	return nil
 }
 
-// statusList is `status -o json` (DESIGN "Commands").
-type statusList reconcile.Result
+// statusList is `status -o json` (DESIGN "Commands"); now is the clock the
+// age column is read against.
+type statusList struct {
+	reconcile.Result
+	now time.Time
+}
 
+// Table is the status table; wide adds kubectl's extra columns: restarts,
+// queued prompts, the Claude session, the image and the age.
 func (l statusList) Table(wide bool) ([]string, [][]string) {
 	h := []string{"ID", "COLONY", "RANK", "DESIRED", "OBSERVED", "EFFECTIVE", "LAST-SEQ", "REASON"}
 	if wide {
-		h = append(h, "RESTARTS", "PENDING")
+		h = append(h, "RESTARTS", "PENDING", "SESSION", "IMAGE", "AGE")
 	}
 	rows := make([][]string, 0, len(l.Spores))
 	for _, s := range l.Spores {
@@ -109,7 +116,7 @@ func (l statusList) Table(wide bool) ([]string, [][]string) {
 		}
 		row := []string{s.ID, s.Colony, string(s.Rank), string(s.Desired), obs, string(s.Effective), strconv.FormatUint(s.LastSeq, 10), orDash(s.Reason)}
 		if wide {
-			row = append(row, strconv.Itoa(s.Observed.Restarts), strconv.Itoa(s.Pending))
+			row = append(row, strconv.Itoa(s.Observed.Restarts), strconv.Itoa(s.Pending), orDash(s.Observed.SessionID), orDash(s.Image), age(l.now, s.Created))
 		}
 		rows = append(rows, row)
 	}
