@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/storecopy"
 )
@@ -50,14 +51,7 @@ func (e *RuntimeError) Error() string { return e.Op + ": " + e.Err.Error() }
 func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // AsleepError refuses to deliver to a sleeping spore without --wake.
-type AsleepError struct {
-	ID      string
-	Desired state.Desired
-}
-
-func (e *AsleepError) Error() string {
-	return fmt.Sprintf("spore %s is asleep (desired %s): nothing was sent; pass --wake to wake it and deliver", e.ID, e.Desired)
-}
+type AsleepError = reconcile.AsleepError
 
 // UnhealthyError reports that the command did its work and found some
 // spores not healthy; its message has already been printed as data.

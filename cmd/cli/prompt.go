@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"strings"
@@ -136,96 +134,19 @@ func (o *promptOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	now := o.f.Now().UTC()
-	entry := state.OutboxEntry{ID: newPromptID(), Spore: o.ID, From: o.From, Text: o.Text, At: now, Wake: o.Wake}
-	err = st.Update(ctx, func(tx state.Tx) error {
-		sp, err := tx.Spore(ctx, o.ID)
-		if err != nil {
-			return err
-		}
-		var evs []state.Event
-		if sp.Desired != state.Running {
-			if !o.Wake {
-				return &AsleepError{ID: o.ID, Desired: sp.Desired}
-			}
-			prev := sp.Desired
-			sp.Desired, sp.Updated = state.Running, now
-			sp.Generation++
-			if err := tx.UpdateSpore(ctx, sp); err != nil {
-				return err
-			}
-			evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", At: now, Text: fmt.Sprintf("desired %s → Running, to deliver prompt %s", prev, entry.ID)})
-		}
-		evs = append(evs, state.Event{Kind: state.KindPrompt, From: o.From, At: now, Text: o.Text})
-		if _, err := tx.Append(ctx, o.ID, evs); err != nil {
-			return err
-		}
-		_, err = tx.Enqueue(ctx, entry)
-		return err
-	})
+	entry, err := reconcile.Send(ctx, st, reconcile.Message{To: o.ID, From: o.From, Kind: state.KindPrompt, Text: o.Text, Wake: o.Wake}, o.f.Now())
 	if err != nil {
 		return err
 	}
-	res, err := o.deliver(ctx, st, entry)
-	if err != nil {
-		return err
-	}
-	return o.f.Print(res)
-}
-
-// deliver runs passes over the spore until the entry is delivered, or,
-// with --wake, the timeout runs out; a prompt that could not be delivered
-// stays in the outbox for the next pass.
-func (o *promptOptions) deliver(ctx context.Context, st state.Store, e state.OutboxEntry) (promptResult, error) {
-	res := promptResult{Spore: o.ID, ID: e.ID, State: "waiting"}
-	deadline := time.Now().Add(o.Timeout)
-	opt := reconcile.Options{IDs: []string{o.ID}, Deliver: true, Heal: o.Wake}
+	// Without --wake the spore is awake already: one try is enough. A
+	// woken one is given until the timeout to come up.
+	wait := time.Duration(0)
 	if o.Wake {
-		opt.Force = []string{o.ID}
+		wait = o.Timeout
 	}
-	for {
-		out, err := o.f.Pass(st).Run(ctx, opt)
-		if err != nil {
-			return res, err
-		}
-		if out.Missing != nil {
-			return res, out.Missing
-		}
-		for _, p := range out.Plans {
-			if p.StartErr != nil {
-				res.Detail = "the spore could not be started: " + p.StartErr.Error()
-				return res, nil
-			}
-			for _, d := range p.Delivered {
-				if d.Entry.ID != e.ID || d.Err != nil {
-					continue
-				}
-				res.State, res.Position = "delivered", d.Position
-				if d.Position > 0 {
-					res.State = "queued"
-				}
-				return res, nil
-			}
-			res.Detail = fmt.Sprintf("%s (%s); the next reconcile delivers it", p.Verdict.Effective, orDash(p.Verdict.Text))
-		}
-		// Without --wake the spore is awake already: one try is enough. A
-		// woken one is given until the timeout to come up.
-		opt.Heal, opt.Force = false, nil
-		if !o.Wake || time.Now().After(deadline) {
-			return res, nil
-		}
-		select {
-		case <-ctx.Done():
-			return res, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	d, err := o.f.Pass(st).Deliver(ctx, entry, o.Wake, wait)
+	if err != nil {
+		return err
 	}
-}
-
-// newPromptID is a fresh outbox id: 96 random bits never repeat in a
-// store (crypto/rand does not fail; it would crash the program instead).
-func newPromptID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return "p-" + hex.EncodeToString(b)
+	return o.f.Print(promptResult{Spore: o.ID, ID: entry.ID, State: d.State, Position: d.Position, Detail: d.Detail})
 }

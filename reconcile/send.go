@@ -1,0 +1,150 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// A message is one transaction on the store plus a delivery: Send
+// records it (an event in the target's log and an entry in its outbox),
+// Deliver posts it. Every sender — a person's `prompt`, and the messages
+// between spores that `serve` accepts — goes through these two, so none
+// lives only in a process.
+
+// ErrAsleep: the target sleeps and the sender did not ask to wake it.
+var ErrAsleep = errors.New("the spore is asleep")
+
+// AsleepError says which spore and its desired state; it wraps ErrAsleep.
+type AsleepError struct {
+	ID      string
+	Desired state.Desired
+}
+
+func (e *AsleepError) Error() string {
+	return fmt.Sprintf("spore %s is asleep (desired %s): nothing was sent; pass --wake to wake it and deliver", e.ID, e.Desired)
+}
+func (e *AsleepError) Unwrap() error { return ErrAsleep }
+
+// Message is what Send records.
+type Message struct {
+	To   string
+	From string // "user:alice", "spore:x", …
+	// Kind is state.KindPrompt for a person's prompt, state.KindMessage
+	// for one from a spore.
+	Kind state.EventKind
+	Text string
+	// Wake sets desired Running on a sleeping target (with an event);
+	// without it a sleeping target is refused with *AsleepError.
+	Wake bool
+}
+
+// NewMessageID is a fresh outbox id: 96 random bits never repeat in a
+// store (crypto/rand does not fail; it would crash the program instead).
+func NewMessageID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return "p-" + hex.EncodeToString(b)
+}
+
+// Send records m in one transaction and returns its outbox entry.
+func Send(ctx context.Context, st state.Store, m Message, now time.Time) (state.OutboxEntry, error) {
+	now = now.UTC()
+	entry := state.OutboxEntry{ID: NewMessageID(), Spore: m.To, From: m.From, Text: m.Text, At: now, Wake: m.Wake}
+	kind := m.Kind
+	if kind == "" {
+		kind = state.KindPrompt
+	}
+	err := st.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, m.To)
+		if err != nil {
+			return err
+		}
+		var evs []state.Event
+		if sp.Desired != state.Running {
+			if !m.Wake {
+				return &AsleepError{ID: m.To, Desired: sp.Desired}
+			}
+			prev := sp.Desired
+			sp.Desired, sp.Updated = state.Running, now
+			sp.Generation++
+			if err := tx.UpdateSpore(ctx, sp); err != nil {
+				return err
+			}
+			evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", At: now, Text: fmt.Sprintf("desired %s → Running, to deliver %s", prev, entry.ID)})
+		}
+		evs = append(evs, state.Event{Kind: kind, From: m.From, At: now, Text: m.Text})
+		if _, err := tx.Append(ctx, m.To, evs); err != nil {
+			return err
+		}
+		_, err = tx.Enqueue(ctx, entry)
+		return err
+	})
+	return entry, err
+}
+
+// DeliveryResult says what became of one entry after Deliver.
+type DeliveryResult struct {
+	// State is "delivered", "queued" (the agent is working; Position is
+	// its place in the bridge's queue) or "waiting" (still in the outbox;
+	// Detail says why; the next pass delivers it).
+	State    string
+	Position int
+	Detail   string
+}
+
+// Deliver runs passes over e's spore until e is delivered, or, when wait
+// is more than zero (a woken spore coming up), until wait runs out. start
+// lets the first pass start the spore (it was just woken).
+func (ps *Pass) Deliver(ctx context.Context, e state.OutboxEntry, start bool, wait time.Duration) (DeliveryResult, error) {
+	res := DeliveryResult{State: "waiting"}
+	deadline := time.Now().Add(wait)
+	opt := Options{IDs: []string{e.Spore}, Deliver: true, Heal: start}
+	if start {
+		opt.Force = []string{e.Spore}
+	}
+	for {
+		out, err := ps.Run(ctx, opt)
+		if err != nil {
+			return res, err
+		}
+		if out.Missing != nil {
+			return res, out.Missing
+		}
+		for _, p := range out.Plans {
+			if p.StartErr != nil {
+				res.Detail = "the spore could not be started: " + p.StartErr.Error()
+				return res, nil
+			}
+			for _, d := range p.Delivered {
+				if d.Entry.ID != e.ID || d.Err != nil {
+					continue
+				}
+				res.State, res.Position = "delivered", d.Position
+				if d.Position > 0 {
+					res.State = "queued"
+				}
+				return res, nil
+			}
+			text := p.Verdict.Text
+			if text == "" {
+				text = "-"
+			}
+			res.Detail = fmt.Sprintf("%s (%s); the next reconcile delivers it", p.Verdict.Effective, text)
+		}
+		opt.Heal, opt.Force = false, nil
+		if wait <= 0 || time.Now().After(deadline) {
+			return res, nil
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
