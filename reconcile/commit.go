@@ -72,6 +72,19 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time) (
 					return err
 				}
 			}
+			for _, d := range p.Delivered {
+				if d.Err != nil {
+					continue
+				}
+				err := tx.Dequeue(ctx, id, d.Entry.ID)
+				switch {
+				case err == nil:
+					evs = append(evs, deliveredEvent(d, now))
+				case !errors.Is(err, state.ErrNotFound):
+					return err
+				}
+				// Not found: an overlapping pass dequeued it and said so.
+			}
 			if len(evs) > 0 {
 				got, err := tx.Append(ctx, id, evs)
 				if err != nil {
@@ -97,14 +110,6 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time) (
 					if err := tx.SetTokenHash(ctx, id, p.issued.prev); err != nil {
 						return err
 					}
-				}
-			}
-			for _, d := range p.Delivered {
-				if d.Err != nil {
-					continue
-				}
-				if err := tx.Dequeue(ctx, id, d.Entry.ID); err != nil && !errors.Is(err, state.ErrNotFound) {
-					return err
 				}
 			}
 		}

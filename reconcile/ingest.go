@@ -1,7 +1,9 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -30,8 +32,11 @@ type ingested struct {
 }
 
 // ingest fetches, from every spore whose bridge answered with lines the
-// store does not have, the lines after the last saved one.
-func ingest(ctx context.Context, spores []state.Spore, obs observation, deadline time.Duration) map[string]*ingested {
+// store does not have, the lines after the last saved one. last holds,
+// for spores that have some, the store's copy of the bridge's line at
+// BridgeSeq: the bridge must still have that same line there, or its log
+// is not the one the store read before.
+func ingest(ctx context.Context, spores []state.Spore, obs observation, last map[string]json.RawMessage, deadline time.Duration) map[string]*ingested {
 	out := map[string]*ingested{}
 	var todo []string
 	base := map[string]uint64{}
@@ -41,6 +46,11 @@ func ingest(ctx context.Context, spores []state.Spore, obs observation, deadline
 			continue
 		}
 		switch {
+		case sp.HealthReason == string(ReasonBridgeLogLost):
+			// Once lost, lost until a person resets it: a new log that
+			// grows past the old one's length is still not the old one.
+			out[sp.ID] = &ingested{base: sp.BridgeSeq, problem: ReasonBridgeLogLost,
+				detail: fmt.Sprintf("the bridge's log is not the one the store read before; nothing is ingested until `sporectl reset %s`", sp.ID)}
 		case o.BridgeLastSeq < sp.BridgeSeq:
 			out[sp.ID] = &ingested{base: sp.BridgeSeq, problem: ReasonBridgeLogLost,
 				detail: fmt.Sprintf("the bridge's log ends at line %d but the store holds its lines up to %d: the home lost lines (wiped or replaced); nothing is ingested until `sporectl reset %s`", o.BridgeLastSeq, sp.BridgeSeq, sp.ID)}
@@ -53,7 +63,7 @@ func ingest(ctx context.Context, spores []state.Spore, obs observation, deadline
 	defer cancel()
 	var mu sync.Mutex
 	forEach(ctx, todo, bridgeWorkers, func(id string) {
-		in := fetch(ctx, obs.clients[id], base[id], obs.spores[id].BridgeLastSeq)
+		in := fetch(ctx, obs.clients[id], base[id], obs.spores[id].BridgeLastSeq, last[id])
 		mu.Lock()
 		out[id] = in
 		mu.Unlock()
@@ -63,9 +73,22 @@ func ingest(ctx context.Context, spores []state.Spore, obs observation, deadline
 
 // fetch pages through a bridge's lines after base up to last (as its
 // status said), checking that every number follows the one before.
-func fetch(ctx context.Context, c BridgeClient, base, last uint64) *ingested {
+func fetch(ctx context.Context, c BridgeClient, base, last uint64, known json.RawMessage) *ingested {
 	in := &ingested{base: base}
 	next := base + 1
+	if known != nil {
+		// Ask from the line the store has, to see that it is the same.
+		page, err := c.Events(ctx, base-1, 1, 0)
+		if err != nil && !errors.Is(err, bridge.ErrAhead) {
+			in.err = err
+			return in
+		}
+		if err != nil || len(page.Events) == 0 || page.Events[0].Seq != base || !sameLine(page.Events[0].Line, known) {
+			in.problem = ReasonBridgeLogLost
+			in.detail = fmt.Sprintf("the bridge's line %d is not the one the store holds: its log was replaced (home wiped or swapped); nothing is ingested until `sporectl reset`", base)
+			return in
+		}
+	}
 	for next <= last && len(in.events) < maxIngestPerSpore {
 		page, err := c.Events(ctx, next-1, bridge.MaxLimit, 0)
 		if errors.Is(err, bridge.ErrAhead) {
@@ -92,3 +115,52 @@ func fetch(ctx context.Context, c BridgeClient, base, last uint64) *ingested {
 	}
 	return in
 }
+
+// sameLine compares two JSON lines as values' text, blanks aside (a store
+// may keep a line compacted).
+func sameLine(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+// lastLines reads, for each spore about to be ingested, the store's copy
+// of the bridge's line at its BridgeSeq, looking back a few events from
+// the end of its log (lifecycle events may follow it). A line not found
+// so near the end is not checked.
+func lastLines(ctx context.Context, st state.Store, spores []state.Spore, obs observation) (map[string]json.RawMessage, error) {
+	out := map[string]json.RawMessage{}
+	var todo []state.Spore
+	for _, sp := range spores {
+		if o := obs.spores[sp.ID]; obs.clients[sp.ID] != nil && sp.BridgeSeq > 0 && o.BridgeLastSeq > sp.BridgeSeq {
+			todo = append(todo, sp)
+		}
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	err := st.View(ctx, func(tx state.Tx) error {
+		for _, sp := range todo {
+			tail, err := tx.Tail(ctx, sp.ID, lookBack)
+			if errors.Is(err, state.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			for i := len(tail) - 1; i >= 0; i-- {
+				if e := tail[i]; e.Kind == state.KindAgent && e.BridgeSeq == sp.BridgeSeq {
+					out[sp.ID] = e.Line
+					break
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// lookBack is how many events from the end lastLines reads.
+const lookBack = 64

@@ -107,7 +107,11 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 	ps.progress("observe", n, fmt.Sprintf("%d bridge(s) answered", len(obs.clients)))
 	var got map[string]*ingested
 	if !opt.DryRun {
-		got = ingest(ctx, snap.Spores, obs, orDefault(ps.IngestDeadline, DefaultIngestDeadline))
+		known, err := lastLines(ctx, ps.Store, snap.Spores, obs)
+		if err != nil {
+			return nil, fmt.Errorf("read the last ingested lines: %w", err)
+		}
+		got = ingest(ctx, snap.Spores, obs, known, orDefault(ps.IngestDeadline, DefaultIngestDeadline))
 		for id, in := range got {
 			if in.problem != "" {
 				o := obs.spores[id]

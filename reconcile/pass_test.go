@@ -195,6 +195,26 @@ func TestPassBridgeLogLostThenReset(t *testing.T) {
 	require.Equal(t, reconcile.ReasonBridgeLogLost, health(out, "a").Code)
 	require.Equal(t, 1, e.rt.Calls("Start"), "a lost log is not a crash: nothing is restarted")
 	require.Equal(t, []uint64{1, 2}, agentSeqs(e.events("a")))
+
+	// The new log grows past the old one's length: still not the old log.
+	b.Write(`{"new":2}`, `{"new":3}`, `{"new":4}`)
+	out = e.heal()
+	require.Equal(t, reconcile.ReasonBridgeLogLost, health(out, "a").Code)
+	require.Equal(t, []uint64{1, 2}, agentSeqs(e.events("a")), "lines of another log taken as this one's")
+}
+
+func TestPassReplacedLogOfTheSameLengthIsCaught(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	e.heal()
+	b := e.rt.BridgeOf("a")
+	b.Write(`{"old":1}`, `{"old":2}`)
+	e.run(reconcile.Options{})
+	b.Wipe()
+	b.Write(`{"new":1}`, `{"new":2}`, `{"new":3}`) // longer at once: never seen behind
+	out := e.run(reconcile.Options{})
+	require.Equal(t, reconcile.ReasonBridgeLogLost, health(out, "a").Code)
+	require.Equal(t, []uint64{1, 2}, agentSeqs(e.events("a")))
 }
 
 func TestPassHealsWithBackoffAndOpensTheBreaker(t *testing.T) {
@@ -496,4 +516,42 @@ func TestPassListsOrphansOnWholeFleetPasses(t *testing.T) {
 	require.Equal(t, []string{"ghost"}, e.heal().Orphans)
 	require.Empty(t, e.run(reconcile.Options{IDs: []string{"a"}}).Orphans, "a pass over named spores cannot tell orphans")
 	require.Zero(t, e.rt.Calls("Stop")+e.rt.Calls("Delete"), "nothing removes an orphan but delete --orphan")
+}
+
+// overlappingPass plays a second pass that posts the same entry and
+// commits first, between our post and our commit.
+type overlappingPass struct {
+	reconcile.BridgeClient
+	st state.Store
+}
+
+func (o overlappingPass) Prompt(ctx context.Context, p bridge.PromptRequest) (bridge.PromptAccepted, error) {
+	a, err := o.BridgeClient.Prompt(ctx, p)
+	if err != nil {
+		return a, err
+	}
+	err = o.st.Update(ctx, func(tx state.Tx) error {
+		if err := tx.Dequeue(ctx, "a", p.ID); err != nil {
+			return err
+		}
+		_, err := tx.Append(ctx, "a", []state.Event{{Kind: state.KindLifecycle, Action: "delivered", Text: "by the other pass"}})
+		return err
+	})
+	return a, err
+}
+
+func TestPassOverlappingDeliveryIsRecordedOnce(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	e.heal()
+	enqueue(t, e.st, "a", "p-1", "hello")
+	ps := e.pass()
+	ps.Dial = func(ep reconcile.BridgeEndpoint) (reconcile.BridgeClient, error) {
+		c, err := e.rt.Dial(ep)
+		return overlappingPass{BridgeClient: c, st: e.st}, err
+	}
+	_, err := ps.Run(context.Background(), reconcile.Options{Deliver: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, count(actions(e.events("a")), "delivered"), "two passes that both posted an entry must record one delivery")
+	require.Empty(t, pending(t, e.st, "a"))
 }

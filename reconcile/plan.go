@@ -108,9 +108,10 @@ func heal(p *SporePlan, in PlanInput) {
 		}
 		p.Start, p.Crash = true, true
 		p.NotBefore = in.Now.Add(backoff(in.Policy, len(p.Failures)))
-	case p.Verdict.Code == ReasonRunsWhileAsleep, p.Verdict.Code == ReasonMultiplePods:
-		// Runs while asleep: end it. Two pods or trees: end them all; the
-		// next pass starts one again (counted as a crash, so bounded).
+	case p.Verdict.Code == ReasonRunsWhileAsleep, p.Verdict.Code == ReasonMultiplePods, p.Verdict.Code == ReasonUnrecorded:
+		// Runs while asleep: end it. Two pods or trees, or a bridge no run
+		// file records: end them all; the next pass starts one again
+		// (counted as a crash, so bounded).
 		p.Stop = true
 	}
 }
@@ -230,20 +231,21 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		}
 		sp.Health, sp.HealthReason = health, string(reason)
 	}
-	for _, d := range p.Delivered {
-		if d.Err != nil {
-			continue
-		}
-		text := fmt.Sprintf("prompt %s delivered", d.Entry.ID)
-		switch {
-		case d.Duplicate:
-			text += " (the bridge had it already)"
-		case d.Position > 0:
-			text += fmt.Sprintf(", queued at position %d", d.Position)
-		}
-		ev(state.KindLifecycle, "delivered", text)
-	}
 	return sp, evs
+}
+
+// deliveredEvent records one delivery. The commit writes it only when its
+// own Dequeue removed the entry: passes that overlap may both post an
+// entry (the bridge keeps one), but only one of them dequeues it.
+func deliveredEvent(d Delivery, now time.Time) state.Event {
+	text := fmt.Sprintf("prompt %s delivered", d.Entry.ID)
+	switch {
+	case d.Duplicate:
+		text += " (the bridge had it already)"
+	case d.Position > 0:
+		text += fmt.Sprintf(", queued at position %d", d.Position)
+	}
+	return state.Event{Kind: state.KindLifecycle, Action: "delivered", At: now, Text: text}
 }
 
 // windowOf is the breaker window the plan used (kept for the event text).

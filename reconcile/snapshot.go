@@ -52,7 +52,7 @@ func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) 
 				case seen[id]:
 					continue
 				case !ok:
-					snap.Missing = append(snap.Missing, &missingError{id})
+					snap.Missing = append(snap.Missing, state.SporeNotFound(id))
 					continue
 				}
 				seen[id] = true
@@ -88,13 +88,6 @@ func (s *Snapshot) IDs() []string {
 	}
 	return out
 }
-
-// missingError is a named spore that is not in the store; it wraps
-// state.ErrNotFound so every backend says it the same way.
-type missingError struct{ id string }
-
-func (e *missingError) Error() string { return "spore " + e.id + " not found" }
-func (e *missingError) Unwrap() error { return state.ErrNotFound }
 
 // ErrMissing joins the snapshot's missing ids, nil when none.
 func (s *Snapshot) ErrMissing() error { return errors.Join(s.Missing...) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -54,6 +55,15 @@ func (o *eventsOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
+	// Like every command, it first ingests what the bridge wrote since the
+	// last one, so the log shown is the whole one.
+	pass, err := o.f.Pass(st).Run(ctx, reconcile.Options{IDs: []string{o.ID}})
+	if err != nil {
+		return err
+	}
+	if pass.Missing != nil {
+		return pass.Missing
+	}
 	out := eventList{Spore: o.ID}
 	err = st.View(ctx, func(tx state.Tx) error {
 		h, err := tx.Head(ctx, o.ID)
