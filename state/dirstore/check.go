@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,6 +32,9 @@ func (s *Store) Check(ctx context.Context) (*state.CheckReport, error) {
 			return rep, err
 		}
 	}
+	if err := checkLockFile(s.root); err != nil {
+		return s.checkOnce(ctx) // reports the lock file; never locks through a link
+	}
 	lk, err := acquireLock(ctx, s.path(lockFile), s.opts.LockTimeout)
 	if err != nil {
 		return nil, &state.UnavailableError{Op: "lock store for check", Err: err}
@@ -44,7 +47,7 @@ func (s *Store) Check(ctx context.Context) (*state.CheckReport, error) {
 // the snapshot's identity and the commit logs' sizes.
 func (s *Store) commitStamp() string {
 	var b strings.Builder
-	if fi, err := os.Stat(s.path(snapshotFile)); err == nil {
+	if fi, err := os.Lstat(s.path(snapshotFile)); err == nil {
 		fmt.Fprintf(&b, "%v/%d/%d;", fi.ModTime().UnixNano(), fi.Size(), inode(fi))
 	}
 	entries, _ := os.ReadDir(s.root)
@@ -95,6 +98,9 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	if l.torn != "" {
 		note(txlogName(l.m.gen), "torn tail after byte %d (%s): a commit that never finished; the next writer saves it to %s/ and drops it", l.logOff, l.torn, tornDir)
 	}
+	if l.headNote != "" {
+		note(txlogName(l.m.gen), "%s", l.headNote)
+	}
 	s.checkFiles(l.m, problem, note)
 	s.checkStrict(l, problem)
 	if err := l.m.settings.Recovery.Validate(); err != nil {
@@ -136,7 +142,9 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	return rep, nil
 }
 
-// checkFiles looks for files the model does not account for.
+// checkFiles looks for files the model does not account for, and for
+// links and other non-files where the store keeps its own files (format
+// §1: the store never follows them, so each is a problem).
 func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any)) {
 	entries, err := os.ReadDir(s.root)
 	if err != nil {
@@ -144,29 +152,52 @@ func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any))
 		return
 	}
 	for _, e := range entries {
-		g, ok := parseTxlogName(e.Name())
+		name := e.Name()
+		g, isLog := parseTxlogName(name)
 		switch {
-		case ok && g < m.gen:
-			note(e.Name(), "commit log of an earlier snapshot, left by an interrupted compaction; the next writer removes it")
-		case ok && g > m.gen:
-			if fi, err := e.Info(); err == nil && fi.Size() > 0 {
-				problem(e.Name(), "commit log newer than the snapshot (gen %d) holds %d bytes", m.gen, fi.Size())
-			} else {
-				note(e.Name(), "empty commit log left by an interrupted compaction")
+		case name == formatFile, name == snapshotFile, name == lockFile, isLog:
+			if !e.Type().IsRegular() {
+				problem(name, "is not a regular file (%s); the store never follows links among its own files", typeName(e))
+				continue
 			}
-		case e.Name() == tornDir:
+		case name == eventsDir, name == tornDir:
+			if !e.IsDir() {
+				problem(name, "is not a directory (%s); the store never follows links among its own files", typeName(e))
+				continue
+			}
+		}
+		switch {
+		case isLog && g < m.gen:
+			note(name, "commit log of an earlier snapshot, left by an interrupted compaction; the next writer removes it")
+		case isLog && g > m.gen:
+			if fi, err := e.Info(); err == nil && fi.Size() > headerSize {
+				problem(name, "commit log newer than the snapshot (gen %d) holds %d bytes", m.gen, fi.Size())
+			} else {
+				note(name, "unused commit log left by an interrupted compaction (no records); the next compaction replaces it")
+			}
+		case isLog:
+			if fi, err := e.Info(); err == nil && links(fi) > 1 {
+				problem(name, "has %d hard links; writing to it would change another file too", links(fi))
+			}
+		case name == tornDir && e.IsDir():
 			torn, _ := os.ReadDir(s.path(tornDir))
 			for _, t := range torn {
-				note(filepath.Join(tornDir, t.Name()), "torn commit tail saved during recovery; not part of the store")
+				if !t.Type().IsRegular() {
+					problem(tornDir+"/"+t.Name(), "is not a regular file (%s)", typeName(t))
+					continue
+				}
+				note(tornDir+"/"+t.Name(), "torn commit tail saved during recovery; not part of the store")
 			}
 		}
 	}
-	if _, err := os.Stat(s.path(txlogName(m.gen))); err != nil {
+	if _, err := os.Lstat(s.path(txlogName(m.gen))); err != nil {
 		problem(txlogName(m.gen), "live commit log is missing: %v", err)
 	}
-	files := map[string]bool{}
-	for _, r := range m.rows {
-		files[r.Log.File] = true
+	if fi, err := os.Lstat(s.path(eventsDir)); err != nil || !fi.IsDir() {
+		if err != nil {
+			problem(eventsDir, "cannot list: %v", err)
+		}
+		return
 	}
 	logs, err := os.ReadDir(s.path(eventsDir))
 	if err != nil {
@@ -174,25 +205,51 @@ func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any))
 		return
 	}
 	for _, e := range logs {
-		if !files[e.Name()] {
-			note(eventsDir+"/"+e.Name(), "event log of no current spore (left by a delete interrupted before cleanup)")
+		where := eventsDir + "/" + e.Name()
+		id, _, isLog := parseLogName(e.Name())
+		r, live := m.rows[id]
+		named := isLog && live && r.Log.File == e.Name()
+		switch {
+		case !e.Type().IsRegular():
+			problem(where, "is not a regular file (%s); the store never follows links among its own files", typeName(e))
+		case named:
+			// checkLog reads it.
+		case isLog:
+			note(where, "event log no spore names (a deleted spore's, or a failed or interrupted create's); the next writer removes it")
+		default:
+			note(where, "not a file of the store (an event log is named <spore id>.<tx>.log); left alone")
 		}
 	}
+}
+
+func typeName(e fs.DirEntry) string {
+	if e.Type()&fs.ModeSymlink != 0 {
+		return "a symbolic link"
+	}
+	if e.IsDir() {
+		return "a directory"
+	}
+	return e.Type().String()
 }
 
 // checkLog reads a whole event log: lines 1..LastSeq, each well framed,
 // ending exactly at the committed size.
 func (s *Store) checkLog(id string, h logHead, problem, note func(string, string, ...any)) (uint64, error) {
-	name := eventsDir + "/" + h.File
-	if !strings.HasPrefix(h.File, id+".") || !strings.HasSuffix(h.File, ".log") || strings.ContainsAny(h.File, "/\\") {
+	p, name, err := s.logPath(id, h.File)
+	if err != nil {
 		problem("spore "+id, "event log name %q does not belong to it", h.File)
 		return 0, nil
 	}
-	f, err := os.Open(s.path(eventsDir, h.File))
+	f, err := openFile(p, name, os.O_RDONLY, false)
 	if errors.Is(err, os.ErrNotExist) {
 		if h.Size > 0 || h.LastSeq > 0 {
 			problem(name, "missing, but %d events (%d bytes) are committed", h.LastSeq, h.Size)
 		}
+		return 0, nil
+	}
+	var ce *state.CorruptError
+	if errors.As(err, &ce) {
+		problem(ce.Where(), "%s", ce.Reason)
 		return 0, nil
 	}
 	if err != nil {
@@ -202,6 +259,9 @@ func (s *Store) checkLog(id string, h logHead, problem, note func(string, string
 	fi, err := f.Stat()
 	if err != nil {
 		return 0, ioErr("check "+name, err)
+	}
+	if links(fi) > 1 {
+		problem(name, "has %d hard links; writing to it would change another file too", links(fi))
 	}
 	if fi.Size() < h.Size {
 		problem(name, "has %d bytes but %d are committed", fi.Size(), h.Size)
@@ -246,15 +306,16 @@ func (s *Store) checkLog(id string, h logHead, problem, note func(string, string
 // unknown fields, which the fast decoders ignore: a field this binary does
 // not know would be lost when it rewrites the row.
 func (s *Store) checkStrict(l *loaded, problem func(string, string, ...any)) {
-	scan := func(name string, limit int64, decode func(n int, payload []byte) error) {
-		data, err := os.ReadFile(s.path(name))
-		if err != nil {
+	scan := func(name string, from, limit int64, firstLine int, decode func(n int, payload []byte) error) {
+		data, err := readFileNoFollow(s.path(name), name, -1)
+		if err != nil || int64(len(data)) < from {
 			return // reported elsewhere
 		}
 		if limit >= 0 && int64(len(data)) > limit {
 			data = data[:limit]
 		}
-		for n := 1; len(data) > 0; n++ {
+		data = data[from:]
+		for n := firstLine; len(data) > 0; n++ {
 			nl := bytes.IndexByte(data, '\n')
 			if nl < 0 {
 				return
@@ -267,11 +328,17 @@ func (s *Store) checkStrict(l *loaded, problem func(string, string, ...any)) {
 			data = data[nl+1:]
 		}
 	}
-	scan(snapshotFile, -1, func(n int, p []byte) error {
+	scan(snapshotFile, 0, -1, 1, func(n int, p []byte) error {
 		if n == 1 {
 			return strictUnmarshal(p, new(snapHeader))
 		}
 		return strictUnmarshal(p, new(row))
 	})
-	scan(txlogName(l.m.gen), l.logOff, func(_ int, p []byte) error { return strictUnmarshal(p, new(txRecord)) })
+	// The header's slots are decoded strictly when read.
+	var from int64
+	first := 1
+	if l.m.format >= headedFormat {
+		from, first = headerSize, headerLines+1
+	}
+	scan(txlogName(l.m.gen), from, l.logOff, first, func(_ int, p []byte) error { return strictUnmarshal(p, new(txRecord)) })
 }

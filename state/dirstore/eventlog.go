@@ -202,14 +202,14 @@ func readEvents(path, name string, head logHead, after uint64, limit int) ([]sta
 	if after >= head.LastSeq || head.Size == 0 {
 		return nil, nil
 	}
-	f, err := os.Open(path)
+	f, err := openFile(path, name, os.O_RDONLY, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The spore was deleted (its log removed) after this reader took
 		// its snapshot: it is gone, as a fresh read would say.
 		return nil, fmt.Errorf("event log %s: %w", name, state.ErrNotFound)
 	}
 	if err != nil {
-		return nil, ioErr("read events", err)
+		return nil, storeErr("read events", err)
 	}
 	defer f.Close()
 	off, err := seekSeq(f, head.Size, after+1)

@@ -16,7 +16,7 @@ import (
 // The FORMAT file marks a directory as a store (format §1):
 //
 //	sporectl store
-//	format 2
+//	format 3
 const formatMagic = "sporectl store"
 
 func formatBytes() []byte {
@@ -60,7 +60,7 @@ func readFormat(root string) error {
 // is no store, FORMAT is damaged, or the version is newer than this
 // binary's. An older version is returned without error.
 func readFormatVersion(root string) (int, error) {
-	data, err := os.ReadFile(filepath.Join(root, formatFile))
+	data, err := readFileNoFollow(filepath.Join(root, formatFile), filepath.Join(root, formatFile), 4096)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		if fi, serr := os.Stat(root); serr == nil && !fi.IsDir() {
 			return 0, fmt.Errorf("%s is a file, not a store directory: %w", root, state.ErrNoStore)
@@ -68,7 +68,7 @@ func readFormatVersion(root string) (int, error) {
 		return 0, fmt.Errorf("%s: %w", root, state.ErrNoStore)
 	}
 	if err != nil {
-		return 0, ioErr("read "+formatFile, err)
+		return 0, storeErr("read "+formatFile, err)
 	}
 	v, err := parseFormat(data)
 	if err != nil {

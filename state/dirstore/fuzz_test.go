@@ -295,11 +295,34 @@ func fuzzRow(id, text string, i int) *row {
 // cleanText keeps fuzz strings to what JSON carries unchanged.
 func cleanText(s string) string { return strings.ToValidUTF8(s, "?") }
 
+// fuzzID turns a fuzz string into a valid spore id (rows with other ids
+// are refused as they are decoded), short enough for a suffix.
+func fuzzID(s string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(s) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' {
+			b.WriteRune(c)
+		}
+	}
+	id := b.String()
+	if id == "" || id[0] < 'a' || id[0] > 'z' {
+		id = "x" + id
+	}
+	if len(id) > 50 {
+		id = id[:50]
+	}
+	if strings.HasSuffix(id, "-") {
+		id += "0"
+	}
+	return id
+}
+
 func fuzzRecords(n int, afterTx uint64, id, text string) []*txRecord {
-	id, text = cleanText(id), cleanText(text)
+	id, text = fuzzID(id), cleanText(text)
 	recs := make([]*txRecord, n)
 	for i := range recs {
-		rec := &txRecord{TxID: afterTx + 1 + uint64(i)*uint64(1+len(text)%3), At: nowString(time.Unix(int64(i), 0))}
+		// Consecutive, as format 3 wants them.
+		rec := &txRecord{TxID: afterTx + 1 + uint64(i), At: nowString(time.Unix(int64(i), 0))}
 		switch i % 4 {
 		case 0:
 			rec.Rows = map[string]*row{id: fuzzRow(id, text, i), id + "-b": fuzzRow(id+"-b", text, i+1)}
@@ -344,10 +367,14 @@ func FuzzParseTxlog(f *testing.F) {
 	f.Add(append(bytes.Clone(data), "garbage"...), uint64(0), uint16(1))
 	f.Add(append([]byte("garbage\n"), data...), uint64(0), uint16(1))
 	f.Add([]byte("\n"), uint64(0), uint16(1))
+	f.Add(data, uint64(0), uint16(0x8001))
+	f.Add(encodeTxlog(f, fuzzRecords(3, 0, "a", "t")[1:]), uint64(0), uint16(0x8001))
 	f.Fuzz(func(t *testing.T, data []byte, afterTx uint64, firstLine uint16) {
-		first := int(firstLine)%1000 + 1
+		first := int(firstLine&0x7fff)%1000 + 1
+		// The high bit asks for format 3's consecutive transaction ids.
+		consecutive := firstLine&0x8000 != 0
 		const name = "txlog.7"
-		sc, err := parseTxlog(name, data, afterTx, first)
+		sc, err := parseTxlog(name, data, afterTx, first, consecutive)
 		if err != nil {
 			require.Nil(t, sc)
 			ce := requireCorrupt(t, err, name)
@@ -378,16 +405,22 @@ func FuzzParseTxlog(f *testing.F) {
 		last := afterTx
 		for _, r := range sc.records {
 			require.Greater(t, r.TxID, last)
+			if consecutive {
+				require.Equal(t, last+1, r.TxID)
+			}
 			last = r.TxID
 			for id, row := range r.Rows {
+				require.NoError(t, state.ValidateID(id))
 				if row != nil {
 					require.Equal(t, id, row.Spore.ID)
+					lid, tx, ok := parseLogName(row.Log.File)
+					require.True(t, ok && lid == id && tx <= r.TxID, "row %s names log %q", id, row.Log.File)
 				}
 			}
 		}
 		// What was accepted re-encodes to a log that parses the same.
 		re := encodeTxlog(t, sc.records)
-		sc2, err := parseTxlog(name, re, afterTx, first)
+		sc2, err := parseTxlog(name, re, afterTx, first, consecutive)
 		require.NoError(t, err)
 		require.Empty(t, sc2.torn)
 		require.Equal(t, re, encodeTxlog(t, sc2.records))
@@ -416,7 +449,7 @@ func FuzzTxlogRoundTrip(f *testing.F) {
 			ends = append(ends, len(data))
 		}
 
-		sc, err := parseTxlog(name, data, afterTx, 1)
+		sc, err := parseTxlog(name, data, afterTx, 1, true)
 		require.NoError(t, err)
 		require.Empty(t, sc.torn)
 		require.Equal(t, int64(len(data)), sc.good)
@@ -426,7 +459,7 @@ func FuzzTxlogRoundTrip(f *testing.F) {
 		// whole records before the cut, and a torn tail unless the cut is
 		// at a line end.
 		c := int(cut) % (len(data) + 1)
-		sc, err = parseTxlog(name, data[:c], afterTx, 1)
+		sc, err = parseTxlog(name, data[:c], afterTx, 1, true)
 		require.NoError(t, err)
 		whole := 0
 		for whole < len(ends) && ends[whole] <= c {
@@ -445,7 +478,7 @@ func FuzzTxlogRoundTrip(f *testing.F) {
 		if k > 1 {
 			lineStart = ends[k-2]
 		}
-		sc, err = parseTxlog(name, d, afterTx, 1)
+		sc, err = parseTxlog(name, d, afterTx, 1, true)
 		switch {
 		case caseOnlyFlip(data[lineStart:], i-lineStart, mask):
 			require.NoError(t, err)
@@ -467,14 +500,32 @@ func FuzzTxlogRoundTrip(f *testing.F) {
 	})
 }
 
+// --- commit log header -----------------------------------------------------
+
+// FuzzLogHeader: a header slot round-trips, fits its fixed size for any
+// values, and any single damaged byte of it is detected.
+func FuzzLogHeader(f *testing.F) {
+	f.Add(uint64(7), uint64(1041), uint64(3), int64(4096), uint16(40), byte(1))
+	f.Add(uint64(math.MaxUint64), uint64(math.MaxUint64), uint64(0), int64(math.MaxInt64), uint16(127), byte(0x20))
+	f.Fuzz(func(t *testing.T, gen, base, n uint64, end int64, flipAt uint16, mask byte) {
+		mask = nonzero(mask)
+		h := logHeader{Log: gen, Base: base, TX: base + min(n, math.MaxUint64-base), End: end}
+		b := encodeSlot(h)
+		require.Len(t, b, slotSize)
+		got, bad := decodeSlot(b)
+		require.Empty(t, bad)
+		require.Equal(t, h, got)
+		_, bad = decodeSlot(flipped(b, int(flipAt)%slotSize, mask))
+		require.NotEmpty(t, bad, "flip at %d went undetected", int(flipAt)%slotSize)
+	})
+}
+
 // --- snapshot ------------------------------------------------------------
 
 func fuzzModel(gen, txid uint64, n int, id, text, runtime string) *model {
-	id, text = cleanText(id), cleanText(text)
-	if id == "" {
-		id = "x"
-	}
-	m := &model{gen: gen, txid: txid, settings: state.Settings{Runtime: cleanText(runtime), Image: text,
+	id, text = fuzzID(id), cleanText(text)
+	txid = max(txid, 1) // rows name the log of transaction 1
+	m := &model{gen: gen, format: formatVersion, base: txid, txid: txid, settings: state.Settings{Runtime: cleanText(runtime), Image: text,
 		Recovery: state.RecoveryPolicy{HealthyAfter: state.Duration(time.Duration(txid) * time.Millisecond)}}, rows: map[string]*row{}}
 	for i := range n {
 		rid := id + "-" + strconv.Itoa(i)

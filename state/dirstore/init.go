@@ -105,8 +105,9 @@ func partialInit(root string, entries []fs.DirEntry) bool {
 				return false
 			}
 		case name == txlogName(1):
+			// Empty (format 1 and 2), or only its header.
 			fi, err := e.Info()
-			if err != nil || fi.Size() > 0 {
+			if err != nil || !fi.Mode().IsRegular() || fi.Size() > headerSize {
 				return false
 			}
 		case name == snapshotFile:
@@ -139,16 +140,21 @@ func buildStore(dir string, settings state.Settings) error {
 	if err := os.Mkdir(filepath.Join(dir, eventsDir), 0o700); err != nil {
 		return ioErr("init store", err)
 	}
-	m := &model{gen: 1, settings: settings, rows: map[string]*row{}}
+	m := &model{gen: 1, format: formatVersion, settings: settings, rows: map[string]*row{}}
 	if err := writeSnapshot(dir, m); err != nil {
 		return err
 	}
 	for _, name := range []string{txlogName(1), lockFile} {
-		f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		f, err := createFile(filepath.Join(dir, name), name)
 		if err != nil {
-			return ioErr("init store", err)
+			return storeErr("init store", err)
 		}
-		err = syncFile(f)
+		if name != lockFile {
+			_, err = writeAt(f, newHeader(1, 0), 0)
+		}
+		if err == nil {
+			err = syncFile(f)
+		}
 		f.Close()
 		if err != nil {
 			return ioErr("init store", err)

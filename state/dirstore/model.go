@@ -28,6 +28,8 @@ type row struct {
 // never modified once published; commits build a new one.
 type model struct {
 	gen      uint64 // snapshot generation; the live log is txlog.<gen>
+	format   int    // format of the snapshot it was read from (format §10)
+	base     uint64 // the snapshot's last transaction: txlog.<gen> follows it
 	txid     uint64 // last committed transaction
 	settings state.Settings
 	rows     map[string]*row
@@ -87,7 +89,7 @@ func (m *model) clone() *model {
 	m.mu.Lock()
 	sorted := m.sorted
 	m.mu.Unlock()
-	n := &model{gen: m.gen, txid: m.txid, settings: m.settings, rows: maps.Clone(m.rows), sorted: sorted, queued: maps.Clone(m.queued)}
+	n := &model{gen: m.gen, format: m.format, base: m.base, txid: m.txid, settings: m.settings, rows: maps.Clone(m.rows), sorted: sorted, queued: maps.Clone(m.queued)}
 	if n.rows == nil {
 		n.rows = map[string]*row{}
 	}

@@ -17,13 +17,18 @@ import (
 
 // FormatVersion is the on-disk format this package reads and writes
 // (format §10). Version 2 added the spores' generation and health and the
-// recovery settings; Init upgrades a version 1 store in place.
-const FormatVersion = 2
+// recovery settings; version 3 the commit log's header, which witnesses
+// how far it is committed, and consecutive transaction ids. Init upgrades
+// a version 1 or 2 store in place.
+const FormatVersion = 3
 
 const (
 	formatVersion = FormatVersion
 	// oldestFormat is the oldest format Init can upgrade.
 	oldestFormat = 1
+	// headedFormat is the first format whose commit logs begin with a
+	// header (format §3).
+	headedFormat = 3
 	formatFile   = "FORMAT"
 	snapshotFile = "state.json"
 	lockFile     = "lock"
@@ -130,7 +135,7 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 		}(w)
 	}
 	wg.Wait()
-	m := &model{gen: h.Gen, txid: h.TxID, settings: h.Settings, rows: make(map[string]*row, h.Rows)}
+	m := &model{gen: h.Gen, format: h.Format, base: h.TxID, txid: h.TxID, settings: h.Settings, rows: make(map[string]*row, h.Rows)}
 	for i := range decoded {
 		line := i + 2
 		if errs[i] != nil {
@@ -139,6 +144,11 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 		r := &decoded[i]
 		if r.Spore.ID == "" {
 			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: "row has no spore id"}
+		}
+		// Its id and log name become paths: checked here, for every
+		// command, not only by check (format §4).
+		if bad := checkRow(r.Spore.ID, r, h.TxID); bad != "" {
+			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: bad}
 		}
 		if _, dup := m.rows[r.Spore.ID]; dup {
 			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", r.Spore.ID)}
@@ -153,9 +163,9 @@ func readSnapshot(root string) (*model, os.FileInfo, error) {
 }
 
 func readSnapshotFrom(root string, oldest int) (*model, os.FileInfo, error) {
-	f, err := os.Open(filepath.Join(root, snapshotFile))
+	f, err := openFile(filepath.Join(root, snapshotFile), snapshotFile, os.O_RDONLY, false)
 	if err != nil {
-		return nil, nil, ioErr("read snapshot", err)
+		return nil, nil, storeErr("read snapshot", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

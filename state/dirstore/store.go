@@ -41,6 +41,10 @@ type Store struct {
 
 	mu    sync.Mutex
 	cache *loaded
+
+	// swept: this handle has removed the event logs no row names (format
+	// §4) since it last may have left one. Only touched by the writer.
+	swept bool
 }
 
 var _ state.Store = (*Store)(nil)
@@ -51,8 +55,13 @@ type loaded struct {
 	m        *model
 	snapInfo os.FileInfo
 	logOff   int64  // end of the last good record in txlog.<gen>
-	logLines int    // good records before logOff
+	logLines int    // lines before logOff (the header's and good records)
 	torn     string // why bytes past logOff are a torn tail
+	// headed: the log's header (format 3 on) was read and logOff is past
+	// it; a state read afresh from the snapshot is not headed yet.
+	headed bool
+	// headNote says a header slot was unreadable (for check).
+	headNote string
 }
 
 func (o *Options) defaults() {
@@ -108,6 +117,9 @@ func (s *Store) Update(ctx context.Context, fn func(state.Tx) error) error {
 		return err
 	}
 	defer func() { <-s.wlock }()
+	if err := checkLockFile(s.root); err != nil {
+		return err
+	}
 	lk, err := acquireLock(ctx, filepath.Join(s.root, lockFile), s.opts.LockTimeout)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -198,7 +210,7 @@ func (s *Store) tryLoad() (*loaded, error) {
 	if c == nil {
 		return s.loadFresh()
 	}
-	fi, err := os.Stat(filepath.Join(s.root, snapshotFile))
+	fi, err := os.Lstat(filepath.Join(s.root, snapshotFile))
 	if err != nil {
 		return nil, ioErr("read snapshot", err)
 	}
@@ -218,6 +230,11 @@ func (s *Store) loadFresh() (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Event logs are opened by name under events/: it must be the store's
+	// own directory, not a link to somewhere else (format §1).
+	if err := checkDir(s.path(eventsDir), eventsDir); err != nil {
+		return nil, storeErr("read store", err)
+	}
 	base := &loaded{m: m, snapInfo: snapInfo}
 	l, err := s.extend(base)
 	if err != nil {
@@ -227,51 +244,81 @@ func (s *Store) loadFresh() (*loaded, error) {
 }
 
 // extend reads what the live commit log holds past c and returns the
-// newer state (c itself when nothing was added).
+// newer state (c itself when nothing was added). Since format 3 it checks
+// the records it reads against the log's header, read first: a writer
+// rewrites the header only after the records it counts are written, so
+// what the header counts is always in the file when the reader looks.
 func (s *Store) extend(c *loaded) (*loaded, error) {
 	name := txlogName(c.m.gen)
-	f, err := os.Open(filepath.Join(s.root, name))
+	f, err := openFile(s.path(name), name, os.O_RDONLY, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Either a compaction replaced the snapshot since we read it (read
 		// again), or the live log is gone while its snapshot is current:
 		// that is damage.
-		fi, serr := os.Stat(filepath.Join(s.root, snapshotFile))
+		fi, serr := os.Lstat(filepath.Join(s.root, snapshotFile))
 		if serr == nil && c.snapInfo != nil && os.SameFile(fi, c.snapInfo) {
 			return nil, &state.CorruptError{File: name, Offset: 0, Reason: fmt.Sprintf("the live commit log is missing (%s names generation %d)", snapshotFile, c.m.gen)}
 		}
 		return nil, errRaced
 	}
 	if err != nil {
-		return nil, ioErr("read commit log", err)
+		return nil, storeErr("read commit log", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, ioErr("read commit log", err)
 	}
-	if fi.Size() < c.logOff {
-		// A writer whose fsync failed withdrew its record after we read it
-		// (format §5): that transaction was never acknowledged. Forget
-		// what we cached and read afresh.
-		s.mu.Lock()
-		if s.cache == c {
-			s.cache = nil
+	headed := c.m.format >= headedFormat
+	if c.headed || !headed {
+		if fi.Size() < c.logOff {
+			// A writer whose fsync failed withdrew its record after we read
+			// it (format §5): that transaction was never acknowledged.
+			// Forget what we cached and read afresh (which also checks the
+			// header, so a log cut short is not taken for this).
+			s.mu.Lock()
+			if s.cache == c {
+				s.cache = nil
+			}
+			s.mu.Unlock()
+			return nil, errRaced
 		}
-		s.mu.Unlock()
-		return nil, errRaced
+		if fi.Size() == c.logOff && c.torn == "" {
+			return c, nil
+		}
 	}
-	if fi.Size() == c.logOff && c.torn == "" {
-		return c, nil
+	from, lines := c.logOff, c.logLines
+	var head logHeader
+	headNote := c.headNote
+	if headed {
+		if head, headNote, err = readLogHeader(f, name, c.m.gen, c.m.base); err != nil {
+			return nil, err
+		}
+		if !c.headed {
+			from, lines = headerSize, headerLines
+		}
+		// The size after the header: every record it counts is in it.
+		if fi, err = f.Stat(); err != nil {
+			return nil, ioErr("read commit log", err)
+		}
+		if fi.Size() < from {
+			return nil, errRaced // withdrawn, as above
+		}
 	}
-	data := make([]byte, fi.Size()-c.logOff)
-	if _, err := f.ReadAt(data, c.logOff); err != nil {
+	data := make([]byte, fi.Size()-from)
+	if _, err := f.ReadAt(data, from); err != nil {
 		return nil, ioErr("read commit log", err)
 	}
-	sc, err := parseTxlog(name, data, c.m.txid, c.logLines+1)
+	sc, err := parseTxlog(name, data, c.m.txid, lines+1, headed)
 	if err != nil {
 		return nil, err
 	}
-	n := &loaded{m: c.m, snapInfo: c.snapInfo, logOff: c.logOff + sc.good, logLines: c.logLines + sc.lines, torn: sc.torn}
+	if headed {
+		if err := checkHeader(name, head, from, c.m.txid, sc, lines+sc.lines+1); err != nil {
+			return nil, err
+		}
+	}
+	n := &loaded{m: c.m, snapInfo: c.snapInfo, logOff: from + sc.good, logLines: lines + sc.lines, torn: sc.torn, headed: true, headNote: headNote}
 	if len(sc.records) > 0 {
 		m := c.m.clone()
 		for _, rec := range sc.records {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -24,8 +23,11 @@ type tx struct {
 	rows     map[string]*row // replaced rows; nil marks a deletion
 	settings *state.Settings
 	pending  map[string]*pendingLog
-	removed  []string // event log files to remove after commit
+	removed  []logRef // event logs to remove after commit
 }
+
+// logRef names a spore's event log.
+type logRef struct{ id, file string }
 
 // pendingLog is a spore's events appended in this transaction.
 type pendingLog struct {
@@ -146,7 +148,7 @@ func (t *tx) CreateSpore(ctx context.Context, s state.Spore) error {
 	}
 	// The log file carries the creating transaction's id, so a spore
 	// deleted and created again never meets its predecessor's bytes.
-	t.put(&row{Spore: s, Log: logHead{File: s.ID + "." + strconv.FormatUint(t.txid, 10) + ".log"}})
+	t.put(&row{Spore: s, Log: logHead{File: logFileName(s.ID, t.txid)}})
 	delete(t.pending, s.ID)
 	return nil
 }
@@ -175,8 +177,10 @@ func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 	if _, err := t.mustGet(id); err != nil {
 		return err
 	}
-	if b, ok := t.base.rows[id]; ok && b.Log.Size > 0 && !slices.Contains(t.removed, b.Log.File) {
-		t.removed = append(t.removed, b.Log.File)
+	// Its committed log goes once the deletion is committed — even an
+	// empty one (a file a failed append left behind).
+	if b, ok := t.base.rows[id]; ok && !slices.Contains(t.removed, logRef{id, b.Log.File}) {
+		t.removed = append(t.removed, logRef{id, b.Log.File})
 	}
 	if t.rows == nil {
 		t.rows = map[string]*row{}
@@ -260,7 +264,11 @@ func (t *tx) Events(ctx context.Context, id string, after uint64, limit int) ([]
 	if p != nil {
 		head = p.committed
 	}
-	out, err := readEvents(t.s.path(eventsDir, head.File), eventsDir+"/"+head.File, head, after, limit)
+	path, name, err := t.s.logPath(id, head.File)
+	if err != nil {
+		return nil, err
+	}
+	out, err := readEvents(path, name, head, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read events of %s: %w", id, err)
 	}

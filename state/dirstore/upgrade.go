@@ -25,8 +25,14 @@ import (
 // A crash before step 4 leaves FORMAT at the old version: commands keep
 // asking for init, and the next init runs the upgrade again. Rows are
 // carried over as they are (fields that are new in this format start out
-// zero); event logs are not touched.
+// zero); event logs are not touched, but for those no row names, which the
+// compaction's sweep removes (format §4). Since format 3 the new commit log
+// begins with its header (format §3); older logs have none and are read
+// from their first byte.
 func upgrade(ctx context.Context, root string, opts Options) error {
+	if err := checkLockFile(root); err != nil {
+		return err
+	}
 	lk, err := acquireLock(ctx, filepath.Join(root, lockFile), opts.LockTimeout)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

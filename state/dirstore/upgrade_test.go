@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,14 +17,18 @@ import (
 	"github.com/sporectl/sporectl/state/storetest"
 )
 
-// testdata/format1 is a store written by the format-1 code (sporectl at
-// commit 53920fd; see its README) with dump.json, what that code read
-// back from it through the Store interface.
+// testdata/format1 and testdata/format2 are stores written by the format-1
+// and format-2 code (sporectl at commits 53920fd and 945e4d9; see their
+// READMEs), each with dump.json, what that code read back from it through
+// the Store interface.
 
 // copyFixture copies testdata/format1/store to a fresh directory.
-func copyFixture(t *testing.T) string {
+func copyFixture(t *testing.T) string { return copyFixtureOf(t, 1) }
+
+// copyFixtureOf copies testdata/format<v>/store to a fresh directory.
+func copyFixtureOf(t *testing.T, v int) string {
 	t.Helper()
-	src := filepath.Join("testdata", "format1", "store")
+	src := filepath.Join("testdata", fmt.Sprintf("format%d", v), "store")
 	dst := filepath.Join(t.TempDir(), "store")
 	require.NoError(t, filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -42,9 +47,11 @@ func copyFixture(t *testing.T) string {
 	return dst
 }
 
-func fixtureDump(t *testing.T) *storetest.Dump {
+func fixtureDump(t *testing.T) *storetest.Dump { return fixtureDumpOf(t, 1) }
+
+func fixtureDumpOf(t *testing.T, v int) *storetest.Dump {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "format1", "dump.json"))
+	b, err := os.ReadFile(filepath.Join("testdata", fmt.Sprintf("format%d", v), "dump.json"))
 	require.NoError(t, err)
 	var d storetest.Dump
 	require.NoError(t, json.Unmarshal(b, &d))
@@ -52,13 +59,15 @@ func fixtureDump(t *testing.T) *storetest.Dump {
 }
 
 // requireOldFormatRefused: every way in except Init says to run init.
-func requireOldFormatRefused(t *testing.T, root string) {
+func requireOldFormatRefused(t *testing.T, root string) { requireFormatRefused(t, root, 1) }
+
+func requireFormatRefused(t *testing.T, root string, v int) {
 	t.Helper()
 	ctx := context.Background()
 	_, err := Open(ctx, root, Options{})
 	var ie *state.IncompatibleError
 	require.ErrorAs(t, err, &ie)
-	require.Equal(t, 1, ie.Found)
+	require.Equal(t, v, ie.Found)
 	require.Equal(t, formatVersion, ie.Newest)
 	require.Contains(t, err.Error(), "run 'sporectl init' to upgrade it")
 	_, err = unloaded(root).Check(ctx)
@@ -78,11 +87,11 @@ func requireUpgraded(t *testing.T, s *Store, want *storetest.Dump) {
 	require.Empty(t, rep.Problems)
 	format, err := os.ReadFile(filepath.Join(s.root, formatFile))
 	require.NoError(t, err)
-	require.Equal(t, "sporectl store\nformat 2\n", string(format))
+	require.Equal(t, fmt.Sprintf("sporectl store\nformat %d\n", formatVersion), string(format))
 	snap, err := os.ReadFile(filepath.Join(s.root, snapshotFile))
 	require.NoError(t, err)
-	require.Contains(t, string(snap[:bytes.IndexByte(snap, '\n')]), `{"format":2,`)
-	require.Equal(t, 2, s.Info().FormatVersion)
+	require.Contains(t, string(snap[:bytes.IndexByte(snap, '\n')]), fmt.Sprintf(`{"format":%d,`, formatVersion))
+	require.Equal(t, formatVersion, s.Info().FormatVersion)
 }
 
 // TestUpgradeFormat1: a store written by the format-1 code is refused by
@@ -111,7 +120,7 @@ func TestUpgradeFormat1(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(root, "txlog.2"))
 	fi, err := os.Stat(filepath.Join(root, "txlog.3"))
 	require.NoError(t, err)
-	require.Zero(t, fi.Size(), "the commit log starts empty after the upgrade")
+	require.Equal(t, int64(headerSize), fi.Size(), "the commit log starts with only its header after the upgrade")
 	logAfter, err := os.ReadFile(filepath.Join(root, eventsDir, "alpha.1.log"))
 	require.NoError(t, err)
 	require.Equal(t, logBefore, logAfter)
@@ -155,14 +164,66 @@ func TestUpgradeFormat1(t *testing.T) {
 	require.Equal(t, state.Duration(time.Hour), st.Recovery.BackoffMax)
 }
 
+// TestUpgradeFormat2: a store written by the format-2 code (its commit
+// log has no header and three records) is refused by Open, Check and
+// Update with "run 'sporectl init'", and Init upgrades it in place: same
+// data, clean check, FORMAT and snapshot at version 3, a new commit log
+// that begins with its header, event logs untouched. Afterwards the
+// upgraded store notices a commit log cut short, as any format-3 store.
+func TestUpgradeFormat2(t *testing.T) {
+	ctx := context.Background()
+	root := copyFixtureOf(t, 2)
+	before, err := os.ReadFile(filepath.Join(root, txlogName(2)))
+	require.NoError(t, err)
+	require.False(t, bytes.HasPrefix(before, encodeSlot(logHeader{Log: 2, Base: 2, TX: 2, End: headerSize})[:9]), "a format-2 log has no header")
+	logBefore, err := os.ReadFile(filepath.Join(root, eventsDir, "beta.1.log"))
+	require.NoError(t, err)
+
+	requireFormatRefused(t, root, 2)
+	s, created, err := Init(ctx, root, state.Settings{Runtime: "kube"}, Options{})
+	require.NoError(t, err)
+	require.False(t, created, "an upgrade creates nothing")
+	want := fixtureDumpOf(t, 2)
+	requireUpgraded(t, s, want)
+	require.NoFileExists(t, filepath.Join(root, txlogName(2)))
+	live, err := os.ReadFile(filepath.Join(root, txlogName(3)))
+	require.NoError(t, err)
+	require.Equal(t, newHeader(3, 5), live, "the new log holds its header only: gen 3 after transaction 5")
+	logAfter, err := os.ReadFile(filepath.Join(root, eventsDir, "beta.1.log"))
+	require.NoError(t, err)
+	require.Equal(t, logBefore, logAfter)
+
+	// A second init changes nothing.
+	s, created, err = Init(ctx, root, state.Settings{}, Options{})
+	require.NoError(t, err)
+	require.False(t, created)
+	requireUpgraded(t, s, want)
+
+	// The upgraded store commits with its header, and a commit log cut
+	// back to the header is noticed.
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Append(ctx, "alpha", []state.Event{{Kind: state.KindPrompt, Text: "after the upgrade"}})
+		return err
+	}))
+	require.NoError(t, os.Truncate(filepath.Join(root, txlogName(3)), headerSize))
+	_, err = Open(ctx, root, Options{})
+	requireCorrupt(t, err, txlogName(3))
+}
+
 // TestUpgradeCrash: an upgrade killed at any step leaves a store that
 // every command still refuses with "run 'sporectl init'" (never one that
 // reads half upgraded), and the next init finishes the upgrade.
 func TestUpgradeCrash(t *testing.T) {
+	for _, v := range []int{1, 2} {
+		t.Run(fmt.Sprintf("format%d", v), func(t *testing.T) { testUpgradeCrash(t, v) })
+	}
+}
+
+func testUpgradeCrash(t *testing.T, v int) {
 	ctx := context.Background()
 	for _, at := range []string{"compact-log-created", "compact-snapshot-written", "upgrade-compacted"} {
 		t.Run(at, func(t *testing.T) {
-			root := copyFixture(t)
+			root := copyFixtureOf(t, v)
 			type crash struct{}
 			setFailpoint(t, func(name string) {
 				if name == at {
@@ -181,11 +242,11 @@ func TestUpgradeCrash(t *testing.T) {
 				t.Fatalf("init survived its crash: %v", err)
 			}()
 			setFailpoint(t, func(string) {})
-			requireOldFormatRefused(t, root)
+			requireFormatRefused(t, root, v)
 			s, created, err := Init(ctx, root, state.Settings{}, Options{})
 			require.NoError(t, err)
 			require.False(t, created)
-			requireUpgraded(t, s, fixtureDump(t))
+			requireUpgraded(t, s, fixtureDumpOf(t, v))
 		})
 	}
 }
@@ -221,11 +282,11 @@ func TestInitAfterOldPartialInit(t *testing.T) {
 	require.NoError(t, err)
 	payload, bad := unframe(snap[:len(snap)-1])
 	require.Empty(t, bad)
-	old := bytes.Replace(payload, []byte(`{"format":2,`), []byte(`{"format":1,`), 1)
+	old := bytes.Replace(payload, fmt.Appendf(nil, `{"format":%d,`, formatVersion), []byte(`{"format":1,`), 1)
 	require.NotEqual(t, payload, old)
 	require.NoError(t, os.WriteFile(filepath.Join(root, snapshotFile), appendFrame(nil, old), 0o600))
 	s, created, err := Init(ctx, root, state.Settings{Runtime: "local"}, Options{})
 	require.NoError(t, err)
 	require.True(t, created)
-	require.Equal(t, 2, s.Info().FormatVersion)
+	require.Equal(t, formatVersion, s.Info().FormatVersion)
 }
