@@ -465,7 +465,10 @@ func BenchmarkReconcileNoop(b *testing.B) {
 				}
 				for _, p := range out.Plans {
 					if p.Start || p.Stop || len(p.Deliver) > 0 || p.Observed.Bridge != reconcile.BridgeUp {
-						b.Fatalf("a settled fleet planned work for %s (bridge %s)", p.Spore.ID, p.Observed.Bridge)
+						// A bridge that missed the observation deadline
+						// (a machine far too loaded) ends up here too.
+						b.Fatalf("a settled fleet planned work for %s: bridge %s %s, %s (%s)", p.Spore.ID,
+							p.Observed.Bridge, p.Observed.BridgeProblem, p.Verdict.Effective, p.Verdict.Text)
 					}
 				}
 			}

@@ -16,6 +16,12 @@ func (p *SporePlan) changes(now time.Time) bool {
 	if len(p.Delivered) > 0 || p.unusedToken() {
 		return true
 	}
+	if p.Ingest == nil && !p.Start && !p.Stop && !p.OpenBreaker && !p.ClearFailures &&
+		string(p.Verdict.Effective) == p.Spore.Health && string(p.Verdict.Code) == p.Spore.HealthReason {
+		// The common case, decided without building a record: nothing
+		// happened and the health is the one recorded.
+		return false
+	}
 	sp, evs := p.record(p.Spore, now)
 	return len(evs) > 0 || !sameRecord(sp, p.Spore)
 }

@@ -69,9 +69,14 @@ type Delivery struct {
 // Plan decides, for every spore, its effective health and what to do.
 // It is a pure function.
 func Plan(in PlanInput) []*SporePlan {
-	out := make([]*SporePlan, 0, len(in.Spores))
-	for _, sp := range in.Spores {
-		p := &SporePlan{Spore: sp, Observed: in.Observed[sp.ID]}
+	// One allocation for the fleet's plans: a pass over 10,000 sleeping
+	// spores is mostly this loop.
+	plans := make([]SporePlan, len(in.Spores))
+	out := make([]*SporePlan, len(in.Spores))
+	for i, sp := range in.Spores {
+		p := &plans[i]
+		out[i] = p
+		p.Spore, p.Observed = sp, in.Observed[sp.ID]
 		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
 		if in.Heal {
 			heal(p, in)
@@ -83,7 +88,6 @@ func Plan(in PlanInput) []*SporePlan {
 		if in.Deliver && !p.Start && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
 			p.Deliver = in.Pending[sp.ID]
 		}
-		out = append(out, p)
 	}
 	return out
 }

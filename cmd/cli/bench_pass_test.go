@@ -1,0 +1,499 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/bridge/agent"
+	"github.com/sporectl/sporectl/bridge/server"
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
+)
+
+// Benchmarks of commands that run the pass (docs/performance.md "The
+// pass"), in-process through RunWith with a runtime stub in the Factory.
+//
+//	go test -run '^$' -bench 'PromptToIdle|^BenchmarkStatus$' -benchmem -count 5 ./cmd/cli/
+
+const passBenchToken = "bench-bridge-token-0123456789abcdef"
+
+// passBenchFactory is a factory for one command line against store, its
+// output in out, with rt as the runtime.
+func passBenchFactory(store string, out io.Writer, rt func() reconcile.Runtime) *Factory {
+	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: out, ErrOut: io.Discard})
+	f.Getenv = func(k string) string {
+		if k == EnvStore {
+			return store
+		}
+		return ""
+	}
+	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return rt(), nil }
+	return f
+}
+
+func passBenchRun(b *testing.B, store string, rt func() reconcile.Runtime, args ...string) string {
+	b.Helper()
+	var out, errb bytes.Buffer
+	f := passBenchFactory(store, &out, rt)
+	f.IO.ErrOut = &errb
+	if code := RunWith(context.Background(), f, args); code != 0 {
+		b.Fatalf("sporectl %s exited %d: %s", strings.Join(args, " "), code, errb.String())
+	}
+	return out.String()
+}
+
+// passBenchStatic observes a fixed set of spores running and ready, each
+// bridge at its own address, as the local runtime reports spores whose
+// bridges answer /healthz.
+type passBenchStatic struct {
+	eps map[string]reconcile.BridgeEndpoint
+}
+
+func (r *passBenchStatic) Observe(context.Context) (reconcile.FleetObservation, error) {
+	out := reconcile.FleetObservation{Spores: make(map[string]reconcile.PodObservation, len(r.eps))}
+	for id := range r.eps {
+		out.Spores[id] = reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Ready: true, Owned: true, Count: 1}
+	}
+	return out, nil
+}
+
+func (r *passBenchStatic) Start(_ context.Context, s state.Spore, _ reconcile.CredentialSource) error {
+	if _, ok := r.eps[s.ID]; ok {
+		return nil // running already: nothing changes
+	}
+	return fmt.Errorf("the benchmark runtime starts nothing (%s)", s.ID)
+}
+
+func (r *passBenchStatic) Stop(context.Context, string) error {
+	return errors.New("the benchmark runtime stops nothing")
+}
+
+func (r *passBenchStatic) Delete(context.Context, string, bool) error {
+	return errors.New("the benchmark runtime deletes nothing")
+}
+
+func (r *passBenchStatic) Logs(context.Context, string, io.Writer) error { return nil }
+
+func (r *passBenchStatic) Bridge(_ context.Context, id string) (reconcile.BridgeEndpoint, error) {
+	ep, ok := r.eps[id]
+	if !ok {
+		return ep, fmt.Errorf("bridge of %s: %w", id, state.ErrNotFound)
+	}
+	return ep, nil
+}
+
+// BenchmarkPromptToIdleSpore: `sporectl prompt ID TEXT` to an awake, idle
+// spore whose bridge is real (bridge/server with the echo agent, over
+// loopback HTTP), from the start of the command until it returns with
+// the bridge's acceptance: record the prompt (one transaction), run the
+// pass over the spore (observe, ingest the previous turn's lines,
+// deliver, commit), print. Between prompts the benchmark waits, untimed,
+// until the echo turn is over and the bridge is idle again.
+func BenchmarkPromptToIdleSpore(b *testing.B) {
+	root := b.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, server.Config{Home: filepath.Join(root, "home"), Token: passBenchToken, Agent: agent.Echo{}})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); srv.RunAgent(ctx) }()
+	ts := httptest.NewServer(srv.Handler())
+	defer func() { cancel(); <-done; ts.Close(); _ = srv.Close() }()
+	client, err := bridge.NewClient(ts.URL, passBenchToken, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	const id = "idle-1"
+	store := filepath.Join(root, "store")
+	ds, _, err := dirstore.Init(ctx, store, state.Settings{Runtime: "local"}, dirstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC()
+	err = ds.Update(ctx, func(tx state.Tx) error {
+		return tx.CreateSpore(ctx, state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now})
+	})
+	_ = ds.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := &passBenchStatic{eps: map[string]reconcile.BridgeEndpoint{id: {BaseURL: ts.URL, Token: passBenchToken}}}
+	runtime := func() reconcile.Runtime { return rt }
+	waitIdle := func() {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			st, err := client.Status(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if st.State == bridge.StateIdle && st.Queue == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("the bridge is not idle: %+v", st)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitIdle()
+	passBenchRun(b, store, runtime, "status") // settles health, ingests bridge_started
+
+	lat := make([]time.Duration, 0, b.N)
+	var out bytes.Buffer
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		waitIdle()
+		out.Reset()
+		f := passBenchFactory(store, &out, runtime)
+		args := []string{"prompt", id, "please run the tests again, round " + strconv.Itoa(i), "-o", "json"}
+		b.StartTimer()
+
+		t0 := time.Now()
+		code := RunWith(ctx, f, args)
+		lat = append(lat, time.Since(t0))
+
+		if code != 0 || !strings.Contains(out.String(), `"state": "delivered"`) {
+			b.Fatalf("prompt exited %d: %s", code, out.String())
+		}
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	q := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+}
+
+// --- BenchmarkStatus ---
+
+const passBenchFleetSize = 10_000
+
+// passBenchFleet is a store of 10,000 spores with nothing new for
+// `status` to ingest. Awake: all desired Running and running under the
+// fake runtime, whose bridges are served over loopback HTTP and hold
+// exactly the lines the store holds. Asleep: all desired Paused, one
+// event each, nothing running (nothing to ask but the runtime).
+type passBenchFleet struct {
+	store string
+	rt    *reconciletest.Runtime
+	http  *passBenchHTTP
+}
+
+// buildPassBenchFleet builds the fleet for one benchmark call (the
+// package has no TestMain to remove a fixture shared by all calls).
+func buildPassBenchFleet(b *testing.B, awake bool) *passBenchFleet {
+	b.Helper()
+	ctx := context.Background()
+	f := &passBenchFleet{store: filepath.Join(b.TempDir(), "store"), rt: reconciletest.New()}
+	f.http = newPassBenchHTTP(f.rt)
+	b.Cleanup(f.http.close)
+	ds, _, err := dirstore.Init(ctx, f.store, state.Settings{Runtime: "local"}, dirstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC()
+	ids := make([]string, passBenchFleetSize)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("spore-%05d", i)
+	}
+	// One transaction: the directory store's cost is per transaction and
+	// per new event file.
+	err = ds.Update(ctx, func(tx state.Tx) error {
+		for _, id := range ids {
+			sp := state.Spore{ID: id, Colony: "colony-" + id[len(id)-1:], Rank: state.RankSpore, Desired: state.Paused,
+				Spec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"}, Created: now, Updated: now}
+			if awake {
+				sp.Desired = state.Running
+			}
+			if err := tx.CreateSpore(ctx, sp); err != nil {
+				return err
+			}
+			if !awake {
+				if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindLifecycle, Action: "created", At: now}}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if awake {
+		// Start every spore (as `reconcile` would), give each bridge
+		// three agent lines for `status` to ingest.
+		pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.http.runtime(), nil }}
+		if _, err := pass.Run(ctx, reconcile.Options{Heal: true}); err != nil {
+			b.Fatal(err)
+		}
+		for _, id := range ids {
+			f.rt.BridgeOf(id).Write(
+				fmt.Sprintf(`{"type":"system","subtype":"init","session_id":"s-%s"}`, id),
+				fmt.Sprintf(`{"type":"assistant","session_id":"s-%s","message":{"role":"assistant","content":[{"type":"text","text":"reading the repository"}]}}`, id),
+				`{"type":"result","subtype":"success","is_error":false,"result":"done"}`)
+		}
+	}
+	_ = ds.Close()
+	// The first status ingests and records health; the second must find
+	// nothing to do.
+	passBenchRun(b, f.store, f.http.runtime, "status", "-o", "json")
+	passBenchRun(b, f.store, f.http.runtime, "status", "-o", "json")
+	return f
+}
+
+// BenchmarkStatus: `status -o json` over 10,000 spores with nothing new
+// to ingest (the pass: load, observe, ingest nothing, plan, no commit),
+// against what status did before the pass, written out here (one View of
+// spores and heads, reconcile.Observe, reconcile.Health for each, print).
+// awake: every spore runs and both ask every bridge over loopback HTTP;
+// asleep: nothing runs, so the store, the plan and the printing are all
+// there is. One op runs each three times, alternating which goes first;
+// the figures are the medians of those runs, ratio = pass / before.
+func BenchmarkStatus(b *testing.B) {
+	for _, awake := range []bool{true, false} {
+		name := "asleep"
+		if awake {
+			name = "awake"
+		}
+		b.Run(name, func(b *testing.B) {
+			f := buildPassBenchFleet(b, awake)
+			ctx := context.Background()
+			var pass, before []time.Duration
+			for op := 0; b.Loop(); op++ {
+				passFirst := op%2 == 0
+				for k := range 6 {
+					t0 := time.Now()
+					if (k%2 == 0) == passFirst {
+						if code := RunWith(ctx, passBenchFactory(f.store, io.Discard, f.http.runtime), []string{"status", "-o", "json"}); code != 0 {
+							b.Fatalf("status exited %d", code)
+						}
+						pass = append(pass, time.Since(t0))
+					} else {
+						fac := passBenchFactory(f.store, io.Discard, f.http.runtime)
+						fac.Global.Output = "json"
+						if err := statusBeforeThePass(ctx, fac); err != nil {
+							b.Fatal(err)
+						}
+						before = append(before, time.Since(t0))
+					}
+				}
+			}
+			p, o := passBenchMedian(pass), passBenchMedian(before)
+			b.ReportMetric(float64(p.Microseconds())/1000, "pass-ms")
+			b.ReportMetric(float64(o.Microseconds())/1000, "before-ms")
+			b.ReportMetric(p.Seconds()/o.Seconds(), "ratio")
+		})
+	}
+}
+
+func passBenchMedian(ds []time.Duration) time.Duration {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// statusBeforeThePass is `status` as it was before the pass (commit
+// c48eddc, cmd/cli/status.go): read spores and heads in one View, observe,
+// judge each spore, print; nothing written.
+func statusBeforeThePass(ctx context.Context, f *Factory) error {
+	st, err := f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var out oldStatusList
+	err = st.View(ctx, func(tx state.Tx) error {
+		spores, err := tx.Spores(ctx)
+		if err != nil {
+			return err
+		}
+		heads, err := tx.Heads(ctx)
+		if err != nil {
+			return err
+		}
+		out.Spores = make([]oldSporeStatus, 0, len(spores))
+		for _, s := range spores {
+			out.Spores = append(out.Spores, oldSporeStatus{ID: s.ID, Colony: s.Colony, Rank: s.Rank, Desired: s.Desired,
+				LastSeq: heads[s.ID].LastSeq, breaker: s.BreakerOpen})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	ids := make([]string, len(out.Spores))
+	for i, s := range out.Spores {
+		ids[i] = s.ID
+	}
+	var observed map[string]reconcile.Observed
+	rt, err := f.Runtime(ctx, st)
+	if err == nil {
+		observed, out.Orphans, err = reconcile.Observe(ctx, rt, ids)
+	}
+	if err != nil {
+		return err
+	}
+	for i := range out.Spores {
+		s := &out.Spores[i]
+		obs := observed[s.ID]
+		v := reconcile.Health(s.Desired, obs, s.breaker)
+		e := string(v.Effective)
+		s.Observed, s.Effective, s.Reason = &obs, &e, v.Text
+		if !v.Effective.OK() {
+			return fmt.Errorf("before the pass: %s is %s (%s)", s.ID, v.Effective, v.Text)
+		}
+	}
+	return f.Print(out)
+}
+
+type oldSporeStatus struct {
+	ID        string              `json:"id"`
+	Colony    string              `json:"colony"`
+	Rank      state.Rank          `json:"rank"`
+	Desired   state.Desired       `json:"desired"`
+	Observed  *reconcile.Observed `json:"observed"`
+	Effective *string             `json:"effective"`
+	Reason    string              `json:"reason"`
+	LastSeq   uint64              `json:"last_seq"`
+	breaker   bool
+}
+
+type oldStatusList struct {
+	Spores  []oldSporeStatus `json:"spores"`
+	Orphans []string         `json:"orphans,omitempty"`
+}
+
+func (l oldStatusList) Table(bool) ([]string, [][]string) { return nil, nil }
+func (l oldStatusList) Names() []string                   { return nil }
+
+// passBenchHTTP serves a fake runtime's bridges over loopback HTTP at
+// /b/{id}/v1/…, the bridge contract's status, events and prompts, with
+// their tokens checked: commands reach them with the real client
+// (reconcile.DialHTTP) and pay for encoding, the network and decoding as
+// with real bridges.
+type passBenchHTTP struct {
+	rt *reconciletest.Runtime
+	ts *httptest.Server
+
+	mu   sync.Mutex
+	last *http.Transport
+}
+
+func newPassBenchHTTP(rt *reconciletest.Runtime) *passBenchHTTP {
+	h := &passBenchHTTP{rt: rt}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /b/{id}/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		if br := h.auth(w, r); br != nil {
+			st, err := br.Status(r.Context())
+			passBenchReply(w, st, err)
+		}
+	})
+	mux.HandleFunc("GET /b/{id}/v1/events", func(w http.ResponseWriter, r *http.Request) {
+		if br := h.auth(w, r); br != nil {
+			after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+			limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+			evs, err := br.Events(r.Context(), after, limit, 0)
+			passBenchReply(w, evs, err)
+		}
+	})
+	mux.HandleFunc("POST /b/{id}/v1/prompts", func(w http.ResponseWriter, r *http.Request) {
+		if br := h.auth(w, r); br != nil {
+			var p bridge.PromptRequest
+			if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+				passBenchError(w, http.StatusBadRequest, err)
+				return
+			}
+			a, err := br.Prompt(r.Context(), p)
+			passBenchReply(w, a, err)
+		}
+	})
+	h.ts = httptest.NewServer(mux)
+	return h
+}
+
+func (h *passBenchHTTP) auth(w http.ResponseWriter, r *http.Request) *reconciletest.Bridge {
+	id := r.PathValue("id")
+	ep, err := h.rt.Bridge(r.Context(), id)
+	if err != nil {
+		passBenchError(w, http.StatusNotFound, err)
+		return nil
+	}
+	if r.Header.Get("Authorization") != "Bearer "+ep.Token {
+		passBenchError(w, http.StatusUnauthorized, errors.New("bad token"))
+		return nil
+	}
+	return h.rt.BridgeOf(id)
+}
+
+func passBenchReply(w http.ResponseWriter, v any, err error) {
+	switch {
+	case errors.Is(err, bridge.ErrAhead):
+		passBenchError(w, http.StatusConflict, err)
+	case err != nil:
+		passBenchError(w, http.StatusServiceUnavailable, err)
+	default:
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+}
+
+func passBenchError(w http.ResponseWriter, status int, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(bridge.ErrorBody{Error: err.Error()})
+}
+
+// runtime is the fake runtime with endpoints on the HTTP server, and a
+// client with a connection pool of its own (the previous command's
+// closed), as each command's process has.
+func (h *passBenchHTTP) close() {
+	h.mu.Lock()
+	if h.last != nil {
+		h.last.CloseIdleConnections()
+	}
+	h.mu.Unlock()
+	h.ts.Close()
+}
+
+func (h *passBenchHTTP) runtime() reconcile.Runtime {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last != nil {
+		h.last.CloseIdleConnections()
+	}
+	h.last = &http.Transport{MaxIdleConnsPerHost: 64}
+	return &passBenchHTTPRuntime{Runtime: h.rt, base: h.ts.URL, client: &http.Client{Transport: h.last}}
+}
+
+type passBenchHTTPRuntime struct {
+	*reconciletest.Runtime
+	base   string
+	client *http.Client
+}
+
+func (r *passBenchHTTPRuntime) Bridge(ctx context.Context, id string) (reconcile.BridgeEndpoint, error) {
+	ep, err := r.Runtime.Bridge(ctx, id)
+	if err != nil {
+		return ep, err
+	}
+	return reconcile.BridgeEndpoint{BaseURL: r.base + "/b/" + id, Token: ep.Token, Client: r.client}, nil
+}
