@@ -555,3 +555,15 @@ func TestPassOverlappingDeliveryIsRecordedOnce(t *testing.T) {
 	require.Equal(t, 1, count(actions(e.events("a")), "delivered"), "two passes that both posted an entry must record one delivery")
 	require.Empty(t, pending(t, e.st, "a"))
 }
+
+func TestPassReadOnlyBetweenWakeAndStartCountsNoCrash(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running) // a wake recorded its wish...
+	e.run(reconcile.Options{})       // ...a status ran before the wake's pass
+	require.Equal(t, "Dead", e.spore("a").Health)
+	out := e.heal()
+	require.True(t, out.Plans[0].Start)
+	require.False(t, out.Plans[0].Crash, "a first start counted as a crash")
+	require.Zero(t, e.spore("a").Restarts)
+	require.Empty(t, e.spore("a").Failures)
+}

@@ -96,7 +96,7 @@ func heal(p *SporePlan, in PlanInput) {
 	sp := p.Spore
 	switch {
 	case p.Verdict.Effective == Dead:
-		if !wasAlive(sp.Health) {
+		if !wasAlive(sp.Health, sp.HealthReason) {
 			// Woken, created awake, or after reset: a first start.
 			p.Start = true
 			return
@@ -121,11 +121,15 @@ func heal(p *SporePlan, in PlanInput) {
 }
 
 // wasAlive reports whether a recorded health means the spore was running
-// (or was just started): dying from there is a crash.
-func wasAlive(health string) bool {
+// (or was just started): dying from there is a crash. A spore recorded
+// Dead before anything started it (a read-only command saw it between a
+// wake and its start) was never alive.
+func wasAlive(health, reason string) bool {
 	switch Effective(health) {
 	case "", Paused, Stopped, Error:
 		return false
+	case Dead:
+		return reason != string(ReasonNotStarted)
 	}
 	return true
 }
@@ -182,6 +186,10 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 	reason := v.Code
 	health := string(v.Effective)
 	text := v.Text
+	if v.Effective == Dead && !wasAlive(fresh.Health, fresh.HealthReason) {
+		// Wished awake, not started yet: no crash to count when it starts.
+		reason, text = ReasonNotStarted, "not started yet"
+	}
 	switch {
 	case p.OpenBreaker && !sp.BreakerOpen:
 		sp.BreakerOpen, sp.Failures = true, p.Failures

@@ -43,6 +43,7 @@ func TestPlanTable(t *testing.T) {
 		want  func(p *SporePlan) bool
 	}{
 		{"woken: a first start", running("Paused", nil), Observed{Pod: PodAbsent}, false, func(p *SporePlan) bool { return p.Start && !p.Crash }},
+		{"recorded dead before its first start: a first start", running("Dead", func(s *state.Spore) { s.HealthReason = string(ReasonNotStarted) }), Observed{Pod: PodAbsent}, false, func(p *SporePlan) bool { return p.Start && !p.Crash }},
 		{"never seen: a first start", running("", nil), Observed{Pod: PodAbsent}, false, func(p *SporePlan) bool { return p.Start && !p.Crash }},
 		{"died after running: a crash", running("Healthy", nil), dead, false, func(p *SporePlan) bool { return p.Start && p.Crash && p.NotBefore.Equal(t0.Add(30*time.Second)) }},
 		{"died right after a start: a crash", running(healthStarting, nil), dead, false, func(p *SporePlan) bool { return p.Start && p.Crash }},

@@ -23,7 +23,9 @@ const (
 
 // Reasons the plan derives.
 const (
-	ReasonNothingRunning  Reason = "NothingRunning"
+	ReasonNothingRunning Reason = "NothingRunning"
+	ReasonNotStarted     Reason = "NotStarted" // recorded only: desired Running, never started since
+
 	ReasonFailed          Reason = "Failed"
 	ReasonPending         Reason = "Pending"
 	ReasonTerminating     Reason = "Terminating"

@@ -141,10 +141,31 @@ func (ps *Pass) Deliver(ctx context.Context, e state.OutboxEntry, start bool, wa
 		if wait <= 0 || time.Now().After(deadline) {
 			return res, nil
 		}
+		if gone, err := ps.delivered(ctx, e); err != nil {
+			return res, err
+		} else if gone {
+			// Another pass (a cron reconcile, serve) delivered it.
+			return DeliveryResult{State: "delivered", Detail: "by another pass"}, nil
+		}
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// delivered reports whether e has left its spore's outbox.
+func (ps *Pass) delivered(ctx context.Context, e state.OutboxEntry) (bool, error) {
+	gone := true
+	err := ps.Store.View(ctx, func(tx state.Tx) error {
+		pending, err := tx.Outbox(ctx, e.Spore)
+		for _, p := range pending {
+			if p.ID == e.ID {
+				gone = false
+			}
+		}
+		return err
+	})
+	return gone, err
 }
