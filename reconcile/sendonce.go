@@ -23,8 +23,9 @@ import (
 //     only once delivered.
 //
 // Either way nothing is written and Sent.Duplicate is set.
-func SendOnce(ctx context.Context, st state.Store, m Message, entryID string, window time.Duration, now time.Time) (Sent, error) {
+func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.Time) (Sent, error) {
 	now = now.UTC()
+	entryID, window := o.ID, o.Window
 	if entryID == "" {
 		return Sent{}, fmt.Errorf("send to %s: the idempotency key is empty", m.To)
 	}
@@ -58,6 +59,9 @@ func SendOnce(ctx context.Context, st state.Store, m Message, entryID string, wi
 			return nil
 		}
 		var evs []state.Event
+		if sp.Desired == state.Stopped && o.KeepStopped {
+			return &StoppedError{ID: m.To}
+		}
 		if sp.Desired != state.Running {
 			if !m.Wake {
 				return &AsleepError{ID: m.To, Desired: sp.Desired}
@@ -70,6 +74,11 @@ func SendOnce(ctx context.Context, st state.Store, m Message, entryID string, wi
 			}
 			evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", At: now, Text: fmt.Sprintf("desired %s → Running, to deliver %s", prev, entry.ID)})
 			out.Woke = true
+		}
+		if o.Sender != "" {
+			if err := sent(ctx, tx, o, m.To, now); err != nil {
+				return err
+			}
 		}
 		evs = append(evs, state.Event{Kind: kind, Action: entryID, From: m.From, At: now, Text: m.Text})
 		if _, err := tx.Append(ctx, m.To, evs); err != nil {
@@ -85,6 +94,91 @@ func SendOnce(ctx context.Context, st state.Store, m Message, entryID string, wi
 		return Sent{}, err
 	}
 	return out, nil
+}
+
+// Once says how SendOnce recognises a repeat.
+type Once struct {
+	// ID is the outbox entry's id, the caller's idempotency key.
+	ID string
+	// Window is how long a delivered message's id is remembered.
+	Window time.Duration
+	// KeepStopped refuses a target whose desired state is Stopped, Wake
+	// or not (*StoppedError): "off until a person says otherwise", and a
+	// message from a spore is not a person.
+	KeepStopped bool
+	// Sender, when set, is the spore that sends: its own log records each
+	// message it sends (a "sent" lifecycle event naming the entry and the
+	// target), in the same transaction. With Limit > 0 it may send at most
+	// Limit messages in any Per; one more is a *RateLimitError. Counted
+	// from the store, so the limit holds for any number of senders
+	// (serve replicas) at once; a repeat is not counted.
+	Sender string
+	Limit  int
+	Per    time.Duration
+}
+
+// RateLimitError refuses a message over its sender's limit; nothing was
+// written. RetryAfter is how long until the sender is under it again.
+type RateLimitError struct {
+	Spore      string
+	Limit      int
+	Per        time.Duration
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("spore %s sent %d messages in the last %s, its limit: nothing was sent; try again in %s", e.Spore, e.Limit, e.Per, e.RetryAfter)
+}
+
+// sent checks o.Sender's limit and records the message in its log.
+func sent(ctx context.Context, tx state.Tx, o Once, to string, now time.Time) error {
+	if o.Limit > 0 {
+		times, err := sentSince(ctx, tx, o.Sender, now.Add(-o.Per), o.Limit)
+		if err != nil {
+			return err
+		}
+		if len(times) >= o.Limit {
+			// Under the limit again once the Limit-th newest leaves the window.
+			wait := max(times[o.Limit-1].Add(o.Per).Sub(now), time.Second).Round(time.Second)
+			return &RateLimitError{Spore: o.Sender, Limit: o.Limit, Per: o.Per, RetryAfter: wait}
+		}
+	}
+	_, err := tx.Append(ctx, o.Sender, []state.Event{{Kind: state.KindLifecycle, Action: "sent", At: now, Text: fmt.Sprintf("message %s to %s", o.ID, to)}})
+	return err
+}
+
+// sentSince are the times of spore's "sent" events since then, newest
+// first, at most limit of them, read from the end of its log.
+func sentSince(ctx context.Context, tx state.Tx, spore string, since time.Time, limit int) ([]time.Time, error) {
+	for n := 64; ; n *= 8 {
+		n = min(n, MaxSendOnceScan)
+		evs, err := tx.Tail(ctx, spore, n)
+		if err != nil {
+			return nil, err
+		}
+		var times []time.Time
+		done := len(evs) < n || n == MaxSendOnceScan
+		for i := len(evs) - 1; i >= 0 && len(times) < limit; i-- {
+			ev := evs[i]
+			if ev.Kind != state.KindAgent && ev.At.Before(since) {
+				done = true
+				break
+			}
+			if ev.Kind == state.KindLifecycle && ev.Action == "sent" {
+				times = append(times, ev.At)
+			}
+		}
+		if done || len(times) >= limit {
+			return times, nil
+		}
+	}
+}
+
+// StoppedError refuses a message that would wake a stopped spore.
+type StoppedError struct{ ID string }
+
+func (e *StoppedError) Error() string {
+	return fmt.Sprintf("spore %s is stopped: nothing was sent; only a person wakes it (sporectl wake %s)", e.ID, e.ID)
 }
 
 // Sent is what SendOnce did.
@@ -112,11 +206,16 @@ func findSent(ctx context.Context, tx state.Tx, spore string, kind state.EventKi
 			return state.Event{}, false, err
 		}
 		for i := len(evs) - 1; i >= 0; i-- {
+			// Agent lines carry their bridge's clock; every other event
+			// the clock of the command that wrote it, which is ours.
+			if evs[i].Kind != state.KindAgent && evs[i].At.Before(since) {
+				return state.Event{}, false, nil
+			}
 			if evs[i].Kind == kind && evs[i].Action == id {
 				return evs[i], true, nil
 			}
 		}
-		if len(evs) < n || n == MaxSendOnceScan || (len(evs) > 0 && evs[0].At.Before(since)) {
+		if len(evs) < n || n == MaxSendOnceScan {
 			return state.Event{}, false, nil
 		}
 	}

@@ -128,9 +128,16 @@ func (o *createOptions) run(ctx context.Context) error {
 }
 
 // checkRankUnique keeps the ranks that must be single: one arch in the
-// store, one colony mycologist per colony.
+// store, one colony mycologist per colony, one [swarm] mycologist per
+// swarm (a swarm is named within its colony), which must have a swarm.
 func checkRankUnique(ctx context.Context, tx state.Tx, sp state.Spore) error {
-	if sp.Rank != state.RankArch && sp.Rank != state.RankColony {
+	switch sp.Rank {
+	case state.RankArch, state.RankColony:
+	case state.RankSwarm:
+		if sp.Swarm == "" {
+			return usageErrorf("--rank swarm needs --swarm: a [swarm] mycologist orchestrates one swarm")
+		}
+	default:
 		return nil
 	}
 	all, err := tx.Spores(ctx)
@@ -143,6 +150,8 @@ func checkRankUnique(ctx context.Context, tx state.Tx, sp state.Spore) error {
 			return fmt.Errorf("spore %s is already the arch mycologist; there is one per store: %w", o.ID, state.ErrExists)
 		case sp.Rank == state.RankColony && o.Rank == state.RankColony && o.Colony == sp.Colony:
 			return fmt.Errorf("spore %s is already colony %s's mycologist: %w", o.ID, sp.Colony, state.ErrExists)
+		case sp.Rank == state.RankSwarm && o.Rank == state.RankSwarm && o.Colony == sp.Colony && o.Swarm == sp.Swarm:
+			return fmt.Errorf("spore %s is already the [swarm] mycologist of swarm %s in colony %s: %w", o.ID, sp.Swarm, sp.Colony, state.ErrExists)
 		}
 	}
 	return nil

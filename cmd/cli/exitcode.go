@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/storecopy"
@@ -27,6 +28,9 @@ const (
 	ExitRuntime      = 9  // the runtime (Kubernetes, the OS, a bridge) failed or cannot be reached
 	ExitAsleep       = 10 // the spore is asleep and the command would not wake it (prompt without --wake)
 	ExitUnknown      = 11 // the store's commit may or may not have happened (PostgreSQL connection lost during COMMIT)
+	ExitUnauthorized = 12 // serve refused the caller's spore id and token (401)
+	ExitForbidden    = 13 // serve refused the call for the caller's rank or reach (403)
+	ExitAPI          = 14 // serve could not be reached, or failed (5xx), after the client's retries
 	ExitInterrupted  = 130
 )
 
@@ -74,15 +78,22 @@ func exitCode(err error) int {
 		unavail  *state.UnavailableError
 		rterr    *RuntimeError
 		asleep   *AsleepError
+		apiErr   *mycelia.Error
+		apiCfg   *mycelia.ConfigError
+		apiDown  *mycelia.UnreachableError
 	)
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &usage), errors.As(err, &invalid):
+	case errors.As(err, &usage), errors.As(err, &invalid), errors.As(err, &apiCfg):
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		// Ctrl-C wins over what it interrupted (a runtime step, say).
 		return ExitInterrupted
+	case errors.As(err, &apiErr):
+		return apiExitCode(apiErr)
+	case errors.As(err, &apiDown):
+		return ExitAPI
 	case errors.Is(err, state.ErrOutcomeUnknown):
 		// Not "nothing was changed" (6): the command may have taken effect.
 		return ExitUnknown
@@ -104,6 +115,28 @@ func exitCode(err error) int {
 		return ExitUnhealthy
 	case isCobraUsage(err):
 		return ExitUsage
+	}
+	return ExitError
+}
+
+// apiExitCode classifies an answer of serve to a client command
+// (mycologist, swarm).
+func apiExitCode(e *mycelia.Error) int {
+	switch {
+	case e.Status == 400, e.Status == 413:
+		return ExitUsage
+	case e.Status == 401:
+		return ExitUnauthorized
+	case e.Status == 403:
+		return ExitForbidden
+	case e.Status == 404:
+		return ExitNotFound
+	case e.Status == 409 && (e.Code == mycelia.CodeAsleep || e.Code == mycelia.CodeStopped):
+		return ExitAsleep
+	case e.Status == 409:
+		return ExitConflict
+	case e.Status == 429, e.Status >= 500:
+		return ExitAPI
 	}
 	return ExitError
 }

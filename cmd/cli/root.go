@@ -19,7 +19,7 @@ var version = "dev"
 func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, os.Args[1:], SystemIO())
+	return Run(ctx, programArgs(os.Args), SystemIO())
 }
 
 // Run executes one command line in-process; tests drive the CLI through it.
@@ -83,6 +83,10 @@ decided in one transaction, and exits.`,
 		newCmdPrompt(f, nil),
 		newCmdChat(f, nil),
 		newCmdReset(f, nil),
+		newCmdServe(f, nil),
+		newCmdMycologist(f),
+		newCmdSwarm(f),
+		newCmdToken(f),
 	)
 	registerCompletions(root, f)
 	return root

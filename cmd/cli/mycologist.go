@@ -1,0 +1,324 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile/transcript"
+)
+
+// The commands a spore runs inside its pod: clients of `serve`, reading
+// the environment contract of docs/mycologists.md. They never open a
+// store.
+
+// programArgs turns the process's argv into sporectl's arguments: run
+// as "mycologist" or "swarm" (a link to the binary on a spore's PATH),
+// the program name is the command.
+func programArgs(argv []string) []string {
+	if len(argv) == 0 {
+		return nil
+	}
+	switch name := filepath.Base(argv[0]); name {
+	case "mycologist", "swarm":
+		return append([]string{name}, argv[1:]...)
+	}
+	return argv[1:]
+}
+
+// clientOptions are what every client command shares.
+type clientOptions struct {
+	RetryFor time.Duration
+}
+
+func (c *clientOptions) addFlags(cmd *cobra.Command) {
+	cmd.PersistentFlags().DurationVar(&c.RetryFor, "retry-for", mycelia.DefaultRetryFor, "how long to retry while serve cannot be reached or answer (a message is sent once however often it is retried)")
+}
+
+// apiClient is the client of serve for this spore, from the environment.
+func (f *Factory) apiClient(c *clientOptions) (*mycelia.Client, error) {
+	cfg, err := mycelia.ConfigFromEnv(f.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RetryFor = c.RetryFor
+	if cfg.RetryFor == 0 {
+		cfg.RetryFor = -1
+	}
+	return mycelia.NewClient(cfg)
+}
+
+const clientEnvHelp = `It reads SPORECTL_API_URL (serve's address), SPORECTL_SPORE_ID (this spore)
+and the token from SPORECTL_API_TOKEN, else from $HOME/.sporectl-bridge/api-token
+(docs/mycologists.md). Run inside a spore, also as "mycologist" / "swarm".`
+
+func newCmdMycologist(f *Factory) *cobra.Command {
+	co := &clientOptions{}
+	cmd := &cobra.Command{
+		Use:   "mycologist",
+		Short: "Talk to the mycologists from inside a spore: ask, spores, spore, tell",
+		Long: `Commands a spore runs inside its pod, as clients of sporectl serve. Rank and
+reach come from the store, never from the caller: a spore may only ask; a
+mycologist may also list, read and tell the spores below it in its reach.
+
+` + clientEnvHelp,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
+	}
+	co.addFlags(cmd)
+	cmd.AddCommand(newCmdAsk(f, co, nil), newCmdMycoSpores(f, co), newCmdMycoSpore(f, co), newCmdTell(f, co, nil))
+	return cmd
+}
+
+type askOptions struct {
+	f    *Factory
+	co   *clientOptions
+	Text string
+}
+
+func newCmdAsk(f *Factory, co *clientOptions, runF func(context.Context, *askOptions) error) *cobra.Command {
+	o := &askOptions{f: f, co: co}
+	return &cobra.Command{
+		Use:   "ask TEXT|-",
+		Short: "Summon the mycologist one rank up (waking it) with a short request",
+		Long: `Summon the mycologist one rank up: a spore's (or a [swarm] mycologist's) colony
+mycologist, or the [arch] when the colony has none; a [colony] mycologist's
+[arch]. It is woken if it sleeps, and gets a prompt marked with your id that
+carries TEXT and tells it how to read your conversation; keep TEXT short.
+TEXT "-" reads it from standard input.`,
+		Args: exactText(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := readText(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			o.Text = text
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			c, err := f.apiClient(o.co)
+			if err != nil {
+				return err
+			}
+			r, err := c.Ask(cmd.Context(), o.Text)
+			if err != nil {
+				return err
+			}
+			return f.Print(sendResult{r})
+		},
+	}
+}
+
+type tellOptions struct {
+	f    *Factory
+	co   *clientOptions
+	ID   string
+	Text string
+	Wake bool
+}
+
+func newCmdTell(f *Factory, co *clientOptions, runF func(context.Context, *tellOptions) error) *cobra.Command {
+	o := &tellOptions{f: f, co: co}
+	cmd := &cobra.Command{
+		Use:   "tell ID TEXT|-",
+		Short: "Tell a spore below you in reach: queued if it is working, refused if asleep unless --wake",
+		Long: `Send TEXT to spore ID, which must be below you in your reach. It arrives as a
+prompt marked with your rank ("[from the [colony] mycologist] …"). A working
+spore's bridge queues it; a sleeping spore is refused (exit 10) unless --wake.
+TEXT "-" reads it from standard input.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("%s takes a spore id and the text (or - for stdin), got %d argument(s)", cmd.CommandPath(), len(args))
+			}
+			return sporeIDs(1)(cmd, args[:1])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := readText(cmd, args[1])
+			if err != nil {
+				return err
+			}
+			o.ID, o.Text = args[0], text
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			c, err := f.apiClient(o.co)
+			if err != nil {
+				return err
+			}
+			r, err := c.Tell(cmd.Context(), o.ID, o.Text, o.Wake)
+			if err != nil {
+				return err
+			}
+			return f.Print(sendResult{r})
+		},
+	}
+	cmd.Flags().BoolVar(&o.Wake, "wake", false, "wake a sleeping spore to deliver it")
+	return cmd
+}
+
+func newCmdMycoSpores(f *Factory, co *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "spores",
+		Short: "List the spores in your reach with their effective health and last activity",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			l, err := c.Spores(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return f.Print(mycoSporeList{SporeList: l, now: f.Now()})
+		},
+	}
+}
+
+func newCmdMycoSpore(f *Factory, co *clientOptions) *cobra.Command {
+	var turns int
+	cmd := &cobra.Command{
+		Use:   "spore ID",
+		Short: "Print the last turns of a spore in your reach, from the store (works while it sleeps)",
+		Args:  sporeIDs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if turns < 1 || turns > mycelia.MaxTurns {
+				return usageErrorf("invalid value %d for --turns: from 1 to %d", turns, mycelia.MaxTurns)
+			}
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			r, err := c.Spore(cmd.Context(), args[0], turns)
+			if err != nil {
+				return err
+			}
+			if f.Global.Output == "table" || f.Global.Output == "wide" {
+				return writeTurns(f.IO.Out, r)
+			}
+			return f.Print(sporeTurns{r})
+		},
+	}
+	cmd.Flags().IntVar(&turns, "turns", mycelia.DefaultTurns, "how many of the last turns (a prompt or message and what followed)")
+	return cmd
+}
+
+// writeTurns prints a spore's turns as text. The server renders them
+// safely; each line is sanitized again here, since the text came over
+// the network.
+func writeTurns(w io.Writer, r mycelia.SporeTurns) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# spore/%s, %s (%s), %d turn(s), events %d–%d\n", transcript.Sanitize(r.ID), transcript.Sanitize(r.Effective), transcript.Sanitize(r.Desired), r.Turns, r.FirstSeq, r.LastSeq)
+	if r.Cut {
+		b.WriteString("# (earlier lines cut)\n")
+	}
+	if r.Text != "" {
+		for _, l := range strings.Split(strings.TrimSuffix(r.Text, "\n"), "\n") {
+			b.WriteString(transcript.Sanitize(l))
+			b.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// exactText: n arguments, the last being the text.
+func exactText(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("%s takes %d argument(s), the last being the text (or - for stdin), got %d", cmd.CommandPath(), n, len(args))
+		}
+		return nil
+	}
+}
+
+// readText is the message text: the argument, or stdin for "-",
+// checked as serve checks it so a mistake is caught before any call.
+func readText(cmd *cobra.Command, arg string) (string, error) {
+	text := arg
+	if arg == "-" {
+		b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), mycelia.MaxTextBytes+1))
+		if err != nil {
+			return "", fmt.Errorf("read the text from stdin: %w", err)
+		}
+		text = string(b)
+	}
+	switch {
+	case !utf8.ValidString(text):
+		return "", usageErrorf("the text is not valid UTF-8")
+	case strings.TrimSpace(text) == "":
+		return "", usageErrorf("the text is empty")
+	case len(text) > mycelia.MaxTextBytes:
+		return "", usageErrorf("the text is %d bytes or more; at most %d are allowed (a mycologist reads your conversation itself)", len(text), mycelia.MaxTextBytes)
+	}
+	return text, nil
+}
+
+// sendResult prints what serve did with a message.
+type sendResult struct{ mycelia.SendResponse }
+
+func (r sendResult) Table(bool) ([]string, [][]string) {
+	s := "message/" + r.ID + " "
+	switch r.State {
+	case mycelia.Delivered:
+		s += "delivered to spore/" + r.To
+	case mycelia.Queued:
+		s += fmt.Sprintf("queued at position %d by spore/%s", r.Position, r.To)
+	default:
+		s += "waiting in the outbox of spore/" + r.To
+		if r.Detail != "" {
+			s += ": " + r.Detail
+		}
+	}
+	if r.Woke {
+		s += " (woken)"
+	}
+	if r.Duplicate {
+		s += " (sent before; not sent again)"
+	}
+	return nil, [][]string{{s}}
+}
+
+func (r sendResult) Names() []string { return []string{"message/" + r.ID} }
+
+type mycoSporeList struct {
+	mycelia.SporeList
+	now time.Time
+}
+
+func (l mycoSporeList) Table(wide bool) ([]string, [][]string) {
+	h := []string{"ID", "COLONY", "RANK", "SWARM", "ROLE", "DESIRED", "EFFECTIVE", "ACTIVITY", "LAST-ACTIVITY"}
+	if wide {
+		h = append(h, "REASON", "PENDING", "LAST-SEQ")
+	}
+	rows := make([][]string, 0, len(l.Spores))
+	for _, s := range l.Spores {
+		r := []string{s.ID, s.Colony, s.Rank, orDash(s.Swarm), orDash(s.Role), s.Desired, s.Effective, orDash(s.Activity), age(l.now, s.LastEventAt)}
+		if wide {
+			r = append(r, orDash(s.Reason), strconv.Itoa(s.Pending), strconv.FormatUint(s.LastSeq, 10))
+		}
+		rows = append(rows, r)
+	}
+	return h, rows
+}
+
+func (l mycoSporeList) Names() []string {
+	out := make([]string, len(l.Spores))
+	for i, s := range l.Spores {
+		out[i] = "spore/" + s.ID
+	}
+	return out
+}
+
+type sporeTurns struct{ mycelia.SporeTurns }
+
+func (t sporeTurns) Table(bool) ([]string, [][]string) { return nil, [][]string{{t.Text}} }
+func (t sporeTurns) Names() []string                   { return []string{"spore/" + t.ID} }

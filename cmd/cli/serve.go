@@ -1,0 +1,156 @@
+package cli
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/mycelia"
+)
+
+type serveOptions struct {
+	f              *Factory
+	Addr           string
+	TLSCert        string
+	TLSKey         string
+	InsecureListen bool
+	// FollowWoken is how long a message that woke its target is kept
+	// trying in the background after the answer.
+	FollowWoken time.Duration
+	// RateLimit is how many messages one spore may send a minute.
+	RateLimit int
+}
+
+// newCmdServe builds the command; runF, when not nil, is called instead
+// of the run function (tests check flag parsing with it).
+func newCmdServe(f *Factory, runF func(context.Context, *serveOptions) error) *cobra.Command {
+	o := &serveOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the API spores call: summons, tell, spores, swarm messages (docs/mycologists.md)",
+		Long: `Serve the mycelia API, the only endpoint spore pods reach. Callers authenticate
+with their spore id and token; rank and reach come from the store. Every
+accepted message is committed to the store before the answer, then delivered at
+once when its target is awake (otherwise by the next reconcile). Nothing is kept
+in this process: any number of serve processes may answer for one store.
+
+Plain HTTP is served only on a loopback address, unless --insecure-listen is
+given (for a cluster network that is itself trusted, e.g. behind a
+NetworkPolicy); with --tls-cert and --tls-key it serves HTTPS on any address.
+SIGINT or SIGTERM stops it gracefully.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.Addr, "addr", "127.0.0.1:7070", "address to listen on (host:port)")
+	fl.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate file: serve HTTPS (needs --tls-key)")
+	fl.StringVar(&o.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
+	fl.BoolVar(&o.InsecureListen, "insecure-listen", false, "serve plain HTTP on an address that is not loopback")
+	fl.IntVar(&o.RateLimit, "rate-limit", 60, "messages one spore may send in any minute, counted from the store across every serve (0: no limit)")
+	fl.DurationVar(&o.FollowWoken, "follow-woken", 2*time.Minute, "how long to keep delivering, after answering, a message whose target it woke (0: leave it to reconcile)")
+	return cmd
+}
+
+func (o *serveOptions) validate() error {
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return usageErrorf("--tls-cert and --tls-key go together")
+	}
+	host, _, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return usageErrorf("invalid value %q for --addr: want host:port, e.g. 127.0.0.1:7070: %v", o.Addr, err)
+	}
+	if o.TLSCert == "" && !o.InsecureListen && !isLoopback(host) {
+		return usageErrorf("--addr %s is not a loopback address: serve HTTPS there (--tls-cert, --tls-key) or pass --insecure-listen", o.Addr)
+	}
+	if o.RateLimit < 0 {
+		return usageErrorf("invalid value %d for --rate-limit: must be 0 or more", o.RateLimit)
+	}
+	if o.FollowWoken < 0 {
+		return usageErrorf("invalid value %s for --follow-woken: must be 0 or more", o.FollowWoken)
+	}
+	return nil
+}
+
+// isLoopback: "localhost" or a loopback IP; "" (every interface) is not.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (o *serveOptions) run(ctx context.Context) error {
+	var certs []tls.Certificate
+	if o.TLSCert != "" {
+		c, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		if err != nil {
+			return fmt.Errorf("load --tls-cert and --tls-key: %w", err)
+		}
+		certs = []tls.Certificate{c}
+	}
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log := o.f.Logger()
+	api := &mycelia.Server{Store: st, Pass: o.f.Pass(st), Now: o.f.Now, Logger: log, Background: ctx, FollowWoken: o.FollowWoken, RateLimit: o.RateLimit}
+	hs := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// A request in flight at SIGTERM finishes (Shutdown waits for it).
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", o.Addr, err)
+	}
+	scheme := "http"
+	if certs != nil {
+		scheme = "https"
+		hs.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, hs.TLSConfig)
+	}
+	fmt.Fprintf(o.f.IO.ErrOut, "serving the mycelia API on %s://%s\n", scheme, ln.Addr())
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	// Requests in flight finish (their messages are committed first
+	// anyway); background deliveries end with ctx.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	api.Wait()
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if err != nil {
+		return fmt.Errorf("stop serving: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,300 @@
+package mycelia
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// The environment a spore's commands read (docs/mycologists.md "The
+// environment of a spore").
+const (
+	EnvURL   = "SPORECTL_API_URL"
+	EnvSpore = "SPORECTL_SPORE_ID"
+	EnvToken = "SPORECTL_API_TOKEN"
+)
+
+// TokenFile is where, under $HOME, the local runtime writes a spore's
+// token; read when EnvToken is not set.
+const TokenFile = ".sporectl-bridge/api-token"
+
+// DefaultRetryFor is how long a client keeps retrying a request that
+// could not reach serve or that serve could not answer (502, 503, 504):
+// long enough for a serve replica to be restarted.
+const DefaultRetryFor = time.Minute
+
+// Config is what a client needs.
+type Config struct {
+	URL   string
+	Spore string
+	Token string
+	// HTTP may be nil for a client with sane timeouts.
+	HTTP *http.Client
+	// RetryFor bounds retries (DefaultRetryFor when zero; negative: none).
+	RetryFor time.Duration
+}
+
+// ConfigError is a client environment that is missing or wrong.
+type ConfigError struct{ Msg string }
+
+func (e *ConfigError) Error() string { return e.Msg }
+
+// ConfigFromEnv reads EnvURL, EnvSpore and the token (EnvToken, else
+// $HOME/TokenFile).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	cfg := Config{URL: getenv(EnvURL), Spore: getenv(EnvSpore), Token: strings.TrimSpace(getenv(EnvToken))}
+	if cfg.URL == "" {
+		return Config{}, &ConfigError{Msg: EnvURL + " is not set: it is the address of `sporectl serve`, e.g. http://127.0.0.1:7070"}
+	}
+	if cfg.Spore == "" {
+		return Config{}, &ConfigError{Msg: EnvSpore + " is not set: it is this spore's id"}
+	}
+	if err := state.ValidateID(cfg.Spore); err != nil {
+		return Config{}, &ConfigError{Msg: EnvSpore + ": " + err.Error()}
+	}
+	if cfg.Token == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return Config{}, &ConfigError{Msg: "no API token: " + EnvToken + " is not set and neither is $HOME (to read $HOME/" + TokenFile + ")"}
+		}
+		path := filepath.Join(home, filepath.FromSlash(TokenFile))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return Config{}, &ConfigError{Msg: fmt.Sprintf("no API token: %s is not set and %s cannot be read: %v", EnvToken, path, err)}
+		}
+		cfg.Token = strings.TrimSpace(string(b))
+		if cfg.Token == "" {
+			return Config{}, &ConfigError{Msg: "no API token: " + path + " is empty"}
+		}
+	}
+	return cfg, nil
+}
+
+// Client calls serve as one spore.
+type Client struct {
+	base     *url.URL
+	spore    string
+	token    string
+	http     *http.Client
+	retryFor time.Duration
+	// sleep waits between retries (tests shorten it).
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// NewClient checks cfg and returns a client; it dials nothing.
+func NewClient(cfg Config) (*Client, error) {
+	u, err := url.Parse(strings.TrimSuffix(cfg.URL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
+		return nil, &ConfigError{Msg: fmt.Sprintf("%s %q: want http(s)://host:port", EnvURL, redactURL(cfg.URL))}
+	}
+	if cfg.Token == "" || strings.ContainsAny(cfg.Token, " \t\r\n") {
+		return nil, &ConfigError{Msg: "the API token is empty or holds white space"}
+	}
+	hc := cfg.HTTP
+	if hc == nil {
+		// No redirects: an answer is serve's own, never another host's.
+		hc = &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	rf := cfg.RetryFor
+	if rf == 0 {
+		rf = DefaultRetryFor
+	}
+	return &Client{base: u, spore: cfg.Spore, token: cfg.Token, http: hc, retryFor: rf, sleep: sleepCtx}, nil
+}
+
+// UnreachableError: serve could not be reached, or kept answering 502,
+// 503 or 504, until the retries ran out.
+type UnreachableError struct {
+	URL string
+	Err error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("sporectl serve at %s could not be reached: %v", e.URL, e.Err)
+}
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Ask summons the mycologist one rank up.
+func (c *Client) Ask(ctx context.Context, text string) (SendResponse, error) {
+	var r SendResponse
+	err := c.do(ctx, http.MethodPost, "/api/mycologist/summons", nil, AskRequest{Text: text}, &r)
+	return r, err
+}
+
+// Tell sends a message to a spore in reach.
+func (c *Client) Tell(ctx context.Context, id, text string, wake bool) (SendResponse, error) {
+	var r SendResponse
+	err := c.do(ctx, http.MethodPost, "/spores/"+url.PathEscape(id)+"/prompt", nil, TellRequest{Text: text, Wake: wake}, &r)
+	return r, err
+}
+
+// Spores lists the spores in reach.
+func (c *Client) Spores(ctx context.Context) (SporeList, error) {
+	var r SporeList
+	err := c.do(ctx, http.MethodGet, "/api/spores", nil, nil, &r)
+	return r, err
+}
+
+// Spore reads one spore's last turns (0: the server's default).
+func (c *Client) Spore(ctx context.Context, id string, turns int) (SporeTurns, error) {
+	var q url.Values
+	if turns > 0 {
+		q = url.Values{"turns": {strconv.Itoa(turns)}}
+	}
+	var r SporeTurns
+	err := c.do(ctx, http.MethodGet, "/api/spores/"+url.PathEscape(id), q, nil, &r)
+	return r, err
+}
+
+// SwarmTell sends a message to the teammate with role.
+func (c *Client) SwarmTell(ctx context.Context, role, text string) (SendResponse, error) {
+	var r SendResponse
+	err := c.do(ctx, http.MethodPost, "/api/swarm/tell", nil, SwarmTellRequest{Role: role, Text: text}, &r)
+	return r, err
+}
+
+// SwarmCompact compacts the context of the teammate with role.
+func (c *Client) SwarmCompact(ctx context.Context, role string) (CompactResponse, error) {
+	var r CompactResponse
+	err := c.do(ctx, http.MethodPost, "/api/swarm/compact", nil, CompactRequest{Role: role}, &r)
+	return r, err
+}
+
+// do sends one request, retrying with the same request id while serve
+// cannot be reached or cannot answer: a message is recorded once however
+// often it is sent (docs/mycologists.md "Retries and idempotency").
+func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return fmt.Errorf("encode the request: %w", err)
+		}
+	}
+	u := *c.base
+	u.Path += path
+	u.RawQuery = q.Encode()
+	reqID := newRequestID()
+	deadline := time.Now().Add(c.retryFor)
+	wait := 100 * time.Millisecond
+	for {
+		retry, err := c.once(ctx, method, u.String(), reqID, body, out)
+		if err == nil || !retry || ctx.Err() != nil || !time.Now().Before(deadline) {
+			if err != nil && retry && ctx.Err() == nil {
+				var ae *Error
+				if !errors.As(err, &ae) {
+					err = &UnreachableError{URL: redactURL(c.base.String()), Err: err}
+				}
+			}
+			return err
+		}
+		if err := c.sleep(ctx, min(wait, time.Until(deadline))); err != nil {
+			return err
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}
+
+// once is one attempt; retry says whether another may succeed.
+func (c *Client) once(ctx context.Context, method, u, reqID string, body []byte, out any) (retry bool, err error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", method, redactURL(u), err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set(HeaderSpore, c.spore)
+	req.Header.Set(HeaderRequestID, reqID)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return true, scrubToken(err, c.token)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4*MaxTurnsText))
+	if err != nil {
+		// The answer was lost on the way: the request may have been
+		// taken; a retry with the same id is recognised.
+		return true, scrubToken(err, c.token)
+	}
+	if resp.StatusCode >= 400 {
+		e := &Error{Status: resp.StatusCode}
+		if json.Unmarshal(b, e) != nil || e.Message == "" {
+			e.Message = strings.TrimSpace(string(b[:min(len(b), 512)]))
+			if e.Message == "" {
+				e.Message = http.StatusText(resp.StatusCode)
+			}
+		}
+		e.Message = strings.ReplaceAll(e.Message, c.token, "[token]")
+		switch resp.StatusCode {
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			return true, e
+		}
+		return false, e
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return false, fmt.Errorf("%s %s: the answer is not the JSON expected: %w", method, redactURL(u), err)
+	}
+	return false, nil
+}
+
+func newRequestID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return "r-" + hex.EncodeToString(b)
+}
+
+// scrubToken keeps the token out of an error, should a transport ever
+// echo a header back.
+func scrubToken(err error, token string) error {
+	if token == "" || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), token, "[token]"))
+}
+
+// redactURL drops user info and query from an address before it is shown.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable address)"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,263 @@
+package mycelia
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
+)
+
+// countingStore counts Update calls, so a test can say "nothing written".
+type countingStore struct {
+	state.Store
+	updates atomic.Int64
+}
+
+func (c *countingStore) Update(ctx context.Context, fn func(state.Tx) error) error {
+	c.updates.Add(1)
+	return c.Store.Update(ctx, fn)
+}
+
+// syncBuffer is a log sink goroutines may share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harness is a real directory store, reconciletest's fake runtime and
+// bridges (with a Compact), and the server over them on httptest.
+type harness struct {
+	t      *testing.T
+	st     *countingStore
+	rt     *reconciletest.Runtime
+	srv    *Server
+	ts     *httptest.Server
+	logs   *syncBuffer
+	tokens map[string]string
+	// compacts counts Compact calls per spore.
+	compacts sync.Map
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	ctx := context.Background()
+	ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}, dirstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { ds.Close() })
+	h := &harness{t: t, st: &countingStore{Store: ds}, rt: reconciletest.New(), logs: &syncBuffer{}, tokens: map[string]string{}}
+	h.rt.AgentLines = func(p bridge.PromptRequest) []string {
+		b, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]string{"type": "text", "text": "echo: " + p.Text}}}})
+		return []string{string(b)}
+	}
+	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pass := &reconcile.Pass{
+		Store:   h.st,
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return h.rt, nil },
+		Dial:    h.dial,
+		Logger:  log,
+	}
+	h.srv = &Server{Store: h.st, Pass: pass, Logger: log}
+	h.ts = httptest.NewServer(h.srv)
+	t.Cleanup(h.ts.Close)
+	return h
+}
+
+// compactingBridge is a fake bridge with the bridge's /v1/compact: a
+// "/compact" prompt, as the real one queues.
+type compactingBridge struct {
+	*reconciletest.Bridge
+	h *harness
+}
+
+func (b compactingBridge) Compact(ctx context.Context) (bridge.PromptAccepted, error) {
+	n, _ := b.h.compacts.LoadOrStore(b.ID, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+	return b.Prompt(ctx, bridge.PromptRequest{ID: "compact-" + time.Now().Format(time.RFC3339Nano), From: "bridge:compact", Text: "/compact"})
+}
+
+func (h *harness) dial(ep reconcile.BridgeEndpoint) (reconcile.BridgeClient, error) {
+	c, err := h.rt.Dial(ep)
+	if err != nil {
+		return nil, err
+	}
+	return compactingBridge{Bridge: c.(*reconciletest.Bridge), h: h}, nil
+}
+
+func (h *harness) compactsOf(id string) int64 {
+	n, ok := h.compacts.Load(id)
+	if !ok {
+		return 0
+	}
+	return n.(*atomic.Int64).Load()
+}
+
+// add creates sp with a token and a first prompt in its log; awake ones
+// are started on the fake runtime.
+func (h *harness) add(sp state.Spore, awake bool) {
+	h.t.Helper()
+	ctx := context.Background()
+	now := time.Now().UTC()
+	sp.Created, sp.Updated, sp.Desired = now, now, state.Paused
+	if awake {
+		sp.Desired = state.Running
+	}
+	tok, hash, err := state.NewToken()
+	require.NoError(h.t, err)
+	h.tokens[sp.ID] = tok
+	require.NoError(h.t, h.st.Store.Update(ctx, func(tx state.Tx) error {
+		if err := tx.CreateSpore(ctx, sp); err != nil {
+			return err
+		}
+		if err := tx.SetTokenHash(ctx, sp.ID, hash); err != nil {
+			return err
+		}
+		_, err := tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindPrompt, From: "user:alice", At: now, Text: "hello " + sp.ID}})
+		return err
+	}))
+	if awake {
+		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_test"}))
+	}
+}
+
+// The colony every test of the API starts from:
+//
+//	arch       [arch]    colony lab                    awake
+//	lab-myco   [colony]  colony lab                    asleep
+//	lab-lead   [swarm]   colony lab, swarm red, lead   awake
+//	lab-a      spore     colony lab, swarm red, coder  awake
+//	lab-b      spore     colony lab, swarm red, tester asleep
+//	lab-c      spore     colony lab                    awake
+//	far-myco   [colony]  colony far                    asleep
+//	far-x      spore     colony far, swarm red, scout  awake
+func (h *harness) colony() *harness {
+	h.add(state.Spore{ID: "arch", Colony: "lab", Rank: state.RankArch}, true)
+	h.add(state.Spore{ID: "lab-myco", Colony: "lab", Rank: state.RankColony}, false)
+	h.add(state.Spore{ID: "lab-lead", Colony: "lab", Rank: state.RankSwarm, Swarm: "red", Role: "lead"}, true)
+	h.add(state.Spore{ID: "lab-a", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "coder"}, true)
+	h.add(state.Spore{ID: "lab-b", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "tester"}, false)
+	h.add(state.Spore{ID: "lab-c", Colony: "lab", Rank: state.RankSpore}, true)
+	h.add(state.Spore{ID: "far-myco", Colony: "far", Rank: state.RankColony}, false)
+	h.add(state.Spore{ID: "far-x", Colony: "far", Rank: state.RankSpore, Swarm: "red", Role: "scout"}, true)
+	h.st.updates.Store(0)
+	return h
+}
+
+// callers are the colony's spore of each rank.
+var callers = map[state.Rank]string{
+	state.RankSpore:  "lab-a",
+	state.RankSwarm:  "lab-lead",
+	state.RankColony: "lab-myco",
+	state.RankArch:   "arch",
+}
+
+type response struct {
+	status int
+	body   []byte
+	header http.Header
+}
+
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	require.NoError(t, json.Unmarshal(r.body, v), "answer: %s", r.body)
+}
+
+// do sends a request as caller (no credentials when caller is "") with
+// body: a string or []byte as it is, anything else as JSON.
+func (h *harness) do(caller, method, path string, body any, hdr ...string) response {
+	h.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		require.NoError(h.t, err)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, h.ts.URL+path, rd)
+	require.NoError(h.t, err)
+	if caller != "" {
+		req.Header.Set("Authorization", "Bearer "+h.tokens[caller])
+		req.Header.Set(HeaderSpore, caller)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	resp, err := h.ts.Client().Do(req)
+	require.NoError(h.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(h.t, err)
+	return response{status: resp.StatusCode, body: b, header: resp.Header}
+}
+
+// events is the spore's whole log.
+func (h *harness) events(id string) []state.Event {
+	h.t.Helper()
+	var evs []state.Event
+	require.NoError(h.t, h.st.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		evs, err = tx.Events(context.Background(), id, 0, 0)
+		return err
+	}))
+	return evs
+}
+
+// messages are the spore's message events.
+func (h *harness) messages(id string) []state.Event {
+	var out []state.Event
+	for _, ev := range h.events(id) {
+		if ev.Kind == state.KindMessage {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// prompts are what the spore's fake bridge took.
+func (h *harness) prompts(id string) []bridge.PromptRequest {
+	return h.rt.BridgeOf(id).Prompts()
+}
+
+func (h *harness) spore(id string) state.Spore {
+	h.t.Helper()
+	var sp state.Spore
+	require.NoError(h.t, h.st.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		sp, err = tx.Spore(context.Background(), id)
+		return err
+	}))
+	return sp
+}

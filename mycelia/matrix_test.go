@@ -1,0 +1,338 @@
+package mycelia
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// The security matrix: every route × every rank × in reach and out of
+// reach, from one table. The test iterates the router's own table
+// (routes), so a route added without its row here fails it, and a row
+// without its route does too.
+
+// cell is what one caller's request must get, and what must follow.
+type cell struct {
+	status int
+	// check looks at the answer and at what the store and bridges saw.
+	check func(t *testing.T, h *harness, r response)
+}
+
+// matrixRow builds a route's request for a caller, reaching in or out,
+// and says what each rank gets.
+type matrixRow struct {
+	request func(caller string, in bool) (path string, body any)
+	// in and out are the cells by rank, reaching in and out of reach.
+	in, out map[state.Rank]cell
+}
+
+// denied is a refusal: the status, and nothing written anywhere.
+func denied(status int) cell { return cell{status: status} }
+
+// allRanksGet is the same cell for every rank.
+func allRanksGet(c cell) map[state.Rank]cell {
+	return map[state.Rank]cell{state.RankSpore: c, state.RankSwarm: c, state.RankColony: c, state.RankArch: c}
+}
+
+// messageTo checks a 202 whose message landed, once, in to's log (and
+// nowhere else), marked as the route marks it.
+func messageTo(to, marker string) cell {
+	return cell{status: http.StatusAccepted, check: func(t *testing.T, h *harness, r response) {
+		var res SendResponse
+		r.decode(t, &res)
+		require.Equal(t, to, res.To)
+		for id := range h.tokens {
+			msgs := h.messages(id)
+			if id != to {
+				require.Empty(t, msgs, "a message landed in %s", id)
+				continue
+			}
+			require.Len(t, msgs, 1)
+			require.True(t, strings.HasPrefix(msgs[0].Text, marker), "message %q does not start with %q", msgs[0].Text, marker)
+			require.Equal(t, res.ID, msgs[0].Action)
+		}
+		if h.spore(to).Desired == state.Running && res.State == Delivered {
+			p := h.prompts(to)
+			require.Len(t, p, 1)
+			require.Equal(t, res.ID, p[0].ID)
+		}
+	}}
+}
+
+// listing checks a 200 list that holds want and none of not.
+func listing(want, not []string) cell {
+	return cell{status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
+		var l SporeList
+		r.decode(t, &l)
+		var ids []string
+		for _, s := range l.Spores {
+			ids = append(ids, s.ID)
+		}
+		for _, id := range want {
+			require.Contains(t, ids, id)
+		}
+		for _, id := range not {
+			require.NotContains(t, ids, id)
+		}
+	}}
+}
+
+// turnsOf checks a 200 with id's conversation.
+func turnsOf(id string) cell {
+	return cell{status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
+		var st SporeTurns
+		r.decode(t, &st)
+		require.Equal(t, id, st.ID)
+		require.Contains(t, st.Text, "hello "+id)
+	}}
+}
+
+var matrix = map[string]matrixRow{
+	"healthz": {
+		request: func(string, bool) (string, any) { return "/healthz", nil },
+		in:      allRanksGet(cell{status: http.StatusOK}),
+		out:     allRanksGet(cell{status: http.StatusOK}),
+	},
+	"summons": {
+		// Out of reach: the caller names a target of its own choosing;
+		// the target is never the caller's to choose.
+		request: func(_ string, in bool) (string, any) {
+			if in {
+				return "/api/mycologist/summons", map[string]any{"text": "please look at my failing test"}
+			}
+			return "/api/mycologist/summons", map[string]any{"text": "please look", "to": "far-myco"}
+		},
+		in: map[state.Rank]cell{
+			state.RankSpore:  messageTo("lab-myco", "[from spore lab-a] please look at my failing test"),
+			state.RankSwarm:  messageTo("lab-myco", "[from the [swarm] mycologist lab-lead of colony lab]"),
+			state.RankColony: messageTo("arch", "[from the [colony] mycologist lab-myco of colony lab]"),
+			state.RankArch:   denied(http.StatusForbidden),
+		},
+		out: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusBadRequest),
+			state.RankSwarm:  denied(http.StatusBadRequest),
+			state.RankColony: denied(http.StatusBadRequest),
+			state.RankArch:   denied(http.StatusForbidden),
+		},
+	},
+	"tell": {
+		request: func(caller string, in bool) (string, any) {
+			return "/spores/" + tellTarget(caller, in) + "/prompt", map[string]any{"text": "how is it going?"}
+		},
+		in: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  messageTo("lab-a", "[from the [swarm] mycologist] how is it going?"),
+			state.RankColony: messageTo("lab-a", "[from the [colony] mycologist] how is it going?"),
+			state.RankArch:   messageTo("far-x", "[from the [arch] mycologist] how is it going?"),
+		},
+		out: allRanksGet(denied(http.StatusForbidden)),
+	},
+	"spores": {
+		// One request either way: reaching out is what the list leaves out.
+		request: func(string, bool) (string, any) { return "/api/spores", nil },
+		in: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  listing([]string{"lab-a", "lab-b"}, nil),
+			state.RankColony: listing([]string{"lab-a", "lab-b", "lab-c", "lab-lead"}, nil),
+			state.RankArch:   listing([]string{"lab-a", "lab-myco", "far-myco", "far-x", "lab-lead"}, nil),
+		},
+		out: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  listing(nil, []string{"lab-c", "far-x", "lab-myco", "arch", "lab-lead"}),
+			state.RankColony: listing(nil, []string{"far-x", "far-myco", "arch", "lab-myco"}),
+			state.RankArch:   listing(nil, []string{"arch"}),
+		},
+	},
+	"spore": {
+		request: func(caller string, in bool) (string, any) {
+			return "/api/spores/" + tellTarget(caller, in) + "?turns=2", nil
+		},
+		in: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  turnsOf("lab-a"),
+			state.RankColony: turnsOf("lab-a"),
+			state.RankArch:   turnsOf("far-x"),
+		},
+		out: allRanksGet(denied(http.StatusForbidden)),
+	},
+	"swarm-tell": {
+		request: func(_ string, in bool) (string, any) {
+			role := "tester"
+			if !in {
+				role = "scout" // far-x: the same swarm name in another colony
+			}
+			return "/api/swarm/tell", map[string]any{"role": role, "text": "your turn"}
+		},
+		in: map[state.Rank]cell{
+			state.RankSpore:  messageTo("lab-b", "[from swarm teammate coder] your turn"),
+			state.RankSwarm:  messageTo("lab-b", "[from swarm teammate lead] your turn"),
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch:   denied(http.StatusForbidden),
+		},
+		out: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusNotFound),
+			state.RankSwarm:  denied(http.StatusNotFound),
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch:   denied(http.StatusForbidden),
+		},
+	},
+	"swarm-compact": {
+		request: func(_ string, in bool) (string, any) {
+			if in {
+				return "/api/swarm/compact", map[string]any{"role": "coder"}
+			}
+			return "/api/swarm/compact", map[string]any{"role": "scout"}
+		},
+		in: map[state.Rank]cell{
+			state.RankSpore: denied(http.StatusForbidden),
+			state.RankSwarm: {status: http.StatusAccepted, check: func(t *testing.T, h *harness, r response) {
+				var res CompactResponse
+				r.decode(t, &res)
+				require.Equal(t, "lab-a", res.To)
+				require.EqualValues(t, 1, h.compactsOf("lab-a"))
+				require.Equal(t, "/compact", h.prompts("lab-a")[0].Text)
+			}},
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch:   denied(http.StatusForbidden),
+		},
+		out: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  denied(http.StatusNotFound),
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch:   denied(http.StatusForbidden),
+		},
+	},
+}
+
+// tellTarget is a spore below caller in its reach, or one outside it
+// (for the [arch], which reaches every spore, one that does not exist:
+// it must get the same answer, so that nobody learns what exists
+// outside their reach).
+func tellTarget(caller string, in bool) string {
+	targets := map[string][2]string{
+		"lab-a":    {"lab-b", "far-x"},   // a teammate, still not a spore's to tell
+		"lab-lead": {"lab-a", "lab-c"},   // lab-c: its colony, not its swarm
+		"lab-myco": {"lab-a", "far-x"},   // far-x: another colony
+		"arch":     {"far-x", "no-such"}, // the arch sees every colony
+	}
+	if in {
+		return targets[caller][0]
+	}
+	return targets[caller][1]
+}
+
+func TestSecurityMatrix(t *testing.T) {
+	var names []string
+	for _, rt := range routes {
+		names = append(names, rt.name)
+		row, ok := matrix[rt.name]
+		require.True(t, ok, "route %s %s (%s) has no row in the security matrix", rt.method, rt.path, rt.name)
+		for _, rank := range allRanks {
+			require.Contains(t, row.in, rank, "route %s: no cell for rank %s in reach", rt.name, rank)
+			require.Contains(t, row.out, rank, "route %s: no cell for rank %s out of reach", rt.name, rank)
+		}
+	}
+	for name := range matrix {
+		require.True(t, slices.Contains(names, name), "the matrix has a row for %s, which is no route", name)
+	}
+
+	for i := range routes {
+		rt := &routes[i]
+		row := matrix[rt.name]
+		for _, rank := range allRanks {
+			for _, in := range []bool{true, false} {
+				where, c := "in-reach", row.in[rank]
+				if !in {
+					where, c = "out-of-reach", row.out[rank]
+				}
+				t.Run(fmt.Sprintf("%s/%s/%s", rt.name, rank, where), func(t *testing.T) {
+					h := newHarness(t).colony()
+					caller := callers[rank]
+					path, body := row.request(caller, in)
+					got, _ := match(rt.method, strings.SplitN(path, "?", 2)[0])
+					require.Same(t, rt, got, "the row's request is not this route's")
+					r := h.do(caller, rt.method, path, body)
+					require.Equal(t, c.status, r.status, "answer: %s", r.body)
+					if c.status >= 400 {
+						require.Zero(t, h.st.updates.Load(), "a refused request wrote to the store")
+						for id := range h.tokens {
+							require.Empty(t, h.messages(id), "a refused request sent a message to %s", id)
+						}
+						var e Error
+						r.decode(t, &e)
+						require.NotEmpty(t, e.Message)
+						require.NotEmpty(t, e.Code)
+					}
+					if c.check != nil {
+						c.check(t, h, r)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestUnauthenticated: every route but /healthz answers 401, the same
+// for every way of being wrong, and writes nothing.
+func TestUnauthenticated(t *testing.T) {
+	h := newHarness(t).colony()
+	for i := range routes {
+		rt := &routes[i]
+		if rt.public {
+			continue
+		}
+		path, body := matrix[rt.name].request("lab-a", true)
+		for name, hdr := range map[string][]string{
+			"none":                {},
+			"no spore header":     {"Authorization", "Bearer " + h.tokens["lab-a"]},
+			"no token":            {HeaderSpore, "lab-a"},
+			"wrong token":         {"Authorization", "Bearer spt_wrong", HeaderSpore, "lab-a"},
+			"another's token":     {"Authorization", "Bearer " + h.tokens["lab-c"], HeaderSpore, "lab-a"},
+			"a mycologist's id":   {"Authorization", "Bearer " + h.tokens["lab-a"], HeaderSpore, "lab-myco"},
+			"unknown spore":       {"Authorization", "Bearer " + h.tokens["lab-a"], HeaderSpore, "ghost"},
+			"invalid spore id":    {"Authorization", "Bearer " + h.tokens["lab-a"], HeaderSpore, "Lab A"},
+			"basic auth":          {"Authorization", "Basic " + h.tokens["lab-a"], HeaderSpore, "lab-a"},
+			"two spore headers":   {"Authorization", "Bearer " + h.tokens["lab-a"], HeaderSpore, "lab-a", HeaderSpore, "lab-myco"},
+			"two tokens":          {"Authorization", "Bearer " + h.tokens["lab-a"], "Authorization", "Bearer " + h.tokens["lab-myco"], HeaderSpore, "lab-a"},
+			"the hash as a token": {"Authorization", "Bearer " + string(state.HashToken(h.tokens["lab-a"])), HeaderSpore, "lab-a"},
+		} {
+			t.Run(rt.name+"/"+name, func(t *testing.T) {
+				r := h.do("", rt.method, path, body, hdr...)
+				require.Equal(t, http.StatusUnauthorized, r.status, "answer: %s", r.body)
+				require.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer")
+				var e Error
+				r.decode(t, &e)
+				require.Equal(t, CodeUnauthorized, e.Code)
+				require.Equal(t, "unauthorized: send Authorization: Bearer <token> and X-Sporectl-Spore: <spore id>", e.Message, "a 401 says nothing of what was wrong")
+			})
+		}
+	}
+	require.Zero(t, h.st.updates.Load())
+	for id := range h.tokens {
+		require.Empty(t, h.messages(id))
+	}
+}
+
+// TestUnknownRoutes: 404 without detail, authenticated or not.
+func TestUnknownRoutes(t *testing.T) {
+	h := newHarness(t).colony()
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/"}, {"GET", "/api"}, {"GET", "/api/nope"}, {"POST", "/api/spores"}, {"DELETE", "/api/spores/lab-b"},
+		{"GET", "/spores/lab-b/prompt"}, {"POST", "/spores/lab-b/prompt/x"}, {"POST", "/spores//prompt"},
+		{"GET", "/api/spores/lab-b/extra"}, {"GET", "/healthz/"}, {"POST", "/api/mycologist/summons/"},
+		{"GET", "/ui/"}, {"GET", "/api/mycologist/hosts"},
+	} {
+		for _, caller := range []string{"", "arch"} {
+			r := h.do(caller, c.method, c.path, nil)
+			require.Equal(t, http.StatusNotFound, r.status, "%s %s", c.method, c.path)
+			require.JSONEq(t, `{"error":"not found","code":"not_found"}`, string(r.body))
+		}
+	}
+	require.Zero(t, h.st.updates.Load())
+}

@@ -1,0 +1,283 @@
+package mycelia
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+// Server answers the API over one store. It is an http.Handler; its
+// fields are dependencies, never state: every request starts from the
+// store.
+type Server struct {
+	Store state.Store
+	// Pass delivers messages and observes spores; its Store is Store.
+	Pass *reconcile.Pass
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Background, when set, lets a message that woke its target be
+	// delivered once the target comes up (for at most FollowWoken), after
+	// the answer. Holding it is an optimisation: the message is in the
+	// outbox and the next reconcile delivers it if this process dies.
+	Background  context.Context
+	FollowWoken time.Duration
+	// RateLimit bounds the messages one spore may send in any RatePer
+	// (default a minute); 0 for none. Counted from the store, it holds
+	// across every server of the store.
+	RateLimit int
+	RatePer   time.Duration
+
+	followers sync.WaitGroup
+	followMu  sync.Mutex
+	following int
+}
+
+// maxFollowers bounds background deliveries in flight.
+const maxFollowers = 64
+
+// Failpoint is called at named points of a request — "committed": a
+// message is recorded and neither delivered nor answered yet. Tests
+// replace it to kill the process there; it is a no-op otherwise.
+var Failpoint = func(name string) {}
+
+// call is one authenticated request.
+type call struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	caller state.Spore
+	// id is the route's {id} segment, unchecked.
+	id string
+	// requestID is the caller's idempotency key (generated when absent).
+	requestID string
+}
+
+func (c *call) ctx() context.Context { return c.r.Context() }
+
+// ServeHTTP routes, authenticates, checks the caller's rank, and runs the
+// route's handler; it logs one line per request (never a header).
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := &statusWriter{ResponseWriter: w}
+	name, caller := "unknown", ""
+	defer func() {
+		if p := recover(); p != nil {
+			s.logger().Error("panic in handler", "route", name, "panic", p)
+			if sw.status == 0 {
+				writeError(sw, errorf(http.StatusInternalServerError, CodeInternal, "internal error"))
+			}
+		}
+		s.logger().Info("request", "method", r.Method, "route", name, "spore", caller, "status", sw.status, "duration", time.Since(start).Round(time.Microsecond))
+	}()
+	rt, id := match(r.Method, r.URL.Path)
+	if rt == nil {
+		writeError(sw, errorf(http.StatusNotFound, CodeNotFound, "not found"))
+		return
+	}
+	name = rt.name
+	c := &call{w: sw, r: r, id: id}
+	if !rt.public {
+		sp, err := s.authenticate(r.Context(), r)
+		if err != nil {
+			s.fail(sw, rt, err)
+			return
+		}
+		c.caller, caller = sp, sp.ID
+		if !rt.allows(sp.Rank) {
+			writeError(sw, errorf(http.StatusForbidden, CodeForbidden, "a spore of rank %s may not call %s %s", sp.Rank, rt.method, rt.path))
+			return
+		}
+		if c.requestID, err = requestID(r); err != nil {
+			s.fail(sw, rt, err)
+			return
+		}
+	}
+	status, body, err := rt.handle(s, c)
+	if err != nil {
+		s.fail(sw, rt, err)
+		return
+	}
+	writeJSON(sw, status, body)
+}
+
+// authenticate finds the caller from its id and token. Every failure is
+// the same 401, whatever was wrong, so nothing is learnt from it.
+func (s *Server) authenticate(ctx context.Context, r *http.Request) (state.Spore, error) {
+	unauthorized := errorf(http.StatusUnauthorized, CodeUnauthorized, "unauthorized: send Authorization: Bearer <token> and %s: <spore id>", HeaderSpore)
+	ids, auths := r.Header.Values(HeaderSpore), r.Header.Values("Authorization")
+	if len(ids) != 1 || len(auths) != 1 || state.ValidateID(ids[0]) != nil {
+		return state.Spore{}, unauthorized
+	}
+	scheme, token, ok := strings.Cut(auths[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return state.Spore{}, unauthorized
+	}
+	var sp state.Spore
+	var hash state.TokenHash
+	err := s.Store.View(ctx, func(tx state.Tx) error {
+		var err error
+		if sp, err = tx.Spore(ctx, ids[0]); err != nil {
+			return err
+		}
+		hash, err = tx.TokenHash(ctx, ids[0])
+		return err
+	})
+	if errors.Is(err, state.ErrNotFound) {
+		// Hash anyway, so an unknown id takes as long as a wrong token.
+		_ = noHash.Matches(token)
+		return state.Spore{}, unauthorized
+	}
+	if err != nil {
+		return state.Spore{}, err
+	}
+	if !hash.Matches(token) {
+		return state.Spore{}, unauthorized
+	}
+	return sp, nil
+}
+
+// noHash is compared against when there is no stored hash.
+var noHash = state.HashToken("")
+
+// requestID is the caller's idempotency key, or a fresh one.
+func requestID(r *http.Request) (string, error) {
+	v := r.Header.Values(HeaderRequestID)
+	switch {
+	case len(v) == 0:
+		b := make([]byte, 16)
+		_, _ = rand.Read(b)
+		return "srv-" + hex.EncodeToString(b), nil
+	case len(v) > 1 || v[0] == "" || len(v[0]) > MaxRequestIDLen:
+		return "", errorf(http.StatusBadRequest, CodeBadRequest, "%s must be one value of 1 to %d characters", HeaderRequestID, MaxRequestIDLen)
+	}
+	for _, c := range []byte(v[0]) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return "", errorf(http.StatusBadRequest, CodeBadRequest, "%s may hold only letters, digits, '-', '_' and '.'", HeaderRequestID)
+		}
+	}
+	return v[0], nil
+}
+
+// messageID is the outbox id of a message: derived from who sends it to
+// whom under which request id, so a retry names the same entry and no
+// caller can name (or suppress) another's.
+func messageID(from, to, requestID string) string {
+	sum := sha256.Sum256([]byte("sporectl message\x00" + from + "\x00" + to + "\x00" + requestID))
+	return "m-" + hex.EncodeToString(sum[:12])
+}
+
+// fail writes err as the answer: an *Error as it is, the store's and
+// pass's errors by kind, anything else as a 500 logged here (the answer
+// says no more than "internal error").
+func (s *Server) fail(w http.ResponseWriter, rt *route, err error) {
+	var ae *Error
+	var asleep *reconcile.AsleepError
+	var stopped *reconcile.StoppedError
+	var limited *reconcile.RateLimitError
+	var unavail *state.UnavailableError
+	var invalid *state.InvalidError
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &asleep):
+		ae = errorf(http.StatusConflict, CodeAsleep, "spore %s is asleep (desired %s): nothing was sent; send it again with \"wake\": true (--wake) to wake it", asleep.ID, asleep.Desired)
+	case errors.As(err, &stopped):
+		ae = errorf(http.StatusConflict, CodeStopped, "spore %s is stopped: nothing was sent; a message from a spore never wakes a stopped spore (a person runs `sporectl wake %s`)", stopped.ID, stopped.ID)
+	case errors.As(err, &limited):
+		w.Header().Set("Retry-After", strconv.Itoa(int(limited.RetryAfter/time.Second)))
+		ae = errorf(http.StatusTooManyRequests, CodeRateLimited, "spore %s sent %d messages in the last %s, its limit: nothing was sent; try again in %s", limited.Spore, limited.Limit, limited.Per, limited.RetryAfter)
+	case errors.As(err, &invalid):
+		ae = errorf(http.StatusBadRequest, CodeBadRequest, "%v", invalid)
+	case errors.Is(err, state.ErrNotFound):
+		// The target went away between two reads of the store.
+		ae = errorf(http.StatusNotFound, CodeNotFound, "not found")
+	case errors.As(err, &unavail), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, state.ErrOutcomeUnknown):
+		s.logger().Warn("store unavailable", "route", rt.name, "err", err)
+		ae = errorf(http.StatusServiceUnavailable, CodeUnavailable, "the store is not available; try again")
+	default:
+		s.logger().Error("request failed", "route", rt.name, "err", err)
+		ae = errorf(http.StatusInternalServerError, CodeInternal, "internal error")
+	}
+	writeError(w, ae)
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	switch e.Status {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="sporectl"`)
+		// Its body is never read: do not read it to keep the connection.
+		w.Header().Set("Connection", "close")
+	case http.StatusRequestEntityTooLarge:
+		w.Header().Set("Connection", "close")
+	}
+	writeJSON(w, e.Status, e)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error","code":"internal"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// statusWriter remembers the status for the request's log line.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Wait blocks until the background deliveries end (their context is
+// Background's).
+func (s *Server) Wait() { s.followers.Wait() }
+
+func (s *Server) ratePer() time.Duration {
+	if s.RatePer > 0 {
+		return s.RatePer
+	}
+	return time.Minute
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
