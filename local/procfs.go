@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
 )
 
 // procStat is what /proc/PID/stat says about identity: the session a
@@ -52,9 +56,13 @@ func bootID() string {
 	return strings.TrimSpace(string(b))
 }
 
+// scanHook is called at each scan of /proc (tests count them).
+var scanHook = func() {}
+
 // liveProcesses lists live processes (zombies and this one excluded) for
 // which keep says yes.
 func liveProcesses(keep func(procStat) bool) []int {
+	scanHook()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -98,7 +106,135 @@ func hasMark(pid int, id, home string) bool {
 	return idOK && homeOK
 }
 
+// markOf reads pid's environment for the mark of a spore: a
+// SPORECTL_SPORE_ID=ID that is a valid id and a HOME that is homeOf(ID).
+func markOf(pid int, homeOf func(id string) string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return "", false
+	}
+	var ids, homes [][]byte
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte(markEnv+"=")); ok {
+			ids = append(ids, v)
+		} else if v, ok := bytes.CutPrefix(kv, []byte("HOME=")); ok {
+			homes = append(homes, v)
+		}
+	}
+	for _, id := range ids {
+		if state.ValidateID(string(id)) != nil {
+			continue
+		}
+		want := []byte(homeOf(string(id)))
+		for _, h := range homes {
+			if bytes.Equal(h, want) {
+				return string(id), true
+			}
+		}
+	}
+	return "", false
+}
+
 // markedProcesses lists live processes that carry the spore's mark.
 func markedProcesses(id, home string) []int {
 	return liveProcesses(func(st procStat) bool { return hasMark(st.PID, id, home) })
+}
+
+// bridgeAddr reports whether process st runs the command Start runs for
+// the spore whose home is home — "… bridge --addr ADDR --home HOME …", as
+// the leader of its own session — and the address it was given, "" unless
+// it is 127.0.0.1:PORT. The spore's agent and the tools below it carry its
+// mark too, but are not its bridge.
+func bridgeAddr(st procStat, home string) (string, bool) {
+	if st.Session != st.PID {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(st.PID), "cmdline"))
+	if err != nil {
+		return "", false
+	}
+	args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+	sub := slices.Index(args, "bridge")
+	if sub < 0 {
+		return "", false
+	}
+	var addr string
+	isBridge := false
+	for i := sub + 1; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--home":
+			isBridge = isBridge || args[i+1] == home
+		case "--addr":
+			addr = args[i+1]
+		}
+	}
+	if !isBridge {
+		return "", false
+	}
+	if !loopbackAddr(addr) {
+		addr = ""
+	}
+	return addr, true
+}
+
+// markedBridge is a process running a spore's bridge command.
+type markedBridge struct {
+	procStat
+	Addr string // from its command line; "" unless 127.0.0.1:PORT
+}
+
+// markedTree is what one scan of /proc found of one spore: the processes
+// that run its bridge command, and how many other marked processes (its
+// agent, tools, leftovers of a bridge that died) there are.
+type markedTree struct {
+	Bridges []markedBridge
+	Others  int
+}
+
+// markedFleet scans /proc once for the marked processes of every spore
+// whose home is homeOf(id), whatever its id: the spores of the store and
+// ids it does not know (orphans), with or without run files.
+func markedFleet(homeOf func(id string) string) map[string]*markedTree {
+	out := map[string]*markedTree{}
+	liveProcesses(func(st procStat) bool {
+		id, ok := markOf(st.PID, homeOf)
+		if !ok {
+			return false
+		}
+		t := out[id]
+		if t == nil {
+			t = &markedTree{}
+			out[id] = t
+		}
+		if addr, ok := bridgeAddr(st, homeOf(id)); ok {
+			t.Bridges = append(t.Bridges, markedBridge{st, addr})
+		} else {
+			t.Others++
+		}
+		return true
+	})
+	return out
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc/PID/stat's start
+// time: 100 on every architecture Go supports on Linux.
+const clockTicks = 100
+
+// age is how long ago process st started, from /proc/uptime; false when
+// that cannot be read.
+func age(st procStat) (time.Duration, bool) {
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0, false
+	}
+	up, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return 0, false
+	}
+	started := time.Duration(st.StartTime) * time.Second / clockTicks
+	return time.Duration(up*float64(time.Second)) - started, true
 }

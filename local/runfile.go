@@ -5,15 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
-
-	"github.com/google/renameio/v2"
 )
 
 // runFile records a started bridge. It is a claim to be verified, never a
-// fact: see alive.
+// fact: see verified.
 type runFile struct {
 	PID       int       `json:"pid"`
 	StartTime uint64    `json:"start_time"` // /proc/PID/stat starttime
@@ -39,29 +39,48 @@ func readRunFile(path string) (*runFile, error) {
 	return &rf, nil
 }
 
+// writeRunFile replaces the run file atomically (a temporary file renamed
+// into place), without fsync: a run file is believed only in the boot that
+// wrote it (its boot id), and only a crash of the machine — a new boot —
+// could lose what the page cache holds. Kept short, it leaves little time
+// between a bridge's spawn and its record for a start to be killed in.
 func writeRunFile(path string, rf *runFile) error {
 	b, err := json.Marshal(rf)
 	if err != nil {
 		return err
 	}
-	// renameio syncs the file before renaming it into place; syncing the
-	// directory makes the rename itself durable.
-	if err := renameio.WriteFile(path, b, 0o600); err != nil {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
 	}
-	return err
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// verified reports whether rf describes spore id's live bridge: a live
+// process (see alive) that carries the spore's mark, at the loopback
+// address Start gives it. Only then is its pid signalled, its session
+// ended and its address sent the bridge token; anything else a run file
+// says proves nothing.
+func (r *Runtime) verified(id string, rf *runFile) bool {
+	return rf.alive() && loopbackAddr(rf.Addr) && hasMark(rf.PID, id, r.home(id))
+}
+
+// loopbackAddr reports whether addr is what Start records: 127.0.0.1:PORT.
+func loopbackAddr(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "127.0.0.1" {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n <= 65535
 }
 
 // alive reports whether the run file still describes a live process: the

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +47,10 @@ type Config struct {
 	Logger      *slog.Logger
 	HTTPClient  *http.Client
 }
+
+// failpoint is called at named points of Start (tests kill the process
+// there); a no-op otherwise.
+var failpoint = func(string) {}
 
 // Runtime runs spores as process trees on this machine.
 type Runtime struct {
@@ -105,7 +111,7 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 	if err != nil {
 		return err
 	}
-	if rf.alive() {
+	if r.verified(s.ID, rf) {
 		// Running already: it keeps the tokens it started with, so
 		// nothing is written (the caller rotates tokens only on a start).
 		return nil
@@ -151,6 +157,7 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start bridge of %s: %w", s.ID, err)
 	}
+	failpoint("spawned")
 	// Until it is reaped below, its pid (and so its process group) cannot
 	// be reused, so signalling the group here is safe.
 	abandon := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }
@@ -171,11 +178,13 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 	return nil
 }
 
-// WaitReady blocks until the spore's bridge answers /healthz. It reads the
-// run file afresh each time, so it waits for whichever bridge the spore
-// has, whoever started it. It fails when the spore has no run file, when
-// the bridge's process is gone (the error names its log), when ctx ends,
-// or after timeout (StartTimeout when timeout <= 0).
+// WaitReady blocks until the spore's bridge answers /healthz (200, or 503
+// from a bridge that serves but cannot append to its log). It locates the
+// bridge afresh each time (see locate), so it waits for whichever bridge
+// the spore has, whoever started it. It fails when the spore has neither a
+// run file nor a marked bridge, when the bridge's process is gone (the
+// error names its log), when ctx ends, or after timeout (StartTimeout when
+// timeout <= 0).
 func (r *Runtime) WaitReady(ctx context.Context, id string, timeout time.Duration) error {
 	if timeout <= 0 {
 		timeout = r.cfg.StartTimeout
@@ -187,13 +196,14 @@ func (r *Runtime) WaitReady(ctx context.Context, id string, timeout time.Duratio
 		if err != nil {
 			return fmt.Errorf("wait for bridge of %s: %w", id, err)
 		}
-		if rf == nil {
+		addr, ok := r.locate(id, rf)
+		switch {
+		case !ok && rf == nil:
 			return fmt.Errorf("bridge of %s is not running: %w", id, state.ErrNotFound)
-		}
-		if !rf.alive() {
+		case !ok:
 			return fmt.Errorf("bridge of %s exited; see %s", id, r.runPath(id, ".log"))
 		}
-		if r.healthy(wctx, rf.Addr) {
+		if r.answers(wctx, addr) {
 			return nil
 		}
 		select {
@@ -207,8 +217,12 @@ func (r *Runtime) WaitReady(ctx context.Context, id string, timeout time.Duratio
 	}
 }
 
-// healthy asks the bridge at addr for /healthz, for at most a second.
-func (r *Runtime) healthy(ctx context.Context, addr string) bool {
+// answers asks the bridge at addr for /healthz, for at most a second, and
+// reports whether it is serving: 200, or the 503 of a bridge that cannot
+// append to its log (docs/bridge.md). That one serves all the same, and
+// its /v1/status says what ails it (healthy: false), which the pass asks
+// only of a ready bridge.
+func (r *Runtime) answers(ctx context.Context, addr string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
@@ -219,8 +233,9 @@ func (r *Runtime) healthy(ctx context.Context, addr string) bool {
 	if err != nil {
 		return false
 	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusServiceUnavailable
 }
 
 // Stop ends the spore's whole process tree and keeps its home.
@@ -254,7 +269,7 @@ func (r *Runtime) stopLocked(ctx context.Context, id string) error {
 // run file was lost or damaged). A process is signalled only if it is the
 // verified bridge, in its session while it lives, or marked.
 func (r *Runtime) endProcesses(ctx context.Context, id string, rf *runFile) error {
-	if rf.alive() {
+	if r.verified(id, rf) {
 		if err := endSession(ctx, rf.PID, func(int) bool { return true }, r.cfg.StopTimeout); err != nil {
 			return err
 		}
@@ -331,43 +346,85 @@ func (r *Runtime) Delete(ctx context.Context, id string, purgeHome bool) error {
 	return nil
 }
 
-// Observe looks at every run file and at the processes they name, and asks
-// each live bridge for /healthz, all at once (each for at most a second).
-// A live bridge that does not answer is Pending while it is starting (see
-// starting), then Running and not ready.
+// Observe looks at every run file and, in one scan of /proc, at every
+// process carrying the mark of a spore of this root (whatever its id, so
+// orphans too), and asks each live bridge for /healthz, all at once (each
+// for at most a second). docs/runtimes.md has the table:
+//
+//   - a verified run file (a live process with the spore's mark, at
+//     127.0.0.1): Running, ready when it answers /healthz (see answers);
+//     Pending while it is starting (see starting), then Running and not
+//     ready;
+//   - otherwise, one marked process running the bridge command (a wake
+//     killed before it recorded its bridge, a damaged run file): asked at
+//     the address on its command line (see locate), Running and ready
+//     when it answers, else Pending while it is younger than StartTimeout,
+//     then Running and not ready; more than one: Running, with their
+//     count;
+//   - otherwise a run file, or other marked processes (leftovers of a dead
+//     bridge): Failed, reason Exited;
+//   - nothing: absent.
 func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
 	obs := reconcile.FleetObservation{Spores: map[string]reconcile.PodObservation{}}
 	entries, err := os.ReadDir(filepath.Join(r.cfg.Root, "run"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return obs, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return obs, fmt.Errorf("observe local spores: %w", err)
+	}
+	marked := markedFleet(r.home)
+	ids := map[string]bool{}
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && state.ValidateID(id) == nil {
+			ids[id] = true
+		}
+	}
+	for id := range marked {
+		ids[id] = true
 	}
 	now := time.Now()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || state.ValidateID(id) != nil {
-			continue
-		}
+	for id := range ids {
 		rf, err := readRunFile(r.runPath(id, ".json"))
-		if err != nil || rf == nil {
+		if err != nil {
+			rf = nil // unreadable: proves nothing, as a damaged one
+		}
+		tree := marked[id]
+		if tree == nil {
+			tree = &markedTree{}
+		}
+		if !r.verified(id, rf) {
+			po, addr, ok := r.unrecorded(id, rf, tree)
+			if !ok {
+				continue
+			}
+			if addr == "" {
+				obs.Spores[id] = po
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if r.answers(ctx, addr) {
+					po.State, po.Ready = reconcile.PodRunning, true
+				}
+				mu.Lock()
+				obs.Spores[id] = po
+				mu.Unlock()
+			}()
 			continue
 		}
-		if !rf.alive() {
-			// Started and not stopped, but gone: it exited or the machine
-			// rebooted.
-			obs.Spores[id] = reconcile.PodObservation{ID: id, State: reconcile.PodFailed, Reason: "Exited", Owned: true, Count: 0}
-			continue
+		count := 1
+		for _, b := range tree.Bridges {
+			if b.PID != rf.PID {
+				count++ // another bridge for this spore: reported, never guessed at
+			}
 		}
 		wg.Add(1)
 		go func(id string, rf *runFile) {
 			defer wg.Done()
-			po := reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Owned: true, Count: 1}
+			po := reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Owned: true, Count: count}
 			switch {
-			case r.healthy(ctx, rf.Addr):
+			case r.answers(ctx, rf.Addr):
 				po.Ready = true
 			case r.starting(rf, now):
 				// Started and not answering yet: what a pod is before
@@ -381,6 +438,37 @@ func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, erro
 	}
 	wg.Wait()
 	return obs, nil
+}
+
+// unrecorded observes a spore whose run file (rf, nil when absent or
+// damaged) does not describe its live bridge (see verified), from its
+// marked processes. addr is where to ask the one bridge found (see
+// locate), "" when it is not to be asked.
+func (r *Runtime) unrecorded(id string, rf *runFile, tree *markedTree) (po reconcile.PodObservation, addr string, ok bool) {
+	po = reconcile.PodObservation{ID: id, Owned: true}
+	switch {
+	case len(tree.Bridges) > 0:
+		// Its bridge runs, holding the home, but no run file says so:
+		// never "nothing running". Until it answers it is Pending while
+		// young (a start may be recording it right now), then Running and
+		// not ready; Start and Stop end it by its mark.
+		po.State, po.Count = reconcile.PodRunning, len(tree.Bridges)
+		youngest := slices.MaxFunc(tree.Bridges, func(a, b markedBridge) int { return cmp.Compare(a.StartTime, b.StartTime) })
+		if a, known := age(youngest.procStat); known && a < r.cfg.StartTimeout {
+			po.State = reconcile.PodPending
+		}
+		if len(tree.Bridges) == 1 {
+			addr = tree.Bridges[0].Addr
+		}
+		return po, addr, true
+	case rf != nil || tree.Others > 0:
+		// Started and not stopped, but its bridge is gone: it exited or
+		// the machine rebooted. Leftovers of it (tools) are ended by the
+		// next Start or Stop.
+		po.State, po.Reason = reconcile.PodFailed, "Exited"
+		return po, "", true
+	}
+	return po, "", false
 }
 
 // starting reports whether a bridge that does not answer yet may still be
@@ -413,18 +501,49 @@ func (r *Runtime) Bridge(ctx context.Context, id string) (reconcile.BridgeEndpoi
 	if err != nil {
 		return reconcile.BridgeEndpoint{}, err
 	}
-	if !rf.alive() {
+	addr, ok := r.locate(id, rf)
+	if !ok {
 		return reconcile.BridgeEndpoint{}, fmt.Errorf("bridge of %s is not running: %w", id, state.ErrNotFound)
 	}
 	tok, err := os.ReadFile(tokenPath(r.home(id)))
 	if err != nil {
 		return reconcile.BridgeEndpoint{}, fmt.Errorf("read bridge token of %s: %w", id, err)
 	}
-	return reconcile.BridgeEndpoint{BaseURL: "http://" + rf.Addr, Token: strings.TrimSpace(string(tok)), Client: r.cfg.HTTPClient}, nil
+	return reconcile.BridgeEndpoint{BaseURL: "http://" + addr, Token: strings.TrimSpace(string(tok)), Client: r.cfg.HTTPClient}, nil
+}
+
+// locate says where spore id's bridge listens: at the address of its run
+// file rf when that is verified; else, when exactly one process carries
+// the spore's mark and runs its bridge command (a start killed before it
+// recorded it, a run file damaged or lost), at the 127.0.0.1 address on
+// that process's command line. Found that way, the bridge is the spore's
+// as much as a recorded one: Start issued its tokens (their hash is in the
+// store before any start) and marked it.
+func (r *Runtime) locate(id string, rf *runFile) (string, bool) {
+	if r.verified(id, rf) {
+		return rf.Addr, true
+	}
+	home := r.home(id)
+	var found []markedBridge
+	liveProcesses(func(st procStat) bool {
+		if !hasMark(st.PID, id, home) {
+			return false
+		}
+		if addr, ok := bridgeAddr(st, home); ok {
+			found = append(found, markedBridge{st, addr})
+		}
+		return false
+	})
+	if len(found) != 1 || found[0].Addr == "" {
+		return "", false
+	}
+	return found[0].Addr, true
 }
 
 func writeSecret(path, secret string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	// Not through a symlink: the home is the agent's, and a link planted
+	// there must not make a start write a token somewhere else.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -26,6 +27,9 @@ func TestMain(m *testing.M) {
 	if root := os.Getenv(starterRootEnv); root != "" {
 		starter(root)
 		return
+	}
+	if os.Getenv(fullDiskBridgeEnv) != "" {
+		os.Exit(fullDiskBridge(os.Args[1:]))
 	}
 	dir, err := os.MkdirTemp("", "local-rt-")
 	if err != nil {
@@ -443,12 +447,22 @@ func TestBridgeExitsAtOnce(t *testing.T) {
 
 const starterRootEnv = "LOCAL_TEST_STARTER_ROOT"
 
-// starter runs in a child of the test: it starts spore "orphan" and exits
-// at once, as a CLI does after `wake`.
+// starter runs in a child of the test: it starts spore "orphan" (or
+// $LOCAL_TEST_STARTER_ID) and exits at once, as a CLI does after `wake`.
+// With $LOCAL_TEST_STARTER_DIE it is SIGKILLed at that failpoint of Start.
 func starter(root string) {
+	id := cmp.Or(os.Getenv("LOCAL_TEST_STARTER_ID"), "orphan")
+	if die := os.Getenv("LOCAL_TEST_STARTER_DIE"); die != "" {
+		failpoint = func(name string) {
+			if name == die {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {}
+			}
+		}
+	}
 	r, err := New(Config{Root: root, Binary: os.Getenv("LOCAL_TEST_STARTER_BIN"), Agent: "echo"})
 	if err == nil {
-		err = r.Start(context.Background(), spore("orphan"), creds)
+		err = r.Start(context.Background(), spore(id), creds)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -18,7 +19,8 @@ const (
 	helperEnv       = "SPORECTL_BRIDGE_TEST_HELPER"
 	helperHomeEnv   = "SPORECTL_BRIDGE_TEST_HOME"
 	helperAddrEnv   = "SPORECTL_BRIDGE_TEST_ADDR"
-	helperClaudeEnv = "SPORECTL_BRIDGE_TEST_CLAUDE"
+	helperClaudeEnv = "SPORECTL_BRIDGE_TEST_CLAUDE" // empty: the echo agent
+	helperNofileEnv = "SPORECTL_BRIDGE_TEST_NOFILE" // the bridge's open-file limit, if set
 )
 
 func TestMain(m *testing.M) {
@@ -32,7 +34,21 @@ func helperMain() int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	ag := &agent.Claude{Bin: os.Getenv(helperClaudeEnv), Args: []string{"--permission-mode", "acceptEdits"}, Logger: logger}
+	var ag agent.Starter = agent.Echo{}
+	if bin := os.Getenv(helperClaudeEnv); bin != "" {
+		ag = &agent.Claude{Bin: bin, Args: []string{"--permission-mode", "acceptEdits"}, Logger: logger}
+	}
+	if v := os.Getenv(helperNofileEnv); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		lim := syscall.Rlimit{Cur: n, Max: n}
+		if err == nil {
+			err = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+		}
+		if err != nil {
+			logger.Error("helper bridge: open-file limit", "err", err)
+			return 1
+		}
+	}
 	s, err := New(ctx, Config{Home: os.Getenv(helperHomeEnv), Token: os.Getenv(TokenEnv), Agent: ag, Logger: logger})
 	if err != nil {
 		logger.Error("helper bridge", "err", err)

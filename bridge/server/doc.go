@@ -9,4 +9,10 @@
 // flight is lost when the bridge or the agent dies; the prompt it belonged
 // to runs again. The package never logs, returns or hands the agent the
 // bearer token.
+//
+// Run serves HTTP defensively: the token is checked on a request's headers
+// before any of its body is read (a request without it is answered 401 and
+// its connection closed), headers, bodies and answers have time limits,
+// and the connections held are capped (connLimiter), so slow or idle
+// clients cannot exhaust the bridge nor keep /healthz from answering.
 package server

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +38,43 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no route %s", r.URL.Path)
 	})
-	return mux
+	return s.guard(mux)
+}
+
+// guard runs before any route, on the request's headers alone:
+//
+//   - the request is marked as being served on its connection (see
+//     connLimiter; auth marks it authenticated);
+//   - the answer must be written within WriteTimeout;
+//   - a request that declares a body gets BodyTimeout to send it, and is
+//     answered with "Connection: close" unless auth lets it through: a
+//     body that no handler reads is then never read at all (Go's server
+//     would otherwise read up to 256 KiB of it, before answering and when
+//     closing the request, for as long as the client takes), and the
+//     connection is closed instead.
+func (s *Server) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := connOf(r.Context()); c != nil {
+			c.begin()
+			defer c.end()
+		}
+		rc := http.NewResponseController(w)
+		now := time.Now()
+		_ = rc.SetWriteDeadline(now.Add(s.cfg.WriteTimeout))
+		if r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		_ = rc.SetReadDeadline(now.Add(s.cfg.BodyTimeout))
+		w.Header().Set("Connection", "close")
+		h.ServeHTTP(w, r)
+		if w.Header().Get("Connection") == "close" {
+			// The connection closes: read nothing more of the body (the
+			// server would still read up to 256 KiB of it when it closes
+			// the request).
+			_ = rc.SetReadDeadline(time.Unix(1, 0))
+		}
+	})
 }
 
 func method(m string, h http.HandlerFunc) http.Handler {
@@ -52,6 +90,9 @@ func method(m string, h http.HandlerFunc) http.Handler {
 
 // auth checks the bearer token in constant time, from Authorization or
 // from bridge.TokenHeader (for callers behind the API server's pod proxy).
+// It decides on the headers alone: a request without the token is
+// answered 401 before any of its body is read, and (guard) its connection
+// is closed rather than its body read.
 func (s *Server) auth(h http.Handler) http.Handler {
 	want := []byte("Bearer " + s.cfg.Token)
 	wantRaw := []byte(s.cfg.Token)
@@ -60,9 +101,16 @@ func (s *Server) auth(h http.Handler) http.Handler {
 		header := subtle.ConstantTimeCompare([]byte(r.Header.Get(bridge.TokenHeader)), wantRaw) == 1
 		if !bearer && !header {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sporectl-bridge"`)
+			w.Header().Set("Connection", "close")
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
+		if c := connOf(r.Context()); c != nil {
+			c.trust()
+		}
+		// An authenticated body is read (within BodyTimeout), and the
+		// connection may be kept.
+		w.Header().Del("Connection")
 		h.ServeHTTP(w, r)
 	})
 }
@@ -174,6 +222,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		wait = min(wait, bridge.MaxWait)
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + s.cfg.WriteTimeout))
 	}
 	if last := s.log.Last(); after > last {
 		writeError(w, http.StatusConflict, "after %d is beyond the last line %d: this log is not the one you read", after, last)
@@ -208,18 +257,33 @@ func parseUint(v string, def uint64) (uint64, error) {
 	return n, nil
 }
 
-// decode reads a JSON body of at most limit bytes.
+// decode reads a JSON body of at most limit bytes, within the read
+// deadline guard set (BodyTimeout): a body that is not all there by then
+// is answered 408.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+	err := json.NewDecoder(r.Body).Decode(v)
+	if err == nil {
+		// Read to its end (within the limit and the deadline), so the
+		// server reads nothing more of it after the handler.
+		_, err = io.Copy(io.Discard, r.Body)
+	}
+	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		switch {
+		case errors.As(err, &tooBig):
 			writeError(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", limit)
-			return false
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			writeError(w, http.StatusRequestTimeout, "request body not received in time")
+		default:
+			writeError(w, http.StatusBadRequest, "request body: %v", err)
 		}
-		writeError(w, http.StatusBadRequest, "request body: %v", err)
 		return false
 	}
+	// The body is all read: lift its deadline, which would otherwise end
+	// the request's context while the server waits for the next request.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	return true
 }
 

@@ -36,6 +36,14 @@ type Config struct {
 	MaxAttempts int
 	// Now is the clock (tests).
 	Now func() time.Time
+
+	// HeaderTimeout bounds the reading of a request's headers, BodyTimeout
+	// the reading of its body, WriteTimeout the writing of an answer (a
+	// long-poll gets its wait on top). MaxConns caps the connections held
+	// open (see connLimiter). Zero means the default: 10 s, 30 s, 30 s,
+	// DefaultMaxConns (or half the open-file limit, if that is less).
+	HeaderTimeout, BodyTimeout, WriteTimeout time.Duration
+	MaxConns                                 int
 }
 
 func (c *Config) defaults() {
@@ -54,7 +62,23 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	if c.HeaderTimeout <= 0 {
+		c.HeaderTimeout = 10 * time.Second
+	}
+	if c.BodyTimeout <= 0 {
+		c.BodyTimeout = 30 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 30 * time.Second
+	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = defaultMaxConns()
+	}
 }
+
+// maxHeaderBytes bounds a request's headers; the bridge's callers send a
+// few short ones.
+const maxHeaderBytes = 64 << 10
 
 // Server is one bridge over one home.
 type Server struct {
@@ -82,6 +106,8 @@ type Server struct {
 	failures     int // agent deaths in a row
 	backoffUntil time.Time
 	appendErr    error
+
+	conns atomic.Pointer[connLimiter] // Run's, for tests
 }
 
 // New opens (or creates) the bridge's files in cfg.Home. The caller must
@@ -127,11 +153,23 @@ func (s *Server) Handler() http.Handler { return s.routes() }
 
 // Run serves HTTP on ln and drives the agent until ctx ends, then stops
 // the running turn (its prompt stays queued) and shuts the listener.
+//
+// It holds at most cfg.MaxConns connections (see connLimiter) and bounds
+// the time a client may take to send its headers and body, so that slow
+// or idle clients, with or without the token, cannot exhaust the bridge.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	lim := newConnLimiter(ln, s.cfg.MaxConns)
+	s.conns.Store(lim)
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: s.cfg.HeaderTimeout,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    maxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(lim) }()
 	loopDone := make(chan struct{})
 	go func() {
 		defer close(loopDone)
