@@ -53,9 +53,6 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 	if o.Pods > 1 {
 		return v(Diverged, ReasonMultiplePods, "more than one pod or process tree for this spore")
 	}
-	if o.Pod == PodRunning && o.LastTermination == ReasonUnrecorded {
-		return v(Diverged, ReasonUnrecorded, "a bridge runs that no run file records; it cannot be reached")
-	}
 	alive := o.Pod != PodAbsent && o.Pod != PodFailed
 	switch desired {
 	case state.Stopped, state.Paused:

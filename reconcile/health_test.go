@@ -34,8 +34,6 @@ func TestHealth(t *testing.T) {
 		{"pending", state.Running, Observed{Pod: PodPending, Bridge: BridgeUnknown, Pods: 1}, false, Suspect, ReasonPending, "pending"},
 		{"unknown pod", state.Running, Observed{Pod: PodUnknown}, false, Suspect, ReasonUnknown, "runtime state unknown"},
 		{"terminating while wanted", state.Running, Observed{Pod: PodTerminating, Pods: 1}, false, Diverged, ReasonTerminating, "terminating while desired Running"},
-		{"unrecorded bridge", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1, LastTermination: ReasonUnrecorded}, false, Diverged, ReasonUnrecorded, "a bridge runs that no run file records; it cannot be reached"},
-		{"unrecorded bridge while asleep", state.Paused, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1, LastTermination: ReasonUnrecorded}, false, Diverged, ReasonUnrecorded, "a bridge runs that no run file records; it cannot be reached"},
 		{"two pods", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 2}, false, Diverged, ReasonMultiplePods, "more than one pod or process tree for this spore"},
 		{"breaker open beats all", state.Running, up, true, Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`"},
 		{"asleep", state.Paused, Observed{Pod: PodAbsent}, false, Paused, "", ""},

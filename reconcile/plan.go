@@ -112,10 +112,9 @@ func heal(p *SporePlan, in PlanInput) {
 		}
 		p.Start, p.Crash = true, true
 		p.NotBefore = in.Now.Add(backoff(in.Policy, len(p.Failures)))
-	case p.Verdict.Code == ReasonRunsWhileAsleep, p.Verdict.Code == ReasonMultiplePods, p.Verdict.Code == ReasonUnrecorded:
-		// Runs while asleep: end it. Two pods or trees, or a bridge no run
-		// file records: end them all; the next pass starts one again
-		// (counted as a crash, so bounded).
+	case p.Verdict.Code == ReasonRunsWhileAsleep, p.Verdict.Code == ReasonMultiplePods:
+		// Runs while asleep: end it. Two pods or trees: end them all; the
+		// next pass starts one again (counted as a crash, so bounded).
 		p.Stop = true
 	}
 }

@@ -58,7 +58,6 @@ func TestPlanTable(t *testing.T) {
 		{"breaker open: nothing", running("Error", func(s *state.Spore) { s.BreakerOpen = true }), dead, false, func(p *SporePlan) bool { return !p.Start && !p.OpenBreaker }},
 		{"runs while asleep: stop", state.Spore{ID: "a", Desired: state.Paused}, alive, false, func(p *SporePlan) bool { return p.Stop }},
 		{"two trees: stop them", running("Healthy", nil), Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 2}, false, func(p *SporePlan) bool { return p.Stop }},
-		{"unrecorded bridge: stop it", running("Healthy", nil), Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1, LastTermination: ReasonUnrecorded}, false, func(p *SporePlan) bool { return p.Stop }},
 		{"terminating: wait", running("Healthy", nil), Observed{Pod: PodTerminating, Pods: 1}, false, func(p *SporePlan) bool { return !p.Start && !p.Stop }},
 		{"unknown: never act", running("Healthy", nil), observationFailed(), false, func(p *SporePlan) bool { return !p.Start && !p.Stop }},
 		{"suspect: wait", running("Healthy", nil), Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1}, false, func(p *SporePlan) bool { return !p.Start && !p.Stop }},

@@ -15,10 +15,6 @@ const (
 	ReasonBridgeRefused     Reason = "BridgeRefused"   // the way to the bridge refused the call (API server proxy 400/403)
 	ReasonBridgeUnhealthy   Reason = "BridgeUnhealthy" // the bridge answers but cannot append to its log
 	ReasonNoEndpoint        Reason = "NoBridgeEndpoint"
-	// ReasonUnrecorded: a bridge runs for the spore but nothing records
-	// where (a start killed before it wrote its run file, a damaged run
-	// file): it cannot be reached, so the pass ends it and starts again.
-	ReasonUnrecorded Reason = "Unrecorded"
 )
 
 // Reasons the plan derives.

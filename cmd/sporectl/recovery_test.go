@@ -232,6 +232,20 @@ func (r *rig) runFile(id string) runFileDoc {
 	return rf
 }
 
+// recordedPID is the bridge pid of id's run file, 0 when there is none
+// (or it is damaged).
+func (r *rig) recordedPID(id string) int {
+	b, err := os.ReadFile(filepath.Join(r.root, "run", id+".json"))
+	if err != nil {
+		return 0
+	}
+	var rf runFileDoc
+	if json.Unmarshal(b, &rf) != nil {
+		return 0
+	}
+	return rf.PID
+}
+
 // procs lists the live processes of spore id: those whose environment
 // carries the runtime's mark and the spore's home (so another test's spore
 // of the same id is never counted).
@@ -276,11 +290,43 @@ func waitGone(t *testing.T, pids ...int) {
 		10*time.Second, 10*time.Millisecond, "processes %v survived SIGKILL", pids)
 }
 
+// bridgePIDs are the spore's live bridge processes, found by their mark
+// (as the local runtime finds them): a start killed between spawning the
+// bridge and writing its run file leaves a bridge no run file names.
+func (r *rig) bridgePIDs(id string) []int {
+	var out []int
+	for _, pid := range r.procs(id) {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte("\x00bridge\x00")) && sessionLeader(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// sessionLeader reports whether pid leads its session (the bridge does):
+// field 6 of /proc/PID/stat, after the command name.
+func sessionLeader(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	i := bytes.LastIndexByte(b, ')')
+	if err != nil || i < 0 {
+		return false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	return len(f) > 3 && f[3] == strconv.Itoa(pid)
+}
+
 // killBridge SIGKILLs the spore's bridge process (only it) and waits until
 // it is gone. Its Claude Code, if one runs, dies with it (Pdeathsig).
 func (r *rig) killBridge(id string) int {
 	r.t.Helper()
-	pid := r.runFile(id).PID
+	pid := r.recordedPID(id)
+	if pid == 0 || !alive(pid) {
+		// Not recorded (see bridgePIDs): the one found by its mark.
+		if b := r.bridgePIDs(id); len(b) == 1 {
+			pid = b[0]
+		}
+	}
 	require.True(r.t, alive(pid), "the bridge of %s is not running", id)
 	require.NoError(r.t, syscall.Kill(pid, syscall.SIGKILL))
 	waitGone(r.t, pid)
@@ -483,8 +529,8 @@ func (r *rig) requireTruthful(id string, s sporeStatus) {
 	r.t.Helper()
 	require.NotEqual(r.t, "Diverged", s.Effective, "status of %s: %+v", id, s)
 	if s.Effective == "Healthy" && r.bridgeOf == nil {
-		rf := r.runFile(id)
-		require.True(r.t, alive(rf.PID), "status says %s is Healthy but its bridge (pid %d) is gone: %+v", id, rf.PID, s)
+		pid := r.recordedPID(id)
+		require.True(r.t, pid > 0 && alive(pid) || len(r.bridgePIDs(id)) > 0, "status says %s is Healthy but its bridge (pid %d, nor one found by its mark) is gone: %+v", id, pid, s)
 	}
 }
 
