@@ -43,7 +43,7 @@ func TestStartCreatesSporeObjects(t *testing.T) {
 	assert.True(t, c.Resources.Limits.Memory().Equal(resource.MustParse("3Gi")), "memory limit %s", c.Resources.Limits.Memory())
 	assert.Equal(t, c.Resources.Limits, c.Resources.Requests)
 	assert.Equal(t, corev1.PodQOSGuaranteed, pod.Status.QOSClass)
-	assert.Equal(t, "/healthz", c.ReadinessProbe.HTTPGet.Path)
+	assert.Equal(t, "/readyz", c.ReadinessProbe.HTTPGet.Path, "a bridge on a full disk must stay ready, so the pass can ask why it is unhealthy")
 	assert.Equal(t, int32(8080), c.ReadinessProbe.HTTPGet.Port.IntVal)
 	assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem)
 	assert.True(t, *pod.Spec.SecurityContext.RunAsNonRoot)

@@ -131,7 +131,10 @@ func (o Options) PodFor(s state.Spore) (*corev1.Pod, error) {
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-						Path: "/healthz", Port: intstr.FromInt32(BridgePort),
+						// /readyz, not /healthz: a bridge that cannot append
+						// to its log still serves, and the pass must reach it
+						// to learn that (BridgeUnhealthy).
+						Path: "/readyz", Port: intstr.FromInt32(BridgePort),
 					}},
 					PeriodSeconds:    5,
 					FailureThreshold: 3,

@@ -44,3 +44,16 @@ func TestLockWaitsForTheContext(t *testing.T) {
 		t.Fatal("still waiting after unlock")
 	}
 }
+
+// A lock held too long (a hung command) gives a clear error after
+// LockTimeout instead of a command that hangs.
+func TestLockWaitIsBounded(t *testing.T) {
+	r, err := New(Config{Root: t.TempDir(), Binary: "unused", LockTimeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	unlock, err := r.lock(t.Context(), "a")
+	require.NoError(t, err)
+	defer unlock()
+	_, err = r.lock(t.Context(), "a")
+	require.ErrorContains(t, err, "spore a is busy")
+	require.ErrorContains(t, err, "a.lock")
+}

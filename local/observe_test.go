@@ -281,6 +281,10 @@ func TestFullDiskIsReadyAndUnhealthy(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == 503
 	}, 10*time.Second, 20*time.Millisecond, "the bridge never found its disk full")
+	resp, err := ep.Client.Get(ep.BaseURL + "/readyz")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 200, resp.StatusCode, "/readyz (the kube readiness probe) must stay 200 on a full disk")
 
 	po, ok := observe(t, r, "full")
 	require.True(t, ok)

@@ -44,6 +44,10 @@ type Config struct {
 	StartTimeout time.Duration
 	// StopTimeout is the grace between SIGTERM and SIGKILL.
 	StopTimeout time.Duration
+	// LockTimeout bounds the wait for a spore's start lock, which another
+	// command's start or stop holds (default 30 s, longer than a stop's
+	// grace): a command never hangs on it.
+	LockTimeout time.Duration
 	Logger      *slog.Logger
 	HTTPClient  *http.Client
 }
@@ -72,6 +76,9 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = 10 * time.Second
+	}
+	if cfg.LockTimeout <= 0 {
+		cfg.LockTimeout = 3 * cfg.StopTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -572,9 +579,13 @@ func (r *Runtime) lock(ctx context.Context, id string) (func(), error) {
 	if err := os.MkdirAll(filepath.Join(r.cfg.Root, "run"), 0o700); err != nil {
 		return nil, fmt.Errorf("lock %s: %w", id, err)
 	}
-	unlock, err := flock.Acquire(ctx, r.runPath(id, ".lock"), 0)
+	unlock, err := flock.Acquire(ctx, r.runPath(id, ".lock"), r.cfg.LockTimeout)
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return nil, err
+	}
+	if errors.Is(err, flock.ErrTimeout) {
+		return nil, fmt.Errorf("spore %s is busy: another sporectl command has held its start lock (%s) for %s; try again: %w",
+			id, r.runPath(id, ".lock"), r.cfg.LockTimeout, err)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", id, err)

@@ -26,6 +26,7 @@ const maxIDBytes = 256
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/healthz", method(http.MethodGet, s.healthz))
+	mux.Handle("/readyz", method(http.MethodGet, s.readyz))
 	mux.Handle("/v1/status", s.auth(method(http.MethodGet, s.status)))
 	mux.Handle("/v1/prompts", s.auth(method(http.MethodPost, s.postPrompt)))
 	mux.Handle("/v1/prompts/{id}", s.auth(method(http.MethodGet, s.getPrompt)))
@@ -122,6 +123,16 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"ok": true, "state": st.State, "last_seq": st.LastSeq})
+}
+
+// readyz answers 200 whenever the bridge serves, whether or not it can
+// append to its log: it is what a readiness probe asks, so a bridge on a
+// full disk stays reachable and its /v1/status can say what ails it
+// (healthy: false) — the pass then reports BridgeUnhealthy, not "not
+// answering". /healthz keeps its 503 for monitoring.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	st := s.Status()
+	writeJSON(w, http.StatusOK, map[string]any{"ready": true, "healthy": st.Healthy})
 }
 
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {

@@ -29,6 +29,7 @@ func TestBadRequests(t *testing.T) {
 		errContains                     string
 	}{
 		{"healthz needs no token", "GET", "/healthz", "", "", 200, ""},
+		{"readyz needs no token", "GET", "/readyz", "", "", 200, ""},
 		{"no token", "GET", "/v1/status", "", "", 401, "bearer token"},
 		{"wrong token", "GET", "/v1/status", "wrong", "", 401, "bearer token"},
 		{"token prefix", "GET", "/v1/status", testToken[:5], "", 401, "bearer token"},
