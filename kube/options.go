@@ -53,6 +53,7 @@ func OptionsFromSettings(s state.Settings, c Cluster) Options {
 		DefaultSpec:  s.DefaultSpec,
 		InCluster:    c.InCluster,
 		Agent:        s.Agent,
+		APIURL:       s.APIURL,
 	}
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	// Env is extra environment for bridges (e.g. SPORECTL_CLAUDE_BIN,
 	// ANTHROPIC_BASE_URL); the home and PATH are set here.
 	Env []string
+	// APIURL is how the spore reaches `sporectl serve` (SPORECTL_API_URL
+	// in its environment); empty for none.
+	APIURL string
 	// StartTimeout is how long after its start a bridge that does not
 	// answer /healthz yet is observed as starting (Pending) rather than
 	// down, and WaitReady's default limit.
@@ -154,9 +157,19 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 		return fmt.Errorf("open log of %s: %w", s.ID, err)
 	}
 	defer logf.Close()
+	bin, err := r.clientBin()
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.ID, err)
+	}
 	cmd := exec.Command(r.cfg.Binary, "bridge", "--addr", addr, "--home", home, "--agent", r.cfg.Agent)
 	cmd.Dir = home
-	cmd.Env = append([]string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), markEnv + "=" + s.ID}, r.cfg.Env...)
+	// The spore's commands (mycologist, swarm) are on its PATH and know
+	// who it is and where serve listens; its token is in its home.
+	env := []string{"HOME=" + home, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), markEnv + "=" + s.ID}
+	if r.cfg.APIURL != "" {
+		env = append(env, "SPORECTL_API_URL="+r.cfg.APIURL)
+	}
+	cmd.Env = append(env, r.cfg.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: it outlives this command, and its whole tree can be
 	// found (and ended) by session id.
@@ -591,4 +604,30 @@ func (r *Runtime) lock(ctx context.Context, id string) (func(), error) {
 		return nil, fmt.Errorf("lock %s: %w", id, err)
 	}
 	return unlock, nil
+}
+
+// clientBin is the directory of the spore's own commands: `mycologist`
+// and `swarm`, links to the sporectl binary (which dispatches on its
+// name). Made once per root; a link that points elsewhere is replaced
+// through a rename, never written through.
+func (r *Runtime) clientBin() (string, error) {
+	dir := filepath.Join(r.cfg.Root, "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("make %s: %w", dir, err)
+	}
+	for _, name := range []string{"mycologist", "swarm"} {
+		link := filepath.Join(dir, name)
+		if cur, err := os.Readlink(link); err == nil && cur == r.cfg.Binary {
+			continue
+		}
+		tmp := link + ".tmp"
+		_ = os.Remove(tmp)
+		if err := os.Symlink(r.cfg.Binary, tmp); err != nil {
+			return "", fmt.Errorf("link %s: %w", name, err)
+		}
+		if err := os.Rename(tmp, link); err != nil {
+			return "", fmt.Errorf("link %s: %w", name, err)
+		}
+	}
+	return dir, nil
 }

@@ -495,3 +495,34 @@ func TestBridgeOutlivesStarter(t *testing.T) {
 	require.NoError(t, r.Stop(ctx, "orphan"))
 	require.Empty(t, marked("orphan"))
 }
+
+// A spore knows where serve is and has its own commands on its PATH:
+// `mycologist` and `swarm` are links to the sporectl binary.
+func TestSporeEnvironmentForServe(t *testing.T) {
+	ctx := context.Background()
+	r, err := New(Config{Root: t.TempDir(), Binary: sporectlBin, Agent: "echo", APIURL: "http://127.0.0.1:7070", StopTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Delete(ctx, "env", true) })
+	require.NoError(t, r.Start(ctx, spore("env"), creds))
+	waitReady(t, r, "env")
+	rf, err := readRunFile(r.runPath("env", ".json"))
+	require.NoError(t, err)
+	environ, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(rf.PID), "environ"))
+	require.NoError(t, err)
+	vars := strings.Split(string(environ), "\x00")
+	require.Contains(t, vars, "SPORECTL_API_URL=http://127.0.0.1:7070")
+	require.Contains(t, vars, "SPORECTL_SPORE_ID=env")
+	bin := filepath.Join(r.cfg.Root, "bin")
+	var path string
+	for _, v := range vars {
+		if p, ok := strings.CutPrefix(v, "PATH="); ok {
+			path = p
+		}
+	}
+	require.True(t, strings.HasPrefix(path, bin+":"), "PATH=%s", path)
+	for _, name := range []string{"mycologist", "swarm"} {
+		target, err := os.Readlink(filepath.Join(bin, name))
+		require.NoError(t, err)
+		require.Equal(t, sporectlBin, target)
+	}
+}

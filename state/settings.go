@@ -16,7 +16,11 @@ type Settings struct {
 	Namespace    string `json:"namespace,omitempty"`     // kube runtime
 	StorageClass string `json:"storage_class,omitempty"` // kube runtime
 	Image        string `json:"image,omitempty"`         // default spore image
-	DefaultSpec  Spec   `json:"default_spec"`
+	// APIURL is how spores reach `sporectl serve` (their SPORECTL_API_URL);
+	// empty: the runtime's default (kube: the sporectl-api Service;
+	// local: none).
+	APIURL      string `json:"api_url,omitempty"`
+	DefaultSpec Spec   `json:"default_spec"`
 	// Recovery tunes crash recovery (DESIGN "Health"); zero fields mean
 	// the defaults of RecoveryPolicy.WithDefaults. Stores refuse a policy
 	// that fails Validate.

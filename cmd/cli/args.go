@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"net/url"
 	"regexp"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -81,6 +82,23 @@ func validateImage(v string, changed bool) error {
 		return usageErrorf("invalid value for --image: %d characters; at most %d", len(v), maxImageLen)
 	case !imageRE.MatchString(v):
 		return usageErrorf("invalid value %q for --image: want an image reference such as ghcr.io/org/spore:1.2", v)
+	}
+	return nil
+}
+
+// validateAPIURL accepts an http or https URL with a host and nothing
+// after the path (no query, no fragment, no user info: a token never goes
+// in a URL).
+func validateAPIURL(v string, changed bool) error {
+	if v == "" {
+		if changed {
+			return usageErrorf("--api-url is empty: give serve's address such as http://127.0.0.1:7070, or leave the flag out")
+		}
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return usageErrorf("invalid value for --api-url: want http(s)://host:port, without user, query or fragment")
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ type initOptions struct {
 	Image        string
 	CPU, Memory  string
 	Storage      string
+	APIURL       string
 	Recovery     recoveryFlags
 	changed      func(string) bool
 }
@@ -56,6 +57,7 @@ On an existing store, init changes only the settings whose flags are given.`,
 	fl.StringVar(&o.CPU, "cpu", state.DefaultCPU, "default CPU per spore")
 	fl.StringVar(&o.Memory, "memory", state.DefaultMemory, "default memory per spore")
 	fl.StringVar(&o.Storage, "storage", state.DefaultStorage, "default size of a spore's home")
+	fl.StringVar(&o.APIURL, "api-url", "", "how spores reach 'sporectl serve' (default: local runtime http://"+defaultServeAddr+", kube the sporectl-api Service)")
 	fl.DurationVar(&o.Recovery.BackoffInitial, "backoff-initial", state.DefaultBackoffInitial, "wait before respawning a spore after its first crash; doubles with each further crash")
 	fl.DurationVar(&o.Recovery.BackoffMax, "backoff-max", state.DefaultBackoffMax, "the longest wait between respawns")
 	fl.IntVar(&o.Recovery.BreakerFailures, "breaker-failures", state.DefaultBreakerFailures, "crashes inside --breaker-window that open the circuit breaker")
@@ -77,6 +79,9 @@ func (o *initOptions) validate() error {
 		}
 	}
 	if err := validateImage(o.Image, o.changed("image")); err != nil {
+		return err
+	}
+	if err := validateAPIURL(o.APIURL, o.changed("api-url")); err != nil {
 		return err
 	}
 	if err := o.recovery(state.RecoveryPolicy{}).Validate(); err != nil {
@@ -117,7 +122,7 @@ func (o *initOptions) settings() state.Settings {
 		ns = "sporectl"
 	}
 	return state.Settings{
-		Runtime: o.Runtime, Agent: o.Agent, Namespace: ns, StorageClass: o.StorageClass, Image: o.Image,
+		Runtime: o.Runtime, Agent: o.Agent, Namespace: ns, StorageClass: o.StorageClass, Image: o.Image, APIURL: o.APIURL,
 		DefaultSpec: state.Spec{CPU: o.CPU, Memory: o.Memory, Storage: o.Storage},
 		Recovery:    o.recovery(state.RecoveryPolicy{}),
 	}
@@ -166,6 +171,7 @@ func (o *initOptions) merge(cur state.Settings) state.Settings {
 	set("agent", &n.Agent, o.Agent)
 	set("storage-class", &n.StorageClass, o.StorageClass)
 	set("image", &n.Image, o.Image)
+	set("api-url", &n.APIURL, o.APIURL)
 	set("cpu", &n.DefaultSpec.CPU, o.CPU)
 	set("memory", &n.DefaultSpec.Memory, o.Memory)
 	set("storage", &n.DefaultSpec.Storage, o.Storage)

@@ -352,6 +352,9 @@ func TestSpecFlagsAreKubernetesQuantitiesAndImages(t *testing.T) {
 		{"create", "x", "--cpu", ""},
 		{"create", "x", "--memory", "1e400"},
 		{"create", "x", "--image", "img:"},
+		{"init", "--api-url", "ftp://host"},
+		{"init", "--api-url", "http://user:pw@host:1"},
+		{"init", "--api-url", ""},
 	}
 	for _, args := range bad {
 		before := treeHash(t, c.store)
@@ -364,6 +367,7 @@ func TestSpecFlagsAreKubernetesQuantitiesAndImages(t *testing.T) {
 		{"init", "--cpu", "500m", "--memory", "1.5Gi", "--storage", "10G", "--image", "ghcr.io/org/spore:1.2"},
 		{"init", "--image", "localhost:5000/spore@sha256:" + strings.Repeat("a", 64)},
 		{"create", "y", "--cpu", "2", "--image", "spore"},
+		{"init", "--api-url", "https://serve.example:8443"},
 	} {
 		c.ok(args...)
 	}

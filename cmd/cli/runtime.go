@@ -64,7 +64,11 @@ func (f *Factory) localRuntime(st state.Store, settings state.Settings) (reconci
 		}
 		bin = exe
 	}
-	return local.New(local.Config{Root: root, Binary: bin, Agent: settings.Agent, Env: bridgeEnv(os.Environ()), Logger: f.Logger()})
+	api := settings.APIURL
+	if api == "" {
+		api = "http://" + defaultServeAddr // where `sporectl serve` listens by default
+	}
+	return local.New(local.Config{Root: root, Binary: bin, Agent: settings.Agent, APIURL: api, Env: bridgeEnv(os.Environ()), Logger: f.Logger()})
 }
 
 // bridgeEnv is what a local bridge inherits from the command that starts
@@ -81,3 +85,7 @@ func bridgeEnv(env []string) []string {
 	}
 	return out
 }
+
+// defaultServeAddr is where `sporectl serve` listens unless told, and so
+// where local spores look for it unless the store's settings say.
+const defaultServeAddr = "127.0.0.1:7070"

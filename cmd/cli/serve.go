@@ -26,6 +26,11 @@ type serveOptions struct {
 	FollowWoken time.Duration
 	// RateLimit is how many messages one spore may send a minute.
 	RateLimit int
+	// AddressCheck, AddressModel and AddressTimeout choose the check of
+	// a tell's address (mycelia.NewAddressCheck).
+	AddressCheck   string
+	AddressModel   string
+	AddressTimeout time.Duration
 }
 
 // newCmdServe builds the command; runF, when not nil, is called instead
@@ -57,11 +62,14 @@ SIGINT or SIGTERM stops it gracefully.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.Addr, "addr", "127.0.0.1:7070", "address to listen on (host:port)")
+	fl.StringVar(&o.Addr, "addr", defaultServeAddr, "address to listen on (host:port)")
 	fl.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate file: serve HTTPS (needs --tls-key)")
 	fl.StringVar(&o.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fl.BoolVar(&o.InsecureListen, "insecure-listen", false, "serve plain HTTP on an address that is not loopback")
 	fl.IntVar(&o.RateLimit, "rate-limit", 60, "messages one spore may send in any minute, counted from the store across every serve (0: no limit)")
+	fl.StringVar(&o.AddressCheck, "address-check", mycelia.AddressCheckAuto, "how a tell's address is checked: auto (a small model when ANTHROPIC_API_KEY is set, else the fallback) or fallback (names of spores in the message)")
+	fl.StringVar(&o.AddressModel, "address-model", "", "the model of the address check (default $SPORECTL_ADDRESS_MODEL, else "+mycelia.DefaultAddressModel+"); the API is $ANTHROPIC_BASE_URL, else "+mycelia.DefaultAnthropicURL)
+	fl.DurationVar(&o.AddressTimeout, "address-timeout", mycelia.DefaultAddressTimeout, "how long the address check waits for the model; then the fallback decides")
 	fl.DurationVar(&o.FollowWoken, "follow-woken", 2*time.Minute, "how long to keep delivering, after answering, a message whose target it woke (0: leave it to reconcile)")
 	return cmd
 }
@@ -79,6 +87,12 @@ func (o *serveOptions) validate() error {
 	}
 	if o.RateLimit < 0 {
 		return usageErrorf("invalid value %d for --rate-limit: must be 0 or more", o.RateLimit)
+	}
+	if o.AddressCheck != mycelia.AddressCheckAuto && o.AddressCheck != mycelia.AddressCheckName {
+		return usageErrorf("invalid value %q for --address-check: auto or fallback", o.AddressCheck)
+	}
+	if o.AddressTimeout <= 0 {
+		return usageErrorf("invalid value %s for --address-timeout: must be more than 0", o.AddressTimeout)
 	}
 	if o.FollowWoken < 0 {
 		return usageErrorf("invalid value %s for --follow-woken: must be 0 or more", o.FollowWoken)
@@ -110,7 +124,11 @@ func (o *serveOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	log := o.f.Logger()
-	api := &mycelia.Server{Store: st, Pass: o.f.Pass(st), Now: o.f.Now, Logger: log, Background: ctx, FollowWoken: o.FollowWoken, RateLimit: o.RateLimit}
+	check, checkName, err := mycelia.NewAddressCheck(o.f.Getenv, o.AddressCheck, o.AddressModel, o.AddressTimeout)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	api := &mycelia.Server{Store: st, Pass: o.f.Pass(st), Now: o.f.Now, Logger: log, Background: ctx, FollowWoken: o.FollowWoken, RateLimit: o.RateLimit, AddressCheck: check}
 	hs := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -132,7 +150,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 		hs.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
 		ln = tls.NewListener(ln, hs.TLSConfig)
 	}
-	fmt.Fprintf(o.f.IO.ErrOut, "serving the mycelia API on %s://%s\n", scheme, ln.Addr())
+	fmt.Fprintf(o.f.IO.ErrOut, "serving the mycelia API on %s://%s (address check: %s)\n", scheme, ln.Addr(), checkName)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
