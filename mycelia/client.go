@@ -140,10 +140,41 @@ func (c *Client) Ask(ctx context.Context, text string) (SendResponse, error) {
 	return r, err
 }
 
-// Tell sends a message to a spore in reach.
-func (c *Client) Tell(ctx context.Context, id, text string, wake bool) (SendResponse, error) {
+// Tell sends a message to a spore in reach; force skips the address
+// check.
+func (c *Client) Tell(ctx context.Context, id, text string, wake, force bool) (SendResponse, error) {
 	var r SendResponse
-	err := c.do(ctx, http.MethodPost, "/spores/"+url.PathEscape(id)+"/prompt", nil, TellRequest{Text: text, Wake: wake}, &r)
+	err := c.do(ctx, http.MethodPost, "/spores/"+url.PathEscape(id)+"/prompt", nil, TellRequest{Text: text, Wake: wake, Force: force}, &r)
+	return r, err
+}
+
+// windowQuery is ?window=D, or nothing for the server's default.
+func windowQuery(d time.Duration) url.Values {
+	if d <= 0 {
+		return nil
+	}
+	return url.Values{"window": {d.String()}}
+}
+
+// Collisions lists files edited by several spores in reach in the
+// window (0: the server's default).
+func (c *Client) Collisions(ctx context.Context, window time.Duration) (CollisionList, error) {
+	var r CollisionList
+	err := c.do(ctx, http.MethodGet, "/api/mycologist/collisions", windowQuery(window), nil, &r)
+	return r, err
+}
+
+// Deploys lists pushes and deploys of spores in reach in the window.
+func (c *Client) Deploys(ctx context.Context, window time.Duration) (DeployList, error) {
+	var r DeployList
+	err := c.do(ctx, http.MethodGet, "/api/mycologist/deploys", windowQuery(window), nil, &r)
+	return r, err
+}
+
+// Report records that this spore pushed or deployed (kind), or failed to.
+func (c *Client) Report(ctx context.Context, kind string, failed bool, text string) (ReportResponse, error) {
+	var r ReportResponse
+	err := c.do(ctx, http.MethodPost, "/api/mycologist/report", nil, ReportRequest{Kind: kind, Failed: failed, Text: text}, &r)
 	return r, err
 }
 

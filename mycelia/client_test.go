@@ -108,7 +108,7 @@ func TestClientRetriesWithOneRequestID(t *testing.T) {
 	defer ts2.Close()
 	c2, err := NewClient(Config{URL: ts2.URL, Spore: "a", Token: "spt_secret"})
 	require.NoError(t, err)
-	_, err = c2.Tell(context.Background(), "x", "hi", false)
+	_, err = c2.Tell(context.Background(), "x", "hi", false, false)
 	var ae *Error
 	require.ErrorAs(t, err, &ae)
 	require.Equal(t, http.StatusForbidden, ae.Status)

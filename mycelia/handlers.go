@@ -63,7 +63,23 @@ func (s *Server) tell(c *call) (int, any, error) {
 	if err := checkText("text", req.Text, raw); err != nil {
 		return 0, nil, err
 	}
-	return s.send(c, to, tellText(c.caller, to, req.Text), req.Wake)
+	checked := "forced"
+	if !req.Force {
+		v, err := s.checkAddress(c, to, req.Text)
+		if err != nil {
+			return 0, nil, err
+		}
+		if v.Misaddressed {
+			return 0, nil, misaddressed(to, v)
+		}
+		checked = v.By
+	}
+	status, body, err := s.send(c, to, tellText(c.caller, to, req.Text), req.Wake)
+	if res, ok := body.(SendResponse); ok {
+		res.AddressCheck = checked
+		body = res
+	}
+	return status, body, err
 }
 
 // swarmTell: POST /api/swarm/tell — to a teammate by role, waking it.

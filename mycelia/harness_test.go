@@ -261,3 +261,32 @@ func (h *harness) spore(id string) state.Spore {
 	}))
 	return sp
 }
+
+// agentLines appends agent lines to id's log, stamped now.
+func (h *harness) agentLines(id string, lines ...string) {
+	h.t.Helper()
+	ctx := context.Background()
+	var evs []state.Event
+	for _, l := range lines {
+		evs = append(evs, state.Event{Kind: state.KindAgent, At: time.Now().UTC(), Line: json.RawMessage(l)})
+	}
+	require.NoError(h.t, h.st.Store.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Append(ctx, id, evs)
+		return err
+	}))
+}
+
+func initLine(cwd string) string {
+	b, _ := json.Marshal(map[string]any{"type": "system", "subtype": "init", "cwd": cwd, "session_id": "s"})
+	return string(b)
+}
+
+func toolUseLine(id, name string, input any) string {
+	b, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]any{"type": "tool_use", "id": id, "name": name, "input": input}}}})
+	return string(b)
+}
+
+func toolResultLine(id string, isError bool, content string) string {
+	b, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "is_error": isError, "content": content}}}})
+	return string(b)
+}

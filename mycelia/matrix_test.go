@@ -27,6 +27,9 @@ type cell struct {
 // matrixRow builds a route's request for a caller, reaching in or out,
 // and says what each rank gets.
 type matrixRow struct {
+	// setup, when set, adds to the colony before the request (not
+	// counted as the request's writes).
+	setup   func(h *harness)
 	request func(caller string, in bool) (path string, body any)
 	// in and out are the cells by rank, reaching in and out of reach.
 	in, out map[state.Rank]cell
@@ -91,6 +94,78 @@ func turnsOf(id string) cell {
 		require.Equal(t, id, st.ID)
 		require.Contains(t, st.Text, "hello "+id)
 	}}
+}
+
+// collided checks a 200 whose repo/shared.go was edited by want and by
+// none of not, and which lists no file edited by one spore only.
+func collided(want, not []string) cell {
+	return cell{status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
+		var l CollisionList
+		r.decode(t, &l)
+		var ids []string
+		for _, f := range l.Files {
+			require.Greater(t, len(f.Spores), 1, "file %s", f.Path)
+			require.NotEqual(t, "repo/only-a.go", f.Path)
+			for _, e := range f.Spores {
+				ids = append(ids, e.ID)
+			}
+		}
+		for _, id := range want {
+			require.Contains(t, ids, id)
+		}
+		for _, id := range not {
+			require.NotContains(t, ids, id)
+		}
+	}}
+}
+
+// deployed checks a 200 listing pushes of want and none of not.
+func deployed(want, not []string) cell {
+	return cell{status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
+		var l DeployList
+		r.decode(t, &l)
+		var ids []string
+		for _, d := range l.Deploys {
+			ids = append(ids, d.Spore)
+		}
+		for _, id := range want {
+			require.Contains(t, ids, id)
+		}
+		for _, id := range not {
+			require.NotContains(t, ids, id)
+		}
+	}}
+}
+
+// reported checks a 201 whose report is in the caller's own log.
+func reported(caller string) cell {
+	return cell{status: http.StatusCreated, check: func(t *testing.T, h *harness, r response) {
+		var res ReportResponse
+		r.decode(t, &res)
+		require.Equal(t, caller, res.Spore)
+		evs := h.events(caller)
+		last := evs[len(evs)-1]
+		require.Equal(t, "report-deploy-failed", last.Action)
+		require.Equal(t, "spore:"+caller, last.From)
+		require.Equal(t, res.Seq, last.Seq)
+		for id := range h.tokens {
+			if id != caller {
+				for _, ev := range h.events(id) {
+					require.NotContains(t, ev.Action, "report", "a report landed in %s", id)
+				}
+			}
+		}
+	}}
+}
+
+// everyoneEdits: every spore of the colony edited repo/shared.go and
+// pushed; lab-a also edited a file of its own.
+func everyoneEdits(h *harness) {
+	for id := range h.tokens {
+		h.agentLines(id, initLine("/home/spore"), toolUseLine("t-"+id, "Edit", map[string]string{"file_path": "/home/spore/repo/shared.go"}),
+			toolUseLine("p-"+id, "Bash", map[string]string{"command": "git push origin main"}))
+	}
+	h.agentLines("lab-a", toolUseLine("t-only", "Write", map[string]string{"file_path": "/home/spore/repo/only-a.go"}))
 }
 
 var matrix = map[string]matrixRow{
@@ -182,6 +257,55 @@ var matrix = map[string]matrixRow{
 			state.RankArch:   denied(http.StatusForbidden),
 		},
 	},
+	"collisions": {
+		setup:   everyoneEdits,
+		request: func(string, bool) (string, any) { return "/api/mycologist/collisions?window=1h", nil },
+		in: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  collided([]string{"lab-a", "lab-b"}, nil),
+			state.RankColony: collided([]string{"lab-a", "lab-b", "lab-c", "lab-lead"}, nil),
+			state.RankArch:   collided([]string{"lab-a", "far-x", "far-myco", "lab-myco"}, nil),
+		},
+		out: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  collided(nil, []string{"lab-c", "far-x", "lab-myco", "arch", "lab-lead"}),
+			state.RankColony: collided(nil, []string{"far-x", "far-myco", "arch", "lab-myco"}),
+			state.RankArch:   collided(nil, []string{"arch"}),
+		},
+	},
+	"deploys": {
+		setup:   everyoneEdits,
+		request: func(string, bool) (string, any) { return "/api/mycologist/deploys", nil },
+		in: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  deployed([]string{"lab-a", "lab-b"}, nil),
+			state.RankColony: deployed([]string{"lab-a", "lab-b", "lab-c", "lab-lead"}, nil),
+			state.RankArch:   deployed([]string{"lab-a", "far-x", "far-myco", "lab-myco"}, nil),
+		},
+		out: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  deployed(nil, []string{"lab-c", "far-x", "lab-myco", "arch", "lab-lead"}),
+			state.RankColony: deployed(nil, []string{"far-x", "far-myco", "arch", "lab-myco"}),
+			state.RankArch:   deployed(nil, []string{"arch"}),
+		},
+	},
+	"report": {
+		// Out of reach: a report names no one but its reporter; a body
+		// naming another spore is refused.
+		request: func(_ string, in bool) (string, any) {
+			if in {
+				return "/api/mycologist/report", map[string]any{"kind": "deploy", "failed": true, "text": "kubectl apply failed"}
+			}
+			return "/api/mycologist/report", map[string]any{"kind": "deploy", "text": "x", "spore": "far-x"}
+		},
+		in: map[state.Rank]cell{
+			state.RankSpore:  reported("lab-a"),
+			state.RankSwarm:  reported("lab-lead"),
+			state.RankColony: reported("lab-myco"),
+			state.RankArch:   reported("arch"),
+		},
+		out: allRanksGet(denied(http.StatusBadRequest)),
+	},
 	"swarm-compact": {
 		request: func(_ string, in bool) (string, any) {
 			if in {
@@ -253,6 +377,10 @@ func TestSecurityMatrix(t *testing.T) {
 				}
 				t.Run(fmt.Sprintf("%s/%s/%s", rt.name, rank, where), func(t *testing.T) {
 					h := newHarness(t).colony()
+					if row.setup != nil {
+						row.setup(h)
+						h.st.updates.Store(0)
+					}
 					caller := callers[rank]
 					path, body := row.request(caller, in)
 					got, _ := match(rt.method, strings.SplitN(path, "?", 2)[0])

@@ -39,6 +39,9 @@ var routes = []route{
 	{name: "spores", method: http.MethodGet, path: "/api/spores", ranks: mycologists, handle: (*Server).spores},
 	{name: "spore", method: http.MethodGet, path: "/api/spores/{id}", ranks: mycologists, handle: (*Server).spore},
 	{name: "swarm-tell", method: http.MethodPost, path: "/api/swarm/tell", ranks: allRanks, handle: (*Server).swarmTell},
+	{name: "collisions", method: http.MethodGet, path: "/api/mycologist/collisions", ranks: mycologists, handle: (*Server).collisions},
+	{name: "deploys", method: http.MethodGet, path: "/api/mycologist/deploys", ranks: mycologists, handle: (*Server).deploys},
+	{name: "report", method: http.MethodPost, path: "/api/mycologist/report", ranks: allRanks, handle: (*Server).report},
 	{name: "swarm-compact", method: http.MethodPost, path: "/api/swarm/compact", ranks: []state.Rank{state.RankSwarm}, handle: (*Server).swarmCompact},
 }
 

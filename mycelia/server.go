@@ -39,6 +39,10 @@ type Server struct {
 	// across every server of the store.
 	RateLimit int
 	RatePer   time.Duration
+	// AddressCheck checks the address of every tell not forced (nil:
+	// NameCheck, the deterministic fallback). When it fails (a model's
+	// timeout, 5xx, a reply it cannot parse), NameCheck decides.
+	AddressCheck AddressCheck
 
 	followers sync.WaitGroup
 	followMu  sync.Mutex

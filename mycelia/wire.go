@@ -51,6 +51,9 @@ type TellRequest struct {
 	// Wake wakes a sleeping target to deliver the message; without it a
 	// sleeping target is refused with 409 (code "asleep").
 	Wake bool `json:"wake,omitempty"`
+	// Force skips the address check (a message the check would refuse
+	// with 409 "misaddressed").
+	Force bool `json:"force,omitempty"`
 }
 
 // SwarmTellRequest is the body of POST /api/swarm/tell.
@@ -84,6 +87,11 @@ type SendResponse struct {
 	Woke bool `json:"woke,omitempty"`
 	// Duplicate: the request id was seen before; nothing new was recorded.
 	Duplicate bool `json:"duplicate,omitempty"`
+	// AddressCheck says how a tell's address was checked: "model",
+	// "fallback", "fallback (model: REASON)" when the model could not
+	// answer, "forced" (skipped for "force": true), or "retry" (the
+	// message was recorded before). Empty on other routes.
+	AddressCheck string `json:"address_check,omitempty"`
 }
 
 // SporeInfo is one spore in GET /api/spores.
@@ -151,6 +159,9 @@ const (
 	CodeInternal      = "internal"
 	CodeNoMycologist  = "no_mycologist"
 	CodeAmbiguousRole = "ambiguous_role"
+	// CodeMisaddressed: the address check found a tell meant for another
+	// spore (409); Error.MeantFor names it when known.
+	CodeMisaddressed = "misaddressed"
 )
 
 // Error is an API error: the status, a stable code and a sentence for a
@@ -160,6 +171,9 @@ type Error struct {
 	Status  int    `json:"-"`
 	Code    string `json:"code"`
 	Message string `json:"error"`
+	// MeantFor is, for CodeMisaddressed, the spore of the sender's reach
+	// the message looks meant for ("" when the check named none).
+	MeantFor string `json:"meant_for,omitempty"`
 }
 
 func (e *Error) Error() string {

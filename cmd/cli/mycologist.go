@@ -64,7 +64,7 @@ func newCmdMycologist(f *Factory) *cobra.Command {
 	co := &clientOptions{}
 	cmd := &cobra.Command{
 		Use:   "mycologist",
-		Short: "Talk to the mycologists from inside a spore: ask, spores, spore, tell",
+		Short: "Talk to the mycologists from inside a spore: ask, spores, spore, tell, collisions, deploys, report",
 		Long: `Commands a spore runs inside its pod, as clients of sporectl serve. Rank and
 reach come from the store, never from the caller: a spore may only ask; a
 mycologist may also list, read and tell the spores below it in its reach.
@@ -74,7 +74,8 @@ mycologist may also list, read and tell the spores below it in its reach.
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	co.addFlags(cmd)
-	cmd.AddCommand(newCmdAsk(f, co, nil), newCmdMycoSpores(f, co), newCmdMycoSpore(f, co), newCmdTell(f, co, nil))
+	cmd.AddCommand(newCmdAsk(f, co, nil), newCmdMycoSpores(f, co), newCmdMycoSpore(f, co), newCmdTell(f, co, nil),
+		newCmdCollisions(f, co), newCmdDeploys(f, co), newCmdReport(f, co))
 	return cmd
 }
 
@@ -118,11 +119,12 @@ TEXT "-" reads it from standard input.`,
 }
 
 type tellOptions struct {
-	f    *Factory
-	co   *clientOptions
-	ID   string
-	Text string
-	Wake bool
+	f     *Factory
+	co    *clientOptions
+	ID    string
+	Text  string
+	Wake  bool
+	Force bool
 }
 
 func newCmdTell(f *Factory, co *clientOptions, runF func(context.Context, *tellOptions) error) *cobra.Command {
@@ -133,6 +135,9 @@ func newCmdTell(f *Factory, co *clientOptions, runF func(context.Context, *tellO
 		Long: `Send TEXT to spore ID, which must be below you in your reach. It arrives as a
 prompt marked with your rank ("[from the [colony] mycologist] …"). A working
 spore's bridge queues it; a sleeping spore is refused (exit 10) unless --wake.
+serve checks the address first: a message that looks meant for another spore
+(a small model decides, or, without a key, whether it names another spore of
+your reach and not ID) is refused (exit 5, naming that spore) unless --force.
 TEXT "-" reads it from standard input.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
@@ -153,7 +158,7 @@ TEXT "-" reads it from standard input.`,
 			if err != nil {
 				return err
 			}
-			r, err := c.Tell(cmd.Context(), o.ID, o.Text, o.Wake)
+			r, err := c.Tell(cmd.Context(), o.ID, o.Text, o.Wake, o.Force)
 			if err != nil {
 				return err
 			}
@@ -161,8 +166,165 @@ TEXT "-" reads it from standard input.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.Wake, "wake", false, "wake a sleeping spore to deliver it")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "skip the address check (the message is meant for ID even if it looks meant for another spore)")
 	return cmd
 }
+
+func windowFlag(cmd *cobra.Command, d *time.Duration) {
+	cmd.Flags().DurationVar(d, "window", mycelia.DefaultWindow, "how far back to look (at most "+mycelia.MaxWindow.String()+")")
+}
+
+func checkWindow(d time.Duration) error {
+	if d <= 0 || d > mycelia.MaxWindow {
+		return usageErrorf("invalid value %s for --window: more than 0 and at most %s", d, mycelia.MaxWindow)
+	}
+	return nil
+}
+
+func newCmdCollisions(f *Factory, co *clientOptions) *cobra.Command {
+	var win time.Duration
+	cmd := &cobra.Command{
+		Use:   "collisions",
+		Short: "Files that several spores in your reach edited recently (from their ingested tool calls)",
+		Long: `List the files that two or more spores in your reach edited (Edit, Write,
+MultiEdit, NotebookEdit) within --window, from the tool calls in the store, so
+sleeping spores count too. Paths are relative to each spore's working directory.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWindow(win); err != nil {
+				return err
+			}
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			l, err := c.Collisions(cmd.Context(), win)
+			if err != nil {
+				return err
+			}
+			return f.Print(collisionList{l})
+		},
+	}
+	windowFlag(cmd, &win)
+	return cmd
+}
+
+func newCmdDeploys(f *Factory, co *clientOptions) *cobra.Command {
+	var win time.Duration
+	cmd := &cobra.Command{
+		Use:   "deploys",
+		Short: "Who pushed and deployed recently in your reach (tool calls and reports)",
+		Long: `List the pushes and deploys of the spores in your reach within --window: Bash
+calls matching git push or a deploy command (docs/mycologists.md), with FAILED
+when the call's result was an error, and what spores reported with
+` + "`mycologist report`.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWindow(win); err != nil {
+				return err
+			}
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			l, err := c.Deploys(cmd.Context(), win)
+			if err != nil {
+				return err
+			}
+			return f.Print(deployList{l})
+		},
+	}
+	windowFlag(cmd, &win)
+	return cmd
+}
+
+func newCmdReport(f *Factory, co *clientOptions) *cobra.Command {
+	var failed bool
+	cmd := &cobra.Command{
+		Use:   "report push|deploy TEXT|-",
+		Short: "Report that you pushed or deployed (or failed to, with --failed)",
+		Long: `Record in your own log that you pushed or deployed (--failed: tried and
+failed), with TEXT saying what; your mycologists see it in ` + "`mycologist deploys`" + `.
+TEXT "-" reads it from standard input.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 || (args[0] != mycelia.ReportPush && args[0] != mycelia.ReportDeploy) {
+				return usageErrorf("%s takes push or deploy and the text (or - for stdin)", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := readText(cmd, args[1])
+			if err != nil {
+				return err
+			}
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			r, err := c.Report(cmd.Context(), args[0], failed, text)
+			if err != nil {
+				return err
+			}
+			return f.Print(reportResult{r})
+		},
+	}
+	cmd.Flags().BoolVar(&failed, "failed", false, "it failed")
+	return cmd
+}
+
+type collisionList struct{ mycelia.CollisionList }
+
+func (l collisionList) Table(bool) ([]string, [][]string) {
+	rows := [][]string{}
+	for _, f := range l.Files {
+		for _, e := range f.Spores {
+			rows = append(rows, []string{transcript.Sanitize(f.Path), e.ID, strconv.Itoa(e.Edits), e.FirstAt.UTC().Format(time.RFC3339), e.LastAt.UTC().Format(time.RFC3339)})
+		}
+	}
+	return []string{"FILE", "SPORE", "EDITS", "FIRST", "LAST"}, rows
+}
+
+func (l collisionList) Names() []string {
+	out := make([]string, len(l.Files))
+	for i, f := range l.Files {
+		out[i] = "file/" + transcript.Sanitize(f.Path)
+	}
+	return out
+}
+
+type deployList struct{ mycelia.DeployList }
+
+func (l deployList) Table(wide bool) ([]string, [][]string) {
+	rows := [][]string{}
+	for _, d := range l.Deploys {
+		st := "ok"
+		if d.Failed {
+			st = "FAILED"
+		}
+		what := transcript.Sanitize(d.What)
+		if r := []rune(what); !wide && len(r) > 80 {
+			what = string(r[:77]) + "..."
+		}
+		rows = append(rows, []string{d.At.UTC().Format(time.RFC3339), d.Spore, d.Kind, st, d.Source, what})
+	}
+	return []string{"AT", "SPORE", "KIND", "RESULT", "SOURCE", "WHAT"}, rows
+}
+
+func (l deployList) Names() []string {
+	out := make([]string, len(l.Deploys))
+	for i, d := range l.Deploys {
+		out[i] = "spore/" + d.Spore
+	}
+	return out
+}
+
+type reportResult struct{ mycelia.ReportResponse }
+
+func (r reportResult) Table(bool) ([]string, [][]string) {
+	return nil, [][]string{{fmt.Sprintf("report/%s recorded in the log of spore/%s (event %d)", r.Action, r.Spore, r.Seq)}}
+}
+
+func (r reportResult) Names() []string { return []string{"report/" + r.Action} }
 
 func newCmdMycoSpores(f *Factory, co *clientOptions) *cobra.Command {
 	return &cobra.Command{

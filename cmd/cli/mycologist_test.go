@@ -213,3 +213,64 @@ func TestProgramArgs(t *testing.T) {
 		require.Equal(t, tc.want, programArgs(tc.argv), "%v", tc.argv)
 	}
 }
+
+func TestMycologistAddressCollisionsDeploys(t *testing.T) {
+	c := newAPIColony(t)
+	// The fallback check (serve without a key): a tell naming another
+	// spore in reach and not its target is refused, exit 5, naming it.
+	r := c.as("myco", nil, "mycologist", "tell", "a", "b: rerun the suite")
+	require.Equal(t, ExitConflict, r.code, r.err)
+	require.Contains(t, r.err, "meant for spore b, not a")
+	require.Contains(t, r.err, "--force")
+	out := c.asOK("myco", "mycologist", "tell", "a", "b: rerun the suite", "--force", "-o", "json")
+	var sent mycelia.SendResponse
+	require.NoError(t, json.Unmarshal([]byte(out), &sent))
+	require.Equal(t, "forced", sent.AddressCheck)
+
+	// Edits and pushes, ingested into the store.
+	ctx := context.Background()
+	line := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+	use := func(id, name string, in map[string]string) json.RawMessage {
+		return line(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]any{"type": "tool_use", "id": id, "name": name, "input": in}}}})
+	}
+	for _, id := range []string{"a", "b", "x"} {
+		require.NoError(t, c.st.Update(ctx, func(tx state.Tx) error {
+			_, err := tx.Append(ctx, id, []state.Event{
+				{Kind: state.KindAgent, Line: use("e-"+id, "Edit", map[string]string{"file_path": "/w/main.go"})},
+				{Kind: state.KindAgent, Line: use("p-"+id, "Bash", map[string]string{"command": "git push origin HEAD"})},
+			})
+			return err
+		}))
+	}
+	out = c.asOK("myco", "mycologist", "collisions")
+	require.Regexp(t, `(?m)^FILE\s+SPORE\s+EDITS\s+FIRST\s+LAST$`, out)
+	require.Regexp(t, `(?m)^/w/main.go\s+a\s+1\s+`, out)
+	require.Regexp(t, `(?m)^/w/main.go\s+b\s+1\s+`, out)
+	require.NotContains(t, out, " x ", "x is of colony far")
+
+	out = c.asOK("a", "mycologist", "report", "deploy", "--failed", "helm upgrade web: timeout")
+	require.Regexp(t, `^report/report-deploy-failed recorded in the log of spore/a \(event \d+\)\n$`, out)
+	out = c.asOK("myco", "mycologist", "deploys", "--window", "2h")
+	require.Regexp(t, `(?m)^\S+\s+a\s+push\s+ok\s+tool\s+git push origin HEAD$`, out)
+	require.Regexp(t, `(?m)^\S+\s+a\s+deploy\s+FAILED\s+report\s+helm upgrade web: timeout$`, out)
+	require.NotContains(t, out, " x ")
+
+	for _, tc := range []struct {
+		who  string
+		args []string
+		code int
+		msg  string
+	}{
+		{"a", []string{"mycologist", "collisions"}, ExitForbidden, "may not call"},
+		{"a", []string{"mycologist", "deploys"}, ExitForbidden, "may not call"},
+		{"myco", []string{"mycologist", "deploys", "--window", "0s"}, ExitUsage, "--window"},
+		{"myco", []string{"mycologist", "collisions", "--window", "1000h"}, ExitUsage, "--window"},
+		{"a", []string{"mycologist", "report", "release", "x"}, ExitUsage, "push or deploy"},
+		{"a", []string{"mycologist", "report", "push"}, ExitUsage, "push or deploy"},
+	} {
+		r := c.as(tc.who, nil, tc.args...)
+		require.Equal(t, tc.code, r.code, "%s %v: %s", tc.who, tc.args, r.err)
+		require.Contains(t, r.err, tc.msg)
+		require.Empty(t, r.out)
+	}
+}
