@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -123,6 +124,7 @@ func (o Options) PodFor(s state.Spore) (*corev1.Pod, error) {
 				Env: []corev1.EnvVar{
 					{Name: "HOME", Value: HomePath},
 					{Name: "SPORECTL_SPORE_ID", Value: s.ID},
+					{Name: mycelia.EnvIdentity, Value: mycelia.Identity(s)},
 					{Name: "SPORECTL_API_URL", Value: o.apiURL()},
 					{Name: "SPORECTL_BRIDGE_ADDR", Value: fmt.Sprintf(":%d", BridgePort)},
 					{Name: "SPORECTL_BRIDGE_TOKEN", ValueFrom: fromSecret(SecretKeyBridgeToken)},

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,14 @@ func TestRealClaudeTurnAndStop(t *testing.T) {
 		ps, err := c.PromptState(ctx, "p1")
 		return err == nil && ps.State == "done"
 	}, 60*time.Second, 100*time.Millisecond, "the turn should finish")
+	// Claude Code was told who it is and which commands it may use.
+	var told bool
+	for _, req := range api.Requests() {
+		if sys := req.SystemText(); strings.Contains(sys, "You are spore claude-1, a spore, in colony default") && strings.Contains(sys, "mycologist ask") {
+			told = true
+		}
+	}
+	require.True(t, told, "the model never received the spore's identity in its system prompt")
 	b, err := os.ReadFile(notes)
 	require.NoError(t, err, "Claude Code ran the Write tool in the home")
 	require.Equal(t, "from the fake model\n", string(b))

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge/agent"
+	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/flock"
@@ -169,6 +170,7 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 	if r.cfg.APIURL != "" {
 		env = append(env, "SPORECTL_API_URL="+r.cfg.APIURL)
 	}
+	env = append(env, mycelia.EnvIdentity+"="+mycelia.Identity(s))
 	cmd.Env = append(env, r.cfg.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: it outlives this command, and its whole tree can be

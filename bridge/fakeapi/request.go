@@ -7,10 +7,12 @@ import (
 
 // Request is what the fake saw of one POST /v1/messages.
 type Request struct {
-	Model     string    `json:"model"`
-	Stream    bool      `json:"stream"`
-	MaxTokens int       `json:"max_tokens"`
-	Messages  []Message `json:"messages"`
+	Model string `json:"model"`
+	// System is the system prompt: a string or a list of text blocks.
+	System    json.RawMessage `json:"system"`
+	Stream    bool            `json:"stream"`
+	MaxTokens int             `json:"max_tokens"`
+	Messages  []Message       `json:"messages"`
 	Tools     []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
@@ -90,4 +92,9 @@ func (r Request) Contains(s string) bool {
 		}
 	}
 	return false
+}
+
+// SystemText is the system prompt's text, its blocks joined.
+func (r Request) SystemText() string {
+	return Message{Content: r.System}.Text()
 }

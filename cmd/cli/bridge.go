@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/bridge/agent"
+	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/bridge/server"
 )
 
@@ -105,6 +106,11 @@ func (o *bridgeOptions) starter() (agent.Starter, error) {
 	var args []string
 	if o.PermissionMode != "" {
 		args = append(args, "--permission-mode", o.PermissionMode)
+	}
+	if id := o.f.Getenv(mycelia.EnvIdentity); id != "" {
+		// Who the spore is and which mycelia commands it may use, from the
+		// runtime that started it.
+		args = append(args, "--append-system-prompt", id)
 	}
 	return &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.f.Logger()}, nil
 }
