@@ -364,19 +364,52 @@ func (r *rig) bridgeClient(id string) (*bridge.Client, error) {
 	if r.bridgeOf != nil {
 		return r.bridgeOf(id)
 	}
-	b, err := os.ReadFile(filepath.Join(r.root, "run", id+".json"))
-	if err != nil {
-		return nil, err
+	addr := r.recordedAddr(id)
+	if addr == "" {
+		// No (live) run file: the bridge found by its mark, at the address
+		// on its command line, as the local runtime reaches it.
+		addr = r.markedAddr(id)
 	}
-	var rf runFileDoc
-	if err := json.Unmarshal(b, &rf); err != nil {
-		return nil, err
+	if addr == "" {
+		return nil, fmt.Errorf("no bridge of %s to reach", id)
 	}
 	tok, err := os.ReadFile(filepath.Join(r.home(id), ".sporectl-bridge", "token"))
 	if err != nil {
 		return nil, err
 	}
-	return bridge.NewClient("http://"+rf.Addr, strings.TrimSpace(string(tok)), &http.Client{Timeout: 5 * time.Second})
+	return bridge.NewClient("http://"+addr, strings.TrimSpace(string(tok)), &http.Client{Timeout: 5 * time.Second})
+}
+
+// recordedAddr is the address in id's run file when its bridge lives.
+func (r *rig) recordedAddr(id string) string {
+	b, err := os.ReadFile(filepath.Join(r.root, "run", id+".json"))
+	if err != nil {
+		return ""
+	}
+	var rf runFileDoc
+	if json.Unmarshal(b, &rf) != nil || !alive(rf.PID) {
+		return ""
+	}
+	return rf.Addr
+}
+
+// markedAddr is the --addr of the one live bridge carrying id's mark.
+func (r *rig) markedAddr(id string) string {
+	pids := r.bridgePIDs(id)
+	if len(pids) != 1 {
+		return ""
+	}
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pids[0]), "cmdline"))
+	if err != nil {
+		return ""
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	for i, a := range args {
+		if a == "--addr" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 func (r *rig) bridge(id string) *bridge.Client {
