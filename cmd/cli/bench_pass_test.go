@@ -3,17 +3,14 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -195,7 +192,7 @@ const passBenchFleetSize = 10_000
 type passBenchFleet struct {
 	store string
 	rt    *reconciletest.Runtime
-	http  *passBenchHTTP
+	http  *reconciletest.HTTP
 }
 
 // buildPassBenchFleet builds the fleet for one benchmark call (the
@@ -204,8 +201,8 @@ func buildPassBenchFleet(b *testing.B, awake bool) *passBenchFleet {
 	b.Helper()
 	ctx := context.Background()
 	f := &passBenchFleet{store: filepath.Join(b.TempDir(), "store"), rt: reconciletest.New()}
-	f.http = newPassBenchHTTP(f.rt)
-	b.Cleanup(f.http.close)
+	f.http = reconciletest.NewHTTP(f.rt)
+	b.Cleanup(f.http.Close)
 	ds, _, err := dirstore.Init(ctx, f.store, state.Settings{Runtime: "local"}, dirstore.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -241,7 +238,7 @@ func buildPassBenchFleet(b *testing.B, awake bool) *passBenchFleet {
 	if awake {
 		// Start every spore (as `reconcile` would), give each bridge
 		// three agent lines for `status` to ingest.
-		pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.http.runtime(), nil }}
+		pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.http.Runtime(), nil }}
 		if _, err := pass.Run(ctx, reconcile.Options{Heal: true}); err != nil {
 			b.Fatal(err)
 		}
@@ -255,8 +252,8 @@ func buildPassBenchFleet(b *testing.B, awake bool) *passBenchFleet {
 	_ = ds.Close()
 	// The first status ingests and records health; the second must find
 	// nothing to do.
-	passBenchRun(b, f.store, f.http.runtime, "status", "-o", "json")
-	passBenchRun(b, f.store, f.http.runtime, "status", "-o", "json")
+	passBenchRun(b, f.store, f.http.Runtime, "status", "-o", "json")
+	passBenchRun(b, f.store, f.http.Runtime, "status", "-o", "json")
 	return f
 }
 
@@ -283,12 +280,12 @@ func BenchmarkStatus(b *testing.B) {
 				for k := range 6 {
 					t0 := time.Now()
 					if (k%2 == 0) == passFirst {
-						if code := RunWith(ctx, passBenchFactory(f.store, io.Discard, f.http.runtime), []string{"status", "-o", "json"}); code != 0 {
+						if code := RunWith(ctx, passBenchFactory(f.store, io.Discard, f.http.Runtime), []string{"status", "-o", "json"}); code != 0 {
 							b.Fatalf("status exited %d", code)
 						}
 						pass = append(pass, time.Since(t0))
 					} else {
-						fac := passBenchFactory(f.store, io.Discard, f.http.runtime)
+						fac := passBenchFactory(f.store, io.Discard, f.http.Runtime)
 						fac.Global.Output = "json"
 						if err := statusBeforeThePass(ctx, fac); err != nil {
 							b.Fatal(err)
@@ -384,116 +381,3 @@ type oldStatusList struct {
 
 func (l oldStatusList) Table(bool) ([]string, [][]string) { return nil, nil }
 func (l oldStatusList) Names() []string                   { return nil }
-
-// passBenchHTTP serves a fake runtime's bridges over loopback HTTP at
-// /b/{id}/v1/…, the bridge contract's status, events and prompts, with
-// their tokens checked: commands reach them with the real client
-// (reconcile.DialHTTP) and pay for encoding, the network and decoding as
-// with real bridges.
-type passBenchHTTP struct {
-	rt *reconciletest.Runtime
-	ts *httptest.Server
-
-	mu   sync.Mutex
-	last *http.Transport
-}
-
-func newPassBenchHTTP(rt *reconciletest.Runtime) *passBenchHTTP {
-	h := &passBenchHTTP{rt: rt}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /b/{id}/v1/status", func(w http.ResponseWriter, r *http.Request) {
-		if br := h.auth(w, r); br != nil {
-			st, err := br.Status(r.Context())
-			passBenchReply(w, st, err)
-		}
-	})
-	mux.HandleFunc("GET /b/{id}/v1/events", func(w http.ResponseWriter, r *http.Request) {
-		if br := h.auth(w, r); br != nil {
-			after, _ := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
-			limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-			evs, err := br.Events(r.Context(), after, limit, 0)
-			passBenchReply(w, evs, err)
-		}
-	})
-	mux.HandleFunc("POST /b/{id}/v1/prompts", func(w http.ResponseWriter, r *http.Request) {
-		if br := h.auth(w, r); br != nil {
-			var p bridge.PromptRequest
-			if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
-				passBenchError(w, http.StatusBadRequest, err)
-				return
-			}
-			a, err := br.Prompt(r.Context(), p)
-			passBenchReply(w, a, err)
-		}
-	})
-	h.ts = httptest.NewServer(mux)
-	return h
-}
-
-func (h *passBenchHTTP) auth(w http.ResponseWriter, r *http.Request) *reconciletest.Bridge {
-	id := r.PathValue("id")
-	ep, err := h.rt.Bridge(r.Context(), id)
-	if err != nil {
-		passBenchError(w, http.StatusNotFound, err)
-		return nil
-	}
-	if r.Header.Get("Authorization") != "Bearer "+ep.Token {
-		passBenchError(w, http.StatusUnauthorized, errors.New("bad token"))
-		return nil
-	}
-	return h.rt.BridgeOf(id)
-}
-
-func passBenchReply(w http.ResponseWriter, v any, err error) {
-	switch {
-	case errors.Is(err, bridge.ErrAhead):
-		passBenchError(w, http.StatusConflict, err)
-	case err != nil:
-		passBenchError(w, http.StatusServiceUnavailable, err)
-	default:
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(v)
-	}
-}
-
-func passBenchError(w http.ResponseWriter, status int, err error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(bridge.ErrorBody{Error: err.Error()})
-}
-
-// runtime is the fake runtime with endpoints on the HTTP server, and a
-// client with a connection pool of its own (the previous command's
-// closed), as each command's process has.
-func (h *passBenchHTTP) close() {
-	h.mu.Lock()
-	if h.last != nil {
-		h.last.CloseIdleConnections()
-	}
-	h.mu.Unlock()
-	h.ts.Close()
-}
-
-func (h *passBenchHTTP) runtime() reconcile.Runtime {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.last != nil {
-		h.last.CloseIdleConnections()
-	}
-	h.last = &http.Transport{MaxIdleConnsPerHost: 64}
-	return &passBenchHTTPRuntime{Runtime: h.rt, base: h.ts.URL, client: &http.Client{Transport: h.last}}
-}
-
-type passBenchHTTPRuntime struct {
-	*reconciletest.Runtime
-	base   string
-	client *http.Client
-}
-
-func (r *passBenchHTTPRuntime) Bridge(ctx context.Context, id string) (reconcile.BridgeEndpoint, error) {
-	ep, err := r.Runtime.Bridge(ctx, id)
-	if err != nil {
-		return ep, err
-	}
-	return reconcile.BridgeEndpoint{BaseURL: r.base + "/b/" + id, Token: ep.Token, Client: r.client}, nil
-}

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/bridge/agent"
-	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/bridge/server"
+	"github.com/sporectl/sporectl/mycelia"
 )
 
 // EnvClaudeBin names the claude executable when --claude-bin is not given.
