@@ -1,0 +1,24 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/sporectl/sporectl/mycelia/ui"
+	"github.com/sporectl/sporectl/state"
+)
+
+// withUI serves the operators' page (docs/page.md) under /ui/ next to the
+// API: the page over the same store, with its own read-only pass. Live
+// tails end when ctx does (SIGTERM), so a graceful stop is not held up.
+func (o *serveOptions) withUI(ctx context.Context, api http.Handler, st state.Store) http.Handler {
+	page := &ui.Handler{Store: st, Pass: o.f.Pass(st), Now: o.f.Now, Logger: o.f.Logger(), Shutdown: ctx}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, ui.Prefix) {
+			page.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}

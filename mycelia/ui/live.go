@@ -1,0 +1,204 @@
+package ui
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sporectl/sporectl/reconcile/transcript"
+	"github.com/sporectl/sporectl/state"
+)
+
+// liveLine is one display line as a live tail sends it: the page's script
+// puts each field in a node's textContent, never in markup.
+type liveLine struct {
+	Seq    uint64 `json:"seq"`
+	At     string `json:"at"`
+	Kind   string `json:"kind"`
+	Class  string `json:"class"`
+	Marker string `json:"marker"`
+	From   string `json:"from,omitempty"`
+	Text   string `json:"text"`
+	Error  bool   `json:"error,omitempty"`
+}
+
+// events is GET /ui/spores/{id}/events?after=SEQ: Server-Sent Events with
+// every event of the log after SEQ (or the Last-Event-ID a reconnecting
+// browser sends), found by polling the store every h.Poll. Each SSE
+// event is named "lines", has the store's seq as its id and a JSON array
+// of display lines as its data. When more than MaxBacklog events are
+// behind, a "skipped" event says how many were left out. A spore deleted
+// while followed ends the stream with a "gone" event.
+func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	if state.ValidateID(id) != nil {
+		h.error(w, r, http.StatusNotFound, "no such spore")
+		return
+	}
+	after, err := parseAfter(r)
+	if err != nil {
+		h.error(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	var head state.SporeHead
+	err = h.Store.View(ctx, func(tx state.Tx) error {
+		var err error
+		head, err = tx.Head(ctx, id)
+		return err
+	})
+	if errors.Is(err, state.ErrNotFound) {
+		h.error(w, r, http.StatusNotFound, "no such spore")
+		return
+	}
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	max := h.MaxStreams
+	if max <= 0 {
+		max = DefaultMaxStreams
+	}
+	if h.streams.Add(1) > int64(max) {
+		h.streams.Add(-1)
+		w.Header().Set("Retry-After", "10")
+		h.error(w, r, http.StatusServiceUnavailable, "too many live tails at once; try again later")
+		return
+	}
+	defer h.streams.Add(-1)
+
+	rc := http.NewResponseController(w)
+	// serve's ReadTimeout would end the stream (the server's read of the
+	// idle connection fails and cancels the request): a stream reads
+	// nothing more, so it lifts the read deadline, and each write extends
+	// the write deadline.
+	_ = rc.SetReadDeadline(time.Time{})
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream; charset=utf-8")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriter(w)
+	flush := func() bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeWindow))
+		if bw.Flush() != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	poll := h.Poll
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	fmt.Fprintf(bw, "retry: %d\n\n", (2 * poll).Milliseconds())
+	if head.LastSeq > after+MaxBacklog {
+		fmt.Fprintf(bw, "event: skipped\ndata: %d\n\n", head.LastSeq-MaxBacklog-after)
+		after = head.LastSeq - MaxBacklog
+	}
+	if !flush() {
+		return
+	}
+	var stop <-chan struct{}
+	if h.Shutdown != nil {
+		stop = h.Shutdown.Done()
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	quiet := time.Now()
+	for {
+		var evs []state.Event
+		err := h.Store.View(ctx, func(tx state.Tx) error {
+			var err error
+			evs, err = tx.Events(ctx, id, after, PollBatch)
+			return err
+		})
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			fmt.Fprint(bw, "event: gone\ndata: the spore was deleted\n\n")
+			flush()
+			return
+		case err != nil && ctx.Err() == nil:
+			h.logger().Warn("ui: live tail read failed", "spore", id, "err", err)
+		}
+		for _, ev := range evs {
+			if err := writeEvent(bw, ev); err != nil {
+				h.logger().Error("ui: encode event", "spore", id, "seq", ev.Seq, "err", err)
+			}
+			after = ev.Seq
+		}
+		if len(evs) > 0 {
+			quiet = time.Now()
+			if !flush() {
+				return
+			}
+		} else if time.Since(quiet) >= heartbeat {
+			quiet = time.Now()
+			fmt.Fprint(bw, ": keep-alive\n\n")
+			if !flush() {
+				return
+			}
+		}
+		if len(evs) == PollBatch {
+			continue // more behind: read on at once
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// parseAfter reads ?after=SEQ, else the Last-Event-ID header a browser
+// sends when it reconnects (which wins: it is where the page got to).
+func parseAfter(r *http.Request) (uint64, error) {
+	q := r.URL.Query()
+	for k, vs := range q {
+		if k != "after" {
+			return 0, fmt.Errorf("unknown parameter %q: the live tail takes after=SEQ", k)
+		}
+		if len(vs) != 1 {
+			return 0, errors.New("give after once")
+		}
+	}
+	var after uint64
+	if v, ok := q["after"]; ok {
+		n, err := strconv.ParseUint(v[0], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("invalid after=%q: a sequence number, 0 or more", v[0])
+		}
+		after = n
+	}
+	if ids := r.Header.Values("Last-Event-ID"); len(ids) > 0 {
+		n, err := strconv.ParseUint(ids[0], 10, 64)
+		if len(ids) != 1 || err != nil {
+			return 0, errors.New("invalid Last-Event-ID: a sequence number")
+		}
+		after = n
+	}
+	return after, nil
+}
+
+func writeEvent(w *bufio.Writer, ev state.Event) error {
+	ls := transcript.Lines(ev)
+	out := make([]liveLine, 0, len(ls))
+	for _, l := range ls {
+		out = append(out, liveLine{
+			Seq: l.Seq, At: l.At.UTC().Format(time.RFC3339), Kind: string(l.Kind), Class: lineClass(l),
+			Marker: marker(l), From: l.From, Text: l.Text, Error: l.Error,
+		})
+	}
+	b, err := json.Marshal(out) // escapes <, > and & as \u003c…
+	if err != nil {
+		return err
+	}
+	// One data line: JSON has no raw newline.
+	fmt.Fprintf(w, "id: %d\nevent: lines\ndata: %s\n\n", ev.Seq, b)
+	return nil
+}

@@ -1,0 +1,149 @@
+package ui
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/sporectl/sporectl/reconcile/transcript"
+	"github.com/sporectl/sporectl/state"
+)
+
+type sporePage struct {
+	Nonce  string
+	Title  string
+	Spore  state.Spore
+	Href   string
+	Lines  []transcript.Line
+	First  uint64 // the page's first seq (0: empty page)
+	Last   uint64 // its last seq
+	Total  uint64 // the log's last seq
+	Limit  int
+	Older  string // link to the page before, "" at the log's start
+	Newer  string // link to the page after, "" on the newest page
+	Newest string // link to the newest page, "" on it
+	// Live is set on the newest page: its script follows the log from
+	// Last.
+	Live      bool
+	EventsURL string
+}
+
+// pageParams are ?before=SEQ&limit=N, checked.
+type pageParams struct {
+	before uint64 // 0: the newest page
+	limit  int
+}
+
+// parsePage reads the pagination parameters; anything but a seq of 1 or
+// more and a limit of 1 to MaxLimit, each given at most once, is an error
+// (400).
+func parsePage(q url.Values) (pageParams, error) {
+	p := pageParams{limit: DefaultLimit}
+	for k, vs := range q {
+		switch k {
+		case "before", "limit":
+			if len(vs) != 1 {
+				return p, fmt.Errorf("give %s once", k)
+			}
+		default:
+			return p, fmt.Errorf("unknown parameter %q: the page takes before=SEQ and limit=N", k)
+		}
+	}
+	if v, ok := q["before"]; ok {
+		n, err := strconv.ParseUint(v[0], 10, 64)
+		if err != nil || n < 1 {
+			return p, fmt.Errorf("invalid before=%q: a sequence number, 1 or more", v[0])
+		}
+		p.before = n
+	}
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || n < 1 || n > MaxLimit {
+			return p, fmt.Errorf("invalid limit=%q: 1 to %d", v[0], MaxLimit)
+		}
+		p.limit = n
+	}
+	return p, nil
+}
+
+// spore is GET /ui/spores/{id}: one page of the conversation, read from
+// the end of the log (newest page first). Its cost depends on the page's
+// size only, never on how long the log is.
+func (h *Handler) spore(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	if state.ValidateID(id) != nil {
+		h.error(w, r, http.StatusNotFound, "no such spore")
+		return
+	}
+	p, err := parsePage(r.URL.Query())
+	if err != nil {
+		h.error(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	page := sporePage{Nonce: nonceOf(r), Href: sporeHref(id), Limit: p.limit}
+	var evs []state.Event
+	err = h.Store.View(ctx, func(tx state.Tx) error {
+		var err error
+		if page.Spore, err = tx.Spore(ctx, id); err != nil {
+			return err
+		}
+		head, err := tx.Head(ctx, id)
+		if err != nil {
+			return err
+		}
+		page.Total = head.LastSeq
+		end := head.LastSeq // the page's last seq
+		if p.before > 0 && p.before-1 < end {
+			end = p.before - 1
+		}
+		if end == 0 {
+			return nil
+		}
+		after := uint64(0)
+		if end > uint64(p.limit) {
+			after = end - uint64(p.limit)
+		}
+		evs, err = tx.Events(ctx, id, after, int(end-after))
+		return err
+	})
+	if errors.Is(err, state.ErrNotFound) {
+		h.error(w, r, http.StatusNotFound, "no such spore")
+		return
+	}
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	page.Title = page.Spore.ID
+	for _, ev := range evs {
+		page.Lines = append(page.Lines, transcript.Lines(ev)...)
+	}
+	if len(evs) > 0 {
+		page.First, page.Last = evs[0].Seq, evs[len(evs)-1].Seq
+	}
+	if page.First > 1 {
+		page.Older = pageHref(id, page.First, p.limit)
+	}
+	if page.Last < page.Total {
+		page.Newer = pageHref(id, page.Last+1+uint64(p.limit), p.limit)
+		page.Newest = page.Href
+		if p.limit != DefaultLimit {
+			page.Newest += "?limit=" + strconv.Itoa(p.limit)
+		}
+	} else {
+		page.Live = true
+		page.EventsURL = page.Href + "/events?after=" + strconv.FormatUint(page.Total, 10)
+	}
+	h.render(w, r, http.StatusOK, "spore.html", page)
+}
+
+func pageHref(id string, before uint64, limit int) string {
+	s := sporeHref(id) + "?before=" + strconv.FormatUint(before, 10)
+	if limit != DefaultLimit {
+		s += "&limit=" + strconv.Itoa(limit)
+	}
+	return s
+}

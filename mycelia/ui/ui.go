@@ -1,0 +1,259 @@
+package ui
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+// Prefix is where serve mounts the page.
+const Prefix = "/ui/"
+
+// Bounds of what one request reads.
+const (
+	// DefaultLimit is how many events a spore page shows.
+	DefaultLimit = 200
+	// MaxLimit bounds ?limit=.
+	MaxLimit = 1000
+	// TailEvents is how many of a spore's last events the fleet page
+	// reads to say what it is doing now.
+	TailEvents = 16
+	// DefaultPoll is how often a live tail polls the store.
+	DefaultPoll = time.Second
+	// PollBatch bounds the events one poll of a live tail reads.
+	PollBatch = 256
+	// MaxBacklog bounds the events a live tail sends that are older than
+	// the log's end when it starts; older ones are skipped (the page's
+	// "older" link reads them).
+	MaxBacklog = 1000
+	// DefaultMaxStreams bounds live tails at once in one process.
+	DefaultMaxStreams = 128
+	// heartbeat keeps an idle stream's proxies from closing it.
+	heartbeat = 15 * time.Second
+	// writeWindow is how long one write of a stream may take.
+	writeWindow = 30 * time.Second
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"marker":  marker,
+	"lineCls": lineClass,
+}).ParseFS(templateFS, "templates/*.html"))
+
+// Handler serves the page. Its fields are dependencies, never state:
+// every request starts from the store.
+type Handler struct {
+	Store state.Store
+	// Pass observes the fleet for the fleet page: it runs read-only
+	// (reconcile.Options{}); its Store is Store.
+	Pass *reconcile.Pass
+	// Now is the clock (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Poll is how often a live tail reads the store (default DefaultPoll).
+	Poll time.Duration
+	// MaxStreams bounds live tails at once (default DefaultMaxStreams).
+	MaxStreams int
+	// Shutdown, when done, ends every live tail (serve's SIGTERM: a
+	// stream never ends by itself, and a graceful stop waits for it).
+	Shutdown context.Context
+	// Nonce makes each page's script nonce (default 128 random bits);
+	// tests fix it.
+	Nonce func() string
+
+	streams atomic.Int64
+	mux     atomic.Pointer[http.ServeMux]
+}
+
+// ServeHTTP checks the caller's access, sets the security headers of
+// every answer, and routes.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	nonce := h.nonce()
+	hdr := w.Header()
+	hdr.Set("Content-Security-Policy", csp(nonce))
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("X-Frame-Options", "DENY")
+	hdr.Set("Referrer-Policy", "no-referrer")
+	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
+	hdr.Set("Cross-Origin-Resource-Policy", "same-origin")
+	if err := allowed(r); err != nil {
+		h.error(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		hdr.Set("Allow", "GET, HEAD")
+		h.error(w, r, http.StatusMethodNotAllowed, "the page only reads: GET")
+		return
+	}
+	if r.URL.Path == "/ui" {
+		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), nonceKey{}, nonce))
+	h.routes().ServeHTTP(w, r)
+}
+
+func (h *Handler) routes() *http.ServeMux {
+	if m := h.mux.Load(); m != nil {
+		return m
+	}
+	m := http.NewServeMux()
+	m.HandleFunc("GET /ui/{$}", h.fleet)
+	m.HandleFunc("GET /ui/spores/{id}", h.spore)
+	m.HandleFunc("GET /ui/spores/{id}/events", h.events)
+	static, _ := fs.Sub(staticFS, "static")
+	m.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", staticFiles(http.FileServerFS(static))))
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		h.error(w, r, http.StatusNotFound, "no such page")
+	})
+	h.mux.CompareAndSwap(nil, m)
+	return h.mux.Load()
+}
+
+// staticFiles serves the embedded stylesheet, never a directory listing.
+func staticFiles(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "" || strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-cache")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// csp is the Content-Security-Policy of every answer: nothing from
+// anywhere but this server, styles only from its stylesheet, scripts
+// only inline with this answer's nonce, no frames, no forms elsewhere.
+func csp(nonce string) string {
+	return "default-src 'none'; style-src 'self'; script-src 'nonce-" + nonce + "'; connect-src 'self'; img-src 'self'; " +
+		"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
+
+type nonceKey struct{}
+
+func nonceOf(r *http.Request) string {
+	s, _ := r.Context().Value(nonceKey{}).(string)
+	return s
+}
+
+func (h *Handler) nonce() string {
+	if h.Nonce != nil {
+		return h.Nonce()
+	}
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.RawStdEncoding.EncodeToString(b)
+}
+
+// allowed is the access rule (docs/page.md "Access"): with no operator
+// token configured, which is all this version knows, the page answers
+// loopback clients only, and only when they name a loopback host (so a
+// web page that rebinds its own name to 127.0.0.1 cannot read it).
+func allowed(r *http.Request) error {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("the page answers only on loopback (no operator token is configured)")
+	}
+	name := r.Host
+	if hn, _, err := net.SplitHostPort(name); err == nil {
+		name = hn
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if !loopbackName(name) {
+		return fmt.Errorf("the page answers only to a loopback host name (127.0.0.1, [::1], localhost), not %q", r.Host)
+	}
+	return nil
+}
+
+func loopbackName(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (h *Handler) now() time.Time {
+	if h.Now != nil {
+		return h.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (h *Handler) logger() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// errorPage is the data of error.html.
+type errorPage struct {
+	Nonce  string
+	Title  string
+	Status int
+	Text   string
+}
+
+// error answers status with a short page; the text is for a person and
+// never holds anything internal (a 500's cause goes to the log).
+func (h *Handler) error(w http.ResponseWriter, r *http.Request, status int, text string) {
+	hdr := w.Header()
+	hdr.Del("Content-Length")
+	hdr.Set("Cache-Control", "no-store")
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		hdr.Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(status)
+		fmt.Fprintln(w, text)
+		return
+	}
+	h.render(w, r, status, "error.html", errorPage{Nonce: nonceOf(r), Title: http.StatusText(status), Status: status, Text: text})
+}
+
+// internal answers 500 and logs why.
+func (h *Handler) internal(w http.ResponseWriter, r *http.Request, err error) {
+	h.logger().Error("ui: request failed", "path", r.URL.Path, "err", err)
+	h.error(w, r, http.StatusInternalServerError, "the store could not be read; see serve's log")
+}
+
+// render executes a template into memory first, so a failure is a clean
+// 500 rather than half a page.
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	var b strings.Builder
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		h.logger().Error("ui: render failed", "template", name, "err", err)
+		status = http.StatusInternalServerError
+		b.Reset()
+		b.WriteString("<!doctype html><title>Internal error</title><p>internal error</p>\n")
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/html; charset=utf-8")
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(b.String()))
+	}
+}
