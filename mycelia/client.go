@@ -203,6 +203,13 @@ func (c *Client) SwarmTell(ctx context.Context, role, text string) (SendResponse
 	return r, err
 }
 
+// SwarmLoop starts, changes (every) or ends (stop) the caller's loop.
+func (c *Client) SwarmLoop(ctx context.Context, every string, stop bool) (LoopResponse, error) {
+	var r LoopResponse
+	err := c.do(ctx, http.MethodPost, "/api/swarm/loop", nil, LoopRequest{Every: every, Stop: stop}, &r)
+	return r, err
+}
+
 // SwarmCompact compacts the context of the teammate with role.
 func (c *Client) SwarmCompact(ctx context.Context, role string) (CompactResponse, error) {
 	var r CompactResponse

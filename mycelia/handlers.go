@@ -106,6 +106,64 @@ func (s *Server) swarmTell(c *call) (int, any, error) {
 	return s.send(c, to, swarmText(c.caller, req.Text), true)
 }
 
+// swarmLoop: POST /api/swarm/loop — the [swarm] mycologist starts,
+// changes or ends its own loop: a prompt every interval, due times in its
+// record, recorded and delivered by reconcile (reconcile/upkeep.go).
+func (s *Server) swarmLoop(c *call) (int, any, error) {
+	var req LoopRequest
+	if _, err := decodeBody(c.w, c.r, &req); err != nil {
+		return 0, nil, err
+	}
+	var every time.Duration
+	switch {
+	case req.Stop && req.Every != "":
+		return 0, nil, errorf(http.StatusBadRequest, CodeBadRequest, "give every or stop, not both")
+	case !req.Stop:
+		d, err := time.ParseDuration(req.Every)
+		if err != nil || d < time.Duration(state.MinLoop) || d > time.Duration(state.MaxLoop) {
+			return 0, nil, errorf(http.StatusBadRequest, CodeBadRequest, "every must be a duration such as 30m, from %s to %s (or stop: true)", state.MinLoop, state.MaxLoop)
+		}
+		every = d
+	}
+	now := s.now().UTC()
+	var res LoopResponse
+	err := s.Store.Update(c.ctx(), func(tx state.Tx) error {
+		sp, err := tx.Spore(c.ctx(), c.caller.ID)
+		if err != nil {
+			return err
+		}
+		var ev state.Event
+		if req.Stop {
+			if sp.Loop == 0 {
+				res = LoopResponse{Spore: sp.ID}
+				return nil
+			}
+			ev = state.Event{Kind: state.KindLifecycle, Action: "loop", From: From(c.caller), At: now,
+				Text: fmt.Sprintf("swarm loop (every %s) stopped", sp.Loop)}
+			sp.Loop, sp.LoopDue = 0, time.Time{}
+		} else {
+			sp.Loop, sp.LoopDue = state.Duration(every), now.Add(every)
+			ev = state.Event{Kind: state.KindLifecycle, Action: "loop", From: From(c.caller), At: now,
+				Text: fmt.Sprintf("swarm loop every %s; first prompt due %s", every, sp.LoopDue.Format(time.RFC3339))}
+		}
+		if err := tx.UpdateSpore(c.ctx(), sp); err != nil {
+			return err
+		}
+		if _, err := tx.Append(c.ctx(), sp.ID, []state.Event{ev}); err != nil {
+			return err
+		}
+		res = LoopResponse{Spore: sp.ID, Due: state.Stamp(sp.LoopDue)}
+		if sp.Loop > 0 {
+			res.Every = sp.Loop.String()
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("record the swarm loop of %s: %w", c.caller.ID, err)
+	}
+	return http.StatusOK, res, nil
+}
+
 // swarmCompact: POST /api/swarm/compact — the [swarm] mycologist compacts
 // a teammate's context through its bridge.
 func (s *Server) swarmCompact(c *call) (int, any, error) {

@@ -49,6 +49,7 @@ func Identity(sp state.Spore) string {
 	if sp.Swarm != "" {
 		cmds = append(cmds, "`swarm tell ROLE \"…\"` — a message to a teammate of your swarm")
 		if sp.Rank == state.RankSwarm {
+			cmds = append(cmds, "`swarm loop EVERY` · `swarm loop --stop` — be prompted every EVERY (1m–24h) to check on your swarm")
 			cmds = append(cmds, "`swarm compact ROLE` — compact a teammate's context")
 		}
 	}

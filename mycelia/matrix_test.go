@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -305,6 +306,36 @@ var matrix = map[string]matrixRow{
 			state.RankArch:   reported("arch"),
 		},
 		out: allRanksGet(denied(http.StatusBadRequest)),
+	},
+	"swarm-loop": {
+		// Its own record only: a body naming another spore is refused.
+		request: func(_ string, in bool) (string, any) {
+			if in {
+				return "/api/swarm/loop", map[string]any{"every": "30m"}
+			}
+			return "/api/swarm/loop", map[string]any{"every": "30m", "spore": "lab-a"}
+		},
+		in: map[state.Rank]cell{
+			state.RankSpore: denied(http.StatusForbidden),
+			state.RankSwarm: {status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
+				var res LoopResponse
+				r.decode(t, &res)
+				require.Equal(t, "lab-lead", res.Spore)
+				require.Equal(t, "30m0s", res.Every)
+				sp := h.spore("lab-lead")
+				require.Equal(t, state.Duration(30*time.Minute), sp.Loop)
+				require.True(t, sp.LoopDue.Equal(res.Due))
+				require.Zero(t, h.spore("lab-a").Loop)
+			}},
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch:   denied(http.StatusForbidden),
+		},
+		out: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  denied(http.StatusBadRequest),
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch:   denied(http.StatusForbidden),
+		},
 	},
 	"swarm-compact": {
 		request: func(_ string, in bool) (string, any) {

@@ -42,6 +42,7 @@ var routes = []route{
 	{name: "collisions", method: http.MethodGet, path: "/api/mycologist/collisions", ranks: mycologists, handle: (*Server).collisions},
 	{name: "deploys", method: http.MethodGet, path: "/api/mycologist/deploys", ranks: mycologists, handle: (*Server).deploys},
 	{name: "report", method: http.MethodPost, path: "/api/mycologist/report", ranks: allRanks, handle: (*Server).report},
+	{name: "swarm-loop", method: http.MethodPost, path: "/api/swarm/loop", ranks: []state.Rank{state.RankSwarm}, handle: (*Server).swarmLoop},
 	{name: "swarm-compact", method: http.MethodPost, path: "/api/swarm/compact", ranks: []state.Rank{state.RankSwarm}, handle: (*Server).swarmCompact},
 }
 

@@ -135,6 +135,21 @@ type SporeTurns struct {
 	Cut bool `json:"cut,omitempty"`
 }
 
+// LoopRequest is the body of POST /api/swarm/loop: Every (a Go duration,
+// state.MinLoop to state.MaxLoop) starts or changes the loop; Stop ends it.
+type LoopRequest struct {
+	Every string `json:"every,omitempty"`
+	Stop  bool   `json:"stop,omitempty"`
+}
+
+// LoopResponse answers POST /api/swarm/loop (200): the caller's loop as
+// now recorded. Every is empty and Due zero once stopped.
+type LoopResponse struct {
+	Spore string    `json:"spore"`
+	Every string    `json:"every,omitempty"`
+	Due   time.Time `json:"due,omitzero"`
+}
+
 // CompactResponse answers POST /api/swarm/compact (202).
 type CompactResponse struct {
 	To string `json:"to"`

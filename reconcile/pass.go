@@ -83,6 +83,9 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 	out := &Outcome{Missing: snap.ErrMissing()}
 	n := len(snap.Spores)
 	ps.progress("load", n, "")
+	if err := ps.upkeep(ctx, snap, opt, now); err != nil {
+		return nil, err
+	}
 	policy := snap.Settings.Recovery.WithDefaults()
 
 	obs := observation{spores: map[string]Observed{}}

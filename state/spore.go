@@ -106,7 +106,21 @@ type Spore struct {
 	// command. Short single-line text (at most MaxHealthLen bytes).
 	Health       string `json:"health,omitempty"`
 	HealthReason string `json:"health_reason,omitempty"`
+
+	// Loop is the interval of the [swarm] mycologist's `swarm loop`: every
+	// Loop, reconcile prompts the spore (zero: no loop). LoopDue is when
+	// the next loop prompt is due; a pass that finds it past, for an awake
+	// spore, records one prompt and moves it on past now, in the same
+	// transaction, so each due time is prompted once.
+	Loop    Duration  `json:"loop,omitzero"`
+	LoopDue time.Time `json:"loop_due,omitzero"`
 }
+
+// MinLoop and MaxLoop bound a spore's Loop interval (when set).
+const (
+	MinLoop = Duration(time.Minute)
+	MaxLoop = Duration(24 * time.Hour)
+)
 
 // MaxHealthLen bounds Spore.Health and Spore.HealthReason, in bytes.
 const MaxHealthLen = 128
@@ -147,6 +161,9 @@ func (s *Spore) Validate() error {
 	}
 	if s.Generation > math.MaxInt64 {
 		return &InvalidError{Field: "generation", Value: strconv.FormatUint(s.Generation, 10), Reason: "must be at most 9223372036854775807"}
+	}
+	if s.Loop != 0 && (s.Loop < MinLoop || s.Loop > MaxLoop) {
+		return &InvalidError{Field: "loop", Value: s.Loop.String(), Reason: fmt.Sprintf("must be 0 (no loop) or between %s and %s", MinLoop, MaxLoop)}
 	}
 	for field, v := range map[string]string{"health": s.Health, "health reason": s.HealthReason} {
 		if len(v) > MaxHealthLen {
@@ -193,9 +210,9 @@ func Stamp(t time.Time) time.Time {
 }
 
 // Stamped returns s with every time as a store keeps it. (Generation,
-// Health and HealthReason are kept exactly and need no stamping.)
+// Health, HealthReason and Loop are kept exactly and need no stamping.)
 func (s Spore) Stamped() Spore {
-	s.Created, s.Updated, s.NotBefore = Stamp(s.Created), Stamp(s.Updated), Stamp(s.NotBefore)
+	s.Created, s.Updated, s.NotBefore, s.LoopDue = Stamp(s.Created), Stamp(s.Updated), Stamp(s.NotBefore), Stamp(s.LoopDue)
 	if s.Failures != nil {
 		f := make([]time.Time, len(s.Failures))
 		for i, t := range s.Failures {

@@ -127,6 +127,10 @@ func setDesired(ctx context.Context, st state.Store, ids []string, desired state
 			if err != nil {
 				return err
 			}
+			if sp.Rank == state.RankArch && desired != state.Running {
+				// Reconcile would wake it again at once (docs/mycologists.md).
+				return usageErrorf("%s %s: spore %s is the [arch] mycologist, which is always on: it cannot be put to sleep or stopped (nothing was changed)", verb, id, id)
+			}
 			if sp.Desired == desired {
 				continue
 			}

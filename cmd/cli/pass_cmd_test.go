@@ -415,3 +415,23 @@ func TestWideColumns(t *testing.T) {
 	require.Contains(t, out, "BRIDGE-SEQ")
 	require.NotContains(t, c.ok("events", "a"), "BRIDGE-SEQ")
 }
+
+func TestArchIsAlwaysOn(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "arch", "--rank", "arch", "--colony", "hq")
+	c.ok("create", "a")
+	for _, verb := range []string{"sleep", "stop"} {
+		before := c.ok("events", "arch", "-o", "json")
+		r := c.run("", verb, "a", "arch")
+		require.Equal(t, ExitUsage, r.code, r.err)
+		require.Contains(t, r.err, "always on")
+		require.Equal(t, before, c.ok("events", "arch", "-o", "json"), "a refused %s wrote something", verb)
+	}
+	// Found asleep (created so, or a store from before): reconcile wakes it.
+	// (Exit 3: the pass that starts it has not seen it alive yet.)
+	r := c.run("", "reconcile")
+	require.Contains(t, r.err, "arch start: desired Running")
+	require.Equal(t, 1, c.rt.Calls("Start"))
+	require.Contains(t, c.ok("events", "arch"), "the [arch] mycologist is always on")
+	c.ok("reconcile")
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,7 +14,7 @@ func newCmdSwarm(f *Factory) *cobra.Command {
 	co := &clientOptions{}
 	cmd := &cobra.Command{
 		Use:   "swarm",
-		Short: "Talk to your swarm from inside a spore: tell a teammate, compact one",
+		Short: "Talk to your swarm from inside a spore: tell a teammate, loop, compact one",
 		Long: `Commands a swarm member runs inside its pod, as clients of sporectl serve.
 Teammates are the spores of your swarm (in your colony), addressed by role.
 
@@ -22,7 +23,7 @@ Teammates are the spores of your swarm (in your colony), addressed by role.
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
 	co.addFlags(cmd)
-	cmd.AddCommand(newCmdSwarmTell(f, co), newCmdSwarmCompact(f, co))
+	cmd.AddCommand(newCmdSwarmTell(f, co), newCmdSwarmLoop(f, co), newCmdSwarmCompact(f, co))
 	return cmd
 }
 
@@ -83,6 +84,60 @@ mycologist may; the teammate must be awake.`,
 		},
 	}
 }
+
+func newCmdSwarmLoop(f *Factory, co *clientOptions) *cobra.Command {
+	var stop bool
+	cmd := &cobra.Command{
+		Use:   "loop EVERY | loop --stop",
+		Short: "Be prompted every EVERY (1m to 24h) to check on your swarm ([swarm] mycologist only)",
+		Long: `Record a loop on your own spore: every EVERY (a duration such as 30m, from 1m
+to 24h) reconcile sends you a prompt marked "[from swarm loop]" to check on
+your swarm and steer it. A due time missed (you slept, no reconcile ran)
+gives one prompt, not a burst. Running it again changes the interval;
+--stop ends the loop. Only the [swarm] mycologist may.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case stop && len(args) != 0:
+				return usageErrorf("%s --stop takes no interval, got %d argument(s)", cmd.CommandPath(), len(args))
+			case !stop && len(args) != 1:
+				return usageErrorf("%s takes an interval such as 30m (or --stop), got %d argument(s)", cmd.CommandPath(), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			every := ""
+			if !stop {
+				d, err := time.ParseDuration(args[0])
+				if err != nil || d < time.Duration(state.MinLoop) || d > time.Duration(state.MaxLoop) {
+					return usageErrorf("invalid interval %q: want a duration such as 30m, from %s to %s", args[0], state.MinLoop, state.MaxLoop)
+				}
+				every = args[0]
+			}
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			r, err := c.SwarmLoop(cmd.Context(), every, stop)
+			if err != nil {
+				return err
+			}
+			return f.Print(loopResult{r})
+		},
+	}
+	cmd.Flags().BoolVar(&stop, "stop", false, "end the loop")
+	return cmd
+}
+
+type loopResult struct{ mycelia.LoopResponse }
+
+func (r loopResult) Table(bool) ([]string, [][]string) {
+	if r.Every == "" {
+		return nil, [][]string{{fmt.Sprintf("loop of spore/%s stopped", r.Spore)}}
+	}
+	return nil, [][]string{{fmt.Sprintf("loop of spore/%s every %s; next prompt due %s", r.Spore, r.Every, r.Due.Format(time.RFC3339))}}
+}
+
+func (r loopResult) Names() []string { return []string{"loop/" + r.Spore} }
 
 type compactResult struct{ mycelia.CompactResponse }
 

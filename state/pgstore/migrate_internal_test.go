@@ -114,15 +114,15 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	var inc *state.IncompatibleError
 	require.ErrorAs(t, err, &inc)
 	require.Equal(t, 1, inc.Found)
-	require.Equal(t, 2, inc.Newest)
+	require.Equal(t, latestVersion(), inc.Newest)
 	require.Contains(t, err.Error(), "run 'sporectl init' to upgrade it")
 
 	s, created, err = Init(ctx, url, state.Settings{Runtime: "local"}, Options{})
 	require.NoError(t, err)
 	defer s.Close()
 	require.False(t, created)
-	require.Equal(t, 2, s.Info().FormatVersion)
-	for _, c := range []string{"generation", "health", "health_reason"} {
+	require.Equal(t, latestVersion(), s.Info().FormatVersion)
+	for _, c := range []string{"generation", "health", "health_reason", "loop_interval_ms", "loop_due"} {
 		require.True(t, columnExists(t, url, "spores", c), c)
 	}
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
@@ -132,6 +132,8 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		}
 		require.Zero(t, sp.Generation)
 		require.Empty(t, sp.Health)
+		require.Zero(t, sp.Loop)
+		require.True(t, sp.LoopDue.IsZero())
 		require.Equal(t, 2, sp.Restarts, "old columns are kept")
 		p, err := tx.Pending(ctx)
 		if err != nil {

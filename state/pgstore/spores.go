@@ -13,7 +13,7 @@ import (
 
 const sporeColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
 	created, updated, restarts, failures, not_before, breaker_open, bridge_seq,
-	generation, health, health_reason`
+	generation, health, health_reason, loop_interval_ms, loop_due`
 
 func scanSpore(row pgx.Row) (state.Spore, error) {
 	var (
@@ -23,11 +23,13 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		notBefore     *time.Time
 		bridgeSeq     int64
 		generation    int64
+		loopMS        int64
+		loopDue       *time.Time
 	)
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
 		&sp.Created, &sp.Updated, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
-		&generation, &sp.Health, &sp.HealthReason)
+		&generation, &sp.Health, &sp.HealthReason, &loopMS, &loopDue)
 	if err != nil {
 		return sp, err
 	}
@@ -50,6 +52,10 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		return sp, corrupt("sporectl.spores", "id="+sp.ID, "negative generation")
 	}
 	sp.Generation = uint64(generation)
+	sp.Loop = state.Duration(time.Duration(loopMS) * time.Millisecond)
+	if loopDue != nil {
+		sp.LoopDue = loopDue.UTC()
+	}
 	if err := sp.Validate(); err != nil {
 		return sp, corrupt("sporectl.spores", "id="+sp.ID, err.Error())
 	}
@@ -109,10 +115,14 @@ func sporeArgs(sp *state.Spore) []any {
 	if !sp.NotBefore.IsZero() {
 		notBefore = sp.NotBefore
 	}
+	var loopDue any
+	if !sp.LoopDue.IsZero() {
+		loopDue = sp.LoopDue
+	}
 	return []any{sp.ID, sp.Colony, string(sp.Rank), sp.Swarm, sp.Role, string(sp.Desired),
 		sp.Spec.Image, sp.Spec.CPU, sp.Spec.Memory, sp.Spec.Storage,
 		sp.Created, sp.Updated, sp.Restarts, failures, notBefore, sp.BreakerOpen, int64(sp.BridgeSeq),
-		int64(sp.Generation), sp.Health, sp.HealthReason}
+		int64(sp.Generation), sp.Health, sp.HealthReason, time.Duration(sp.Loop).Milliseconds(), loopDue}
 }
 
 func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
@@ -129,7 +139,7 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// error would abort the whole transaction, but ErrExists must leave it
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -150,7 +160,8 @@ func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
 	tag, err := t.tx.Exec(ctx, `UPDATE sporectl.spores SET colony = $2, rank = $3, swarm = $4, role = $5, desired = $6,
 		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
 		restarts = $13, failures = $14, not_before = $15, breaker_open = $16, bridge_seq = $17,
-		generation = $18, health = $19, health_reason = $20
+		generation = $18, health = $19, health_reason = $20,
+		loop_interval_ms = $21, loop_due = $22
 		WHERE id = $1`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("update spore "+sp.ID, err)

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Outbox", testOutbox},
 		{"Pending", testPending},
 		{"WishAndHealthBookkeeping", testBookkeeping},
+		{"SwarmLoop", testSwarmLoop},
 		{"RecoverySettings", testRecoverySettings},
 		{"Tokens", testTokens},
 		{"DeleteSpore", testDeleteSpore},
@@ -897,4 +898,53 @@ func testRecoverySettings(t *testing.T, s state.Store) {
 		require.True(t, strings.HasPrefix(inv.Field, "recovery."), "%s: field %q", name, inv.Field)
 	}
 	require.Equal(t, good, get(), "refused settings changed nothing")
+}
+
+// testSwarmLoop: a spore's Loop interval and LoopDue are stored exactly
+// (LoopDue at the store's precision), cleared back to zero, and an
+// interval out of bounds is refused with nothing written.
+func testSwarmLoop(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	sp := Spore("one")
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, sp) }))
+	get := func() state.Spore {
+		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
+	}
+	got := get()
+	require.Zero(t, got.Loop)
+	require.True(t, got.LoopDue.IsZero())
+
+	due := time.Date(2026, 11, 1, 12, 30, 0, 123456789, time.UTC)
+	update := func(fn func(*state.Spore)) error {
+		return s.Update(ctx, func(tx state.Tx) error {
+			cur, err := tx.Spore(ctx, "one")
+			if err != nil {
+				return err
+			}
+			fn(&cur)
+			return tx.UpdateSpore(ctx, cur)
+		})
+	}
+	require.NoError(t, update(func(sp *state.Spore) { sp.Loop, sp.LoopDue = state.Duration(90*time.Minute), due }))
+	got = get()
+	require.Equal(t, state.Duration(90*time.Minute), got.Loop)
+	require.True(t, got.LoopDue.Equal(state.Stamp(due)), "%s", got.LoopDue)
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Equal(t, state.Duration(90*time.Minute), spores[0].Loop)
+
+	require.NoError(t, update(func(sp *state.Spore) { sp.Loop, sp.LoopDue = 0, time.Time{} }))
+	got = get()
+	require.Zero(t, got.Loop)
+	require.True(t, got.LoopDue.IsZero())
+
+	for name, loop := range map[string]state.Duration{
+		"under a minute": state.Duration(59 * time.Second),
+		"over a day":     state.MaxLoop + 1,
+		"negative":       -state.MinLoop,
+	} {
+		err := update(func(sp *state.Spore) { sp.Loop = loop })
+		var inv *state.InvalidError
+		require.ErrorAs(t, err, &inv, name)
+		require.Zero(t, get().Loop, name)
+	}
 }
