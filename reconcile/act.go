@@ -19,6 +19,10 @@ import (
 // limits; locally each is a fork and a few small files.
 const startWorkers = 32
 
+// errWishChanged: a newer wish arrived between the snapshot and the act,
+// so the start or stop planned on the old one was not made.
+var errWishChanged = errors.New("the desired state changed since the pass looked; the next pass acts on the new one")
+
 // NewCredentials returns fresh credentials for a start and the hash of
 // the API token, the only form the store keeps.
 func NewCredentials() (Credentials, state.TokenHash, error) {
@@ -70,7 +74,20 @@ func (ps *Pass) act(ctx context.Context, rt Runtime, plans []*SporePlan, obs obs
 			p.StartErr = err
 		}
 	})
-	run(stops, func(p *SporePlan) { p.StopErr = rt.Stop(ctx, p.Spore.ID) })
+	run(stops, func(p *SporePlan) {
+		// Woken since the snapshot: the newer wish wins, nothing is ended.
+		if err := ps.Store.View(ctx, func(tx state.Tx) error {
+			sp, err := tx.Spore(ctx, p.Spore.ID)
+			if err == nil && sp.Desired == state.Running && p.Verdict.Code == ReasonRunsWhileAsleep {
+				return errWishChanged
+			}
+			return err
+		}); err != nil {
+			p.StopErr = err
+			return
+		}
+		p.StopErr = rt.Stop(ctx, p.Spore.ID)
+	})
 
 	var deliver []*SporePlan
 	for _, p := range plans {
@@ -139,7 +156,11 @@ func (ps *Pass) issue(ctx context.Context, starts []*SporePlan) (map[string]*iss
 		id := p.Spore.ID
 		out[id] = &issued{creds: c, hash: h, exists: func(ctx context.Context) error {
 			return ps.Store.View(ctx, func(tx state.Tx) error {
-				_, err := tx.Spore(ctx, id)
+				sp, err := tx.Spore(ctx, id)
+				if err == nil && sp.Desired != state.Running {
+					// Put to sleep since the snapshot: the newer wish wins.
+					return errWishChanged
+				}
 				return err
 			})
 		}}

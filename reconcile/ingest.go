@@ -162,5 +162,7 @@ func lastLines(ctx context.Context, st state.Store, spores []state.Spore, obs ob
 	return out, err
 }
 
-// lookBack is how many events from the end lastLines reads.
-const lookBack = 64
+// lookBack is how many events from the end lastLines reads. A spore whose
+// last agent line is further back than this (many prompts and lifecycle
+// events since) is ingested without the identity check; docs/recovery.md.
+const lookBack = 256

@@ -126,8 +126,9 @@ func bridgeProblem(err error) Reason {
 	return ReasonBridgeNotAnswer
 }
 
-// forEach runs fn for every id on at most workers goroutines. Ids not
-// started when ctx ends are skipped; fn must honour ctx itself.
+// forEach runs fn for every id on at most workers goroutines; fn must
+// honour ctx itself (once it has ended, each remaining call returns at
+// once).
 func forEach(ctx context.Context, ids []string, workers int, fn func(id string)) {
 	if len(ids) == 0 {
 		return

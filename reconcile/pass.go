@@ -100,6 +100,10 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 		}
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted, not a runtime that could not be observed.
+			return nil, ctx.Err()
+		}
 		out.ObserveErr = err
 		obs = observation{spores: map[string]Observed{}}
 		for _, id := range snap.IDs() {
@@ -142,7 +146,10 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 		p.Ingest = got[p.Spore.ID]
 	}
 	out.Plans = plans
-	if opt.DryRun {
+	if opt.DryRun || out.ObserveErr != nil {
+		// A dry run writes nothing; nor does a pass that could observe
+		// nothing: "Suspect, observation failed" is no fact about a spore
+		// to record (it would make the next start count as a crash).
 		out.Result = result(snap, plans, nil)
 		out.Orphans = orphansOf(opt, obs)
 		return out, nil

@@ -351,17 +351,36 @@ func TestPassNewerWishIsNotOverwritten(t *testing.T) {
 		e.rt.Kill("a", "Exited")
 		return wishChanger{Runtime: e.rt, do: func() { e.setDesired("a", state.Paused) }}, nil
 	}
-	_, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
+	starts := e.rt.Calls("Start")
+	out, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
 	require.NoError(t, err)
+	require.True(t, out.Plans[0].Start, "the pass planned a respawn on the old wish")
+	require.Equal(t, starts+1, e.rt.Calls("Start"), "Start is called: it asks the store under its lock, and starts nothing")
+	fleet, err := e.rt.Observe(context.Background())
+	require.NoError(t, err)
+	require.NotEqual(t, reconcile.PodRunning, fleet.Spores["a"].State, "a spore put to sleep meanwhile was started anyway")
 	sp := e.spore("a")
 	require.Equal(t, state.Paused, sp.Desired, "the newer wish survives the pass")
-	// The pass restarted it before the wish arrived; the next one, level
-	// based, sees it run while asleep and ends it.
-	out := e.heal()
-	require.True(t, out.Plans[0].Stop)
+	require.Zero(t, sp.Restarts, "a respawn that was not made was counted")
 	out = e.heal()
 	require.Equal(t, reconcile.Paused, health(out, "a").Effective)
-	require.Equal(t, "Paused", e.spore("a").Health)
+	require.False(t, out.Plans[0].Stop)
+}
+
+// A pass that plans to stop a spore running while asleep does not stop it
+// if a person woke it meanwhile.
+func TestPassWakeRacingAStopKeepsItRunning(t *testing.T) {
+	e := newEnv(t, "a")
+	e.rt.Set(reconcile.PodObservation{ID: "a", State: reconcile.PodRunning, Ready: true})
+	ps := e.pass()
+	ps.Runtime = func(ctx context.Context, s state.Settings) (reconcile.Runtime, error) {
+		return wishChanger{Runtime: e.rt, do: func() { e.setDesired("a", state.Running) }}, nil
+	}
+	out, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
+	require.NoError(t, err)
+	require.True(t, out.Plans[0].Stop, "the pass planned a stop on the old wish")
+	require.Zero(t, e.rt.Calls("Stop"), "a spore woken meanwhile was stopped")
+	require.NotContains(t, actions(e.events("a")), "stop")
 }
 
 // wishChanger changes the store's wish right after the runtime is observed.
@@ -566,4 +585,66 @@ func TestPassReadOnlyBetweenWakeAndStartCountsNoCrash(t *testing.T) {
 	require.False(t, out.Plans[0].Crash, "a first start counted as a crash")
 	require.Zero(t, e.spore("a").Restarts)
 	require.Empty(t, e.spore("a").Failures)
+}
+
+func TestPassFailedObservationRecordsNothing(t *testing.T) {
+	e := newEnv(t, "a")
+	e.setDesired("a", state.Running)
+	e.rt.ObserveErr = fmt.Errorf("api server blip")
+	before := e.st.updates.Load()
+	out := e.heal()
+	require.Error(t, out.ObserveErr)
+	require.Equal(t, before, e.st.updates.Load(), "a pass that observed nothing wrote something")
+	e.rt.ObserveErr = nil
+	out = e.heal()
+	require.True(t, out.Plans[0].Start)
+	require.False(t, out.Plans[0].Crash, "a blip made the first start a crash")
+}
+
+func TestPassInterruptedObservationIsInterrupted(t *testing.T) {
+	e := newEnv(t, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	e.rt.ObserveErr = ctx.Err()
+	_, err := e.pass().Run(ctx, reconcile.Options{})
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+func TestPassResetRacingAPassIsKept(t *testing.T) {
+	e := newEnv(t, "a")
+	ctx := context.Background()
+	// Four crashes in the window, dead again: this pass would open the
+	// breaker — but a person resets the spore while it runs.
+	require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, "a")
+		if err != nil {
+			return err
+		}
+		sp.Desired, sp.Health = state.Running, "Dead"
+		for i := 1; i <= 4; i++ {
+			sp.Failures = append(sp.Failures, e.now.Add(-time.Duration(i)*time.Minute))
+		}
+		return tx.UpdateSpore(ctx, sp)
+	}))
+	reset := func() {
+		require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error {
+			sp, err := tx.Spore(ctx, "a")
+			if err != nil {
+				return err
+			}
+			sp.BreakerOpen, sp.Failures, sp.Health, sp.HealthReason = false, nil, "", ""
+			sp.Generation++
+			return tx.UpdateSpore(ctx, sp)
+		}))
+	}
+	ps := e.pass()
+	ps.Runtime = func(context.Context, state.Settings) (reconcile.Runtime, error) {
+		return wishChanger{Runtime: e.rt, do: reset}, nil
+	}
+	out, err := ps.Run(ctx, reconcile.Options{Heal: true})
+	require.NoError(t, err)
+	require.True(t, out.Plans[0].OpenBreaker, "the pass planned on the old record")
+	sp := e.spore("a")
+	require.False(t, sp.BreakerOpen, "the reset was undone by a pass that counted on the old record")
+	require.Empty(t, sp.Failures)
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -85,7 +86,7 @@ func Plan(in PlanInput) []*SporePlan {
 			in.Now.Sub(slices.MaxFunc(sp.Failures, time.Time.Compare)) >= time.Duration(in.Policy.HealthyAfter) {
 			p.ClearFailures = true
 		}
-		if in.Deliver && !p.Start && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
+		if in.Deliver && !p.Start && !p.Stop && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
 			p.Deliver = in.Pending[sp.ID]
 		}
 	}
@@ -178,9 +179,21 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		}
 	}
 	v := p.Verdict
-	if fresh.Generation != p.Spore.Generation || fresh.BreakerOpen != p.Spore.BreakerOpen {
-		// A newer wish: judge again what was observed against it.
-		v = Health(fresh.Desired, p.Observed, fresh.BreakerOpen)
+	// A newer wish (wake, sleep, reset…) arrived after the snapshot: judge
+	// again what was observed against it, and write over it only facts of
+	// this pass (a start it made), never bookkeeping worked out from the
+	// record it replaced.
+	stale := fresh.Generation != p.Spore.Generation || fresh.BreakerOpen != p.Spore.BreakerOpen
+	failures := p.Failures
+	if stale {
+		o := p.Observed
+		if p.Ingest != nil && fresh.BridgeSeq != p.Ingest.base {
+			// A reset accepted a new log: what this pass found wrong with
+			// the old numbering no longer holds.
+			o.Ingest = ""
+		}
+		v = Health(fresh.Desired, o, fresh.BreakerOpen)
+		failures = append(slices.Clone(fresh.Failures), now)
 	}
 	reason := v.Code
 	health := string(v.Effective)
@@ -190,12 +203,18 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		reason, text = ReasonNotStarted, "not started yet"
 	}
 	switch {
+	case p.OpenBreaker && stale:
+		// Counted on a record a person has since changed (a reset): the
+		// next pass counts again on the new one.
 	case p.OpenBreaker && !sp.BreakerOpen:
 		sp.BreakerOpen, sp.Failures = true, p.Failures
 		health, reason = string(Error), ReasonBreakerOpen
 		text = "circuit breaker open"
 		ev(state.KindBreaker, "opened", fmt.Sprintf("%d crashes in %s (last: %s); no more respawns until `sporectl reset %s`",
 			len(p.Failures), p.windowOf(), v.Text, sp.ID))
+	case errors.Is(p.StartErr, errWishChanged), errors.Is(p.StopErr, errWishChanged):
+		// Not made: a newer wish came first. Nothing of it to record.
+		return sp, evs
 	case p.Start && p.StartErr == nil && p.issued != nil && !p.issued.used.Load():
 		// The runtime found it running: a racing command started it and
 		// records that start itself.
@@ -203,9 +222,9 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 	case p.Start && p.StartErr == nil:
 		if p.Crash {
 			sp.Restarts++
-			sp.Failures, sp.NotBefore = p.Failures, p.NotBefore
+			sp.Failures, sp.NotBefore = failures, p.NotBefore
 			ev(state.KindLifecycle, "restart", fmt.Sprintf("restart %d after %s (%d crash(es) in the window; next respawn not before %s)",
-				sp.Restarts, v.Text, len(p.Failures), p.NotBefore.UTC().Format(time.RFC3339)))
+				sp.Restarts, v.Text, len(failures), p.NotBefore.UTC().Format(time.RFC3339)))
 		} else {
 			ev(state.KindLifecycle, "start", "started on its home")
 		}
@@ -213,13 +232,18 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 	case p.Start:
 		// The runtime refused: it stays Dead, and the next start counts.
 		if p.Crash {
-			sp.Failures, sp.NotBefore = p.Failures, p.NotBefore
+			sp.Failures, sp.NotBefore = failures, p.NotBefore
 		}
-		health, reason = string(Dead), "StartFailed"
+		health, reason = string(Dead), ReasonStartFailed
 		ev(state.KindLifecycle, "start-failed", "the runtime could not start it: "+p.StartErr.Error())
 	case p.Stop && p.StopErr == nil:
-		ev(state.KindLifecycle, "stop", fmt.Sprintf("ended its processes (%s)", v.Text))
+		ev(state.KindLifecycle, "stop", fmt.Sprintf("ended its processes (%s)", p.Verdict.Text))
 		health, reason = string(Health(fresh.Desired, Observed{Pod: PodAbsent}, false).Effective), ""
+		if Effective(health) == Dead {
+			// Woken while this pass stopped it: its next start is a first
+			// one, not a respawn after a crash.
+			reason = ReasonNotStarted
+		}
 	}
 	if p.ClearFailures && len(sp.Failures) > 0 && !sp.BreakerOpen {
 		sp.Failures, sp.NotBefore = nil, time.Time{}

@@ -20,7 +20,8 @@ const (
 // Reasons the plan derives.
 const (
 	ReasonNothingRunning Reason = "NothingRunning"
-	ReasonNotStarted     Reason = "NotStarted" // recorded only: desired Running, never started since
+	ReasonNotStarted     Reason = "NotStarted"  // recorded only: desired Running, never started since
+	ReasonStartFailed    Reason = "StartFailed" // recorded only: the runtime refused the start
 
 	ReasonFailed          Reason = "Failed"
 	ReasonPending         Reason = "Pending"
@@ -31,7 +32,6 @@ const (
 	ReasonAgentBackoff    Reason = "AgentBackoff"
 	ReasonAgentBlocked    Reason = "AgentBlocked"
 	ReasonBreakerOpen     Reason = "BreakerOpen"
-	ReasonBackingOff      Reason = "BackingOff" // dead, and its next respawn is not due yet
-	ReasonIngestGap       Reason = "IngestGap"  // the bridge's numbers skip, repeat or go back
+	ReasonIngestGap       Reason = "IngestGap" // the bridge's numbers skip, repeat or go back
 	ReasonBridgeLogLost   Reason = "BridgeLogLost"
 )

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -74,12 +75,15 @@ func (o *chatOptions) run(ctx context.Context) error {
 		if !o.Follow {
 			return nil
 		}
-		// Wait for the bridge's next line (or a while, when it is down or
-		// restarting), then ingest it through the pass.
-		if err := ps.Wait(ctx, o.ID, 30*time.Second); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		// Wait for the bridge's next line, then ingest it through the pass.
+		// When the bridge is down or restarting — or has lines the pass
+		// will not take (IngestGap, BridgeLogLost), so the wait returns at
+		// once — wait a while instead of spinning.
+		waitErr := ps.Wait(ctx, o.ID, 30*time.Second)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if waitErr != nil || (len(out.Spores) == 1 && out.Spores[0].Code == reconcile.ReasonIngestGap || len(out.Spores) == 1 && out.Spores[0].Code == reconcile.ReasonBridgeLogLost) {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -108,16 +112,50 @@ func (o *chatOptions) print(ctx context.Context, st state.Store, after uint64) (
 		if len(evs) == 0 {
 			return after, nil
 		}
-		if o.f.Global.Output == "json" || o.f.Global.Output == "yaml" {
-			if err := o.f.Print(eventList{Spore: o.ID, LastSeq: evs[len(evs)-1].Seq, Events: evs}); err != nil {
+		structured := o.f.Global.Output == "json" || o.f.Global.Output == "yaml"
+		switch {
+		case structured && !o.Follow:
+			// One document with every event, however many pages.
+			return o.printDoc(ctx, st, evs)
+		case structured:
+			// A stream has no end: one compact JSON document per event and
+			// line (JSON lines).
+			for _, e := range evs {
+				b, err := json.Marshal(e)
+				if err != nil {
+					return after, err
+				}
+				if _, err := o.f.IO.Out.Write(append(escapeJSON(b), '\n')); err != nil {
+					return after, err
+				}
+			}
+		default:
+			if err := transcript.WriteText(o.f.IO.Out, evs, transcript.TextOptions{}); err != nil {
 				return after, err
 			}
-		} else if err := transcript.WriteText(o.f.IO.Out, evs, transcript.TextOptions{}); err != nil {
-			return after, err
 		}
 		after = evs[len(evs)-1].Seq
 		if len(evs) < chatPage {
 			return after, nil
 		}
 	}
+}
+
+// printDoc prints every event from evs (the first page read) on as one
+// -o json|yaml document, and returns the last seq printed.
+func (o *chatOptions) printDoc(ctx context.Context, st state.Store, evs []state.Event) (uint64, error) {
+	all := evs
+	for len(evs) == chatPage {
+		err := st.View(ctx, func(tx state.Tx) error {
+			var err error
+			evs, err = tx.Events(ctx, o.ID, all[len(all)-1].Seq, chatPage)
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+		all = append(all, evs...)
+	}
+	last := all[len(all)-1].Seq
+	return last, o.f.Print(eventList{Spore: o.ID, LastSeq: last, Events: all})
 }

@@ -435,3 +435,19 @@ func TestArchIsAlwaysOn(t *testing.T) {
 	require.Contains(t, c.ok("events", "arch"), "the [arch] mycologist is always on")
 	c.ok("reconcile")
 }
+
+func TestChatJSONIsOneDocumentWhateverItsLength(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake")
+	c.ok("reconcile")
+	lines := make([]string, chatPage+10)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"type":"x","n":%d}`, i)
+	}
+	c.rt.BridgeOf("a").Write(lines...)
+	out := c.ok("chat", "a", "-o", "json")
+	var doc eventList
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), "chat -o json over more than a page is not one JSON document")
+	require.Greater(t, len(doc.Events), chatPage)
+	require.Equal(t, doc.LastSeq, doc.Events[len(doc.Events)-1].Seq)
+}
