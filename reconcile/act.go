@@ -78,7 +78,7 @@ func (ps *Pass) act(ctx context.Context, rt Runtime, plans []*SporePlan, obs obs
 		// Woken since the snapshot: the newer wish wins, nothing is ended.
 		if err := ps.Store.View(ctx, func(tx state.Tx) error {
 			sp, err := tx.Spore(ctx, p.Spore.ID)
-			if err == nil && sp.Desired == state.Running && p.Verdict.Code == ReasonRunsWhileAsleep {
+			if err == nil && sp.Desired == state.Running && p.Spore.Desired != state.Running {
 				return errWishChanged
 			}
 			return err

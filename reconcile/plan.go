@@ -95,7 +95,12 @@ func Plan(in PlanInput) []*SporePlan {
 
 func heal(p *SporePlan, in PlanInput) {
 	sp := p.Spore
+	asleepButRuns := sp.Desired != state.Running && (p.Observed.Pod == PodRunning || p.Observed.Pod == PodPending)
 	switch {
+	case sp.BreakerOpen && asleepButRuns:
+		// Error shows above all, but a spore put to sleep is still ended:
+		// the breaker holds back starts, never a stop.
+		p.Stop = true
 	case p.Verdict.Effective == Dead:
 		if !wasAlive(sp.Health, sp.HealthReason) {
 			// Woken, created awake, or after reset: a first start.

@@ -55,6 +55,7 @@ func TestPlanTable(t *testing.T) {
 		{"fifth crash in the window opens the breaker", running("Dead", func(s *state.Spore) {
 			s.Failures = []time.Time{t0.Add(-4 * time.Minute), t0.Add(-3 * time.Minute), t0.Add(-2 * time.Minute), t0.Add(-time.Minute)}
 		}), dead, false, func(p *SporePlan) bool { return !p.Start && p.OpenBreaker }},
+		{"breaker open, put to sleep while it runs: stop it", state.Spore{ID: "a", Desired: state.Paused, BreakerOpen: true, Health: "Error"}, alive, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
 		{"breaker open: nothing", running("Error", func(s *state.Spore) { s.BreakerOpen = true }), dead, false, func(p *SporePlan) bool { return !p.Start && !p.OpenBreaker }},
 		{"runs while asleep: stop", state.Spore{ID: "a", Desired: state.Paused}, alive, false, func(p *SporePlan) bool { return p.Stop }},
 		{"two trees: stop them", running("Healthy", nil), Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 2}, false, func(p *SporePlan) bool { return p.Stop }},
