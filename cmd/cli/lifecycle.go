@@ -95,7 +95,7 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: p.StartErr})
 		case p.StopErr != nil:
 			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: p.StopErr})
-		case p.Verdict.Effective == reconcile.Error:
+		case o.desired == state.Running && p.Verdict.Effective == reconcile.Error:
 			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: desired %s is recorded, but its circuit breaker is open; run 'sporectl reset %s'", o.verb, id, o.desired, id)})
 		case o.desired == state.Running && !p.Due.IsZero() && !p.Start:
 			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: backing off until %s", o.verb, id, p.Due.Format(time.RFC3339))})

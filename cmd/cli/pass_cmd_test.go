@@ -451,3 +451,18 @@ func TestChatJSONIsOneDocumentWhateverItsLength(t *testing.T) {
 	require.Greater(t, len(doc.Events), chatPage)
 	require.Equal(t, doc.LastSeq, doc.Events[len(doc.Events)-1].Seq)
 }
+
+func TestSleepEndsASporeWhoseBreakerIsOpen(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("init", "--breaker-failures", "1")
+	c.ok("create", "a", "--wake")
+	c.ok("reconcile")
+	c.rt.Kill("a", "OOMKilled")
+	require.Equal(t, ExitUnhealthy, c.run("", "reconcile").code) // opens the breaker
+	c.rt.Set(reconcile.PodObservation{ID: "a", State: reconcile.PodRunning, Ready: true}) // something runs again
+	c.ok("sleep", "a")
+	fleet, err := c.rt.Observe(context.Background())
+	require.NoError(t, err)
+	_, runs := fleet.Spores["a"]
+	require.False(t, runs, "sleep left a spore with an open breaker running")
+}
