@@ -23,3 +23,4 @@ run() { # run NAME SCRIPT
 run SPORECTL_PG_BIN postgres.sh
 run SPORECTL_CLAUDE_BIN claude-code.sh
 run SPORECTL_KUBE_BIN_DIR kube-tools.sh
+run SPORECTL_CHROMIUM chromium.sh

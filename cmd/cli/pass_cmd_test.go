@@ -458,7 +458,7 @@ func TestSleepEndsASporeWhoseBreakerIsOpen(t *testing.T) {
 	c.ok("create", "a", "--wake")
 	c.ok("reconcile")
 	c.rt.Kill("a", "OOMKilled")
-	require.Equal(t, ExitUnhealthy, c.run("", "reconcile").code) // opens the breaker
+	require.Equal(t, ExitUnhealthy, c.run("", "reconcile").code)                          // opens the breaker
 	c.rt.Set(reconcile.PodObservation{ID: "a", State: reconcile.PodRunning, Ready: true}) // something runs again
 	c.ok("sleep", "a")
 	fleet, err := c.rt.Observe(context.Background())
