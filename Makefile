@@ -14,7 +14,7 @@ LDFLAGS  := -X github.com/sporectl/sporectl/cmd/cli.version=$(VERSION)
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 5
 
-.PHONY: build test test-short bench fuzz fmt vet demo deps
+.PHONY: build test test-short bench fuzz fmt vet demo deps screenshots
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sporectl
@@ -56,3 +56,9 @@ vet:
 # local runtime, in a temporary directory.
 demo: build
 	@bash .ci/demo.sh $(BIN)
+
+# screenshots regenerates docs/screenshots/ui/*.png (the README's pictures
+# of the page) with the browser test, in headless Chromium.
+screenshots:
+	@set -e; deps="$$(bash .ci/deps.sh)"; eval "$$deps"; \
+	SPORECTL_ARTIFACTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run TestPageInABrowser ./mycelia/ui/
