@@ -20,6 +20,9 @@ type procStat struct {
 	Session   int
 	StartTime uint64
 	State     byte
+	// UTime and STime are the CPU time it used in user and kernel mode,
+	// in clock ticks (clockTicks a second).
+	UTime, STime uint64
 }
 
 // readProcStat parses /proc/PID/stat. The command name may contain spaces
@@ -43,7 +46,10 @@ func readProcStat(pid int) (procStat, error) {
 	if err1 != nil || err2 != nil {
 		return procStat{}, fmt.Errorf("unexpected /proc/%d/stat", pid)
 	}
-	return procStat{PID: pid, Session: sid, StartTime: start, State: f[0][0]}, nil
+	// utime(14) stime(15); unparsable ones count as 0.
+	utime, _ := strconv.ParseUint(f[11], 10, 64)
+	stime, _ := strconv.ParseUint(f[12], 10, 64)
+	return procStat{PID: pid, Session: sid, StartTime: start, State: f[0][0], UTime: utime, STime: stime}, nil
 }
 
 // bootID changes at every boot, so a run file from before a reboot is
@@ -237,4 +243,22 @@ func age(st procStat) (time.Duration, bool) {
 	}
 	started := time.Duration(st.StartTime) * time.Second / clockTicks
 	return time.Duration(up*float64(time.Second)) - started, true
+}
+
+// residentBytes is pid's resident set from /proc/PID/statm (its second
+// field, in pages); false when that cannot be read.
+func residentBytes(pid int) (int64, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "statm"))
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * int64(os.Getpagesize()), true
 }

@@ -196,6 +196,27 @@ func (c *Client) Spore(ctx context.Context, id string, turns int) (SporeTurns, e
 	return r, err
 }
 
+// Hosts lists sporectl's own pods or processes ([arch] only).
+func (c *Client) Hosts(ctx context.Context) (HostList, error) {
+	var r HostList
+	err := c.do(ctx, http.MethodGet, "/api/mycologist/hosts", nil, nil, &r)
+	return r, err
+}
+
+// HostLogs reads the last tail lines (0: the server's default) of the
+// runtime log of host name (a host's name or its spore id). The name is
+// one path segment: it holds no '/'.
+func (c *Client) HostLogs(ctx context.Context, name string, tail int) (HostLogs, error) {
+	var q url.Values
+	if tail > 0 {
+		q = url.Values{"tail": {strconv.Itoa(tail)}}
+	}
+	var r HostLogs
+	// do sets the URL's (unescaped) Path; it escapes the name itself.
+	err := c.do(ctx, http.MethodGet, "/api/mycologist/hosts/"+name+"/logs", q, nil, &r)
+	return r, err
+}
+
 // SwarmTell sends a message to the teammate with role.
 func (c *Client) SwarmTell(ctx context.Context, role, text string) (SendResponse, error) {
 	var r SendResponse

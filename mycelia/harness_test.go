@@ -65,6 +65,44 @@ type harness struct {
 	tokens map[string]string
 	// compacts counts Compact calls per spore.
 	compacts sync.Map
+	// noHosts makes the runtime one without hosts (HostRuntime).
+	noHosts atomic.Bool
+}
+
+func (h *harness) runtime() reconcile.Runtime {
+	if h.noHosts.Load() {
+		return h.rt
+	}
+	return hostsRuntime{h.rt}
+}
+
+// hostsRuntime adds HostRuntime to the fake runtime: a host "bridge of
+// ID" per spore it observes, whose log is three lines naming it.
+type hostsRuntime struct{ *reconciletest.Runtime }
+
+func (r hostsRuntime) Hosts(ctx context.Context) (HostList, error) {
+	obs, err := r.Observe(ctx)
+	if err != nil {
+		return HostList{}, err
+	}
+	l := HostList{Runtime: "fake", Metrics: "fake figures"}
+	mem, cpu := int64(1<<20), 0.5
+	for id, po := range obs.Spores {
+		l.Hosts = append(l.Hosts, Host{Name: "bridge of " + id, Spore: id, State: string(po.State), Restarts: po.Restarts, MemoryBytes: &mem, CPUSeconds: &cpu})
+	}
+	return l, nil
+}
+
+func (r hostsRuntime) HostLogs(ctx context.Context, name string, tail int) (string, error) {
+	id := strings.TrimPrefix(name, "bridge of ")
+	obs, err := r.Observe(ctx)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := obs.Spores[id]; !ok {
+		return "", state.ErrNotFound
+	}
+	return "one " + id + "\ntwo " + id + "\nthree " + id + "\n", nil
 }
 
 func newHarness(t *testing.T) *harness {
@@ -81,7 +119,7 @@ func newHarness(t *testing.T) *harness {
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pass := &reconcile.Pass{
 		Store:   h.st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return h.rt, nil },
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return h.runtime(), nil },
 		Dial:    h.dial,
 		Logger:  log,
 	}

@@ -363,6 +363,68 @@ var matrix = map[string]matrixRow{
 			state.RankArch:   denied(http.StatusForbidden),
 		},
 	},
+	"hosts": {
+		// The [arch] only; there is no target, so out of reach is the
+		// same request: it lists sporectl's hosts and nothing else.
+		request: func(string, bool) (string, any) { return "/api/mycologist/hosts", nil },
+		in: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  denied(http.StatusForbidden),
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch:   hostsListed("arch", "lab-a", "far-x"),
+		},
+		out: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  denied(http.StatusForbidden),
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch:   hostsListed(),
+		},
+	},
+	"host-logs": {
+		// Out of reach: a name that is not one of sporectl's hosts.
+		request: func(_ string, in bool) (string, any) {
+			if in {
+				return "/api/mycologist/hosts/bridge of far-x/logs?tail=2", nil
+			}
+			return "/api/mycologist/hosts/kube-apiserver/logs?tail=2", nil
+		},
+		in: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  denied(http.StatusForbidden),
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch: {status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
+				var l HostLogs
+				r.decode(t, &l)
+				require.Equal(t, HostLogs{Name: "bridge of far-x", Spore: "far-x", Tail: 2, Text: "two far-x\nthree far-x\n"}, l)
+			}},
+		},
+		out: map[state.Rank]cell{
+			state.RankSpore:  denied(http.StatusForbidden),
+			state.RankSwarm:  denied(http.StatusForbidden),
+			state.RankColony: denied(http.StatusForbidden),
+			state.RankArch: {status: http.StatusNotFound, check: func(t *testing.T, h *harness, r response) {
+				require.JSONEq(t, `{"error":"not found","code":"not_found"}`, string(r.body))
+			}},
+		},
+	},
+}
+
+// hostsListed checks a 200 list of hosts holding want's bridges, and
+// only spores' hosts.
+func hostsListed(want ...string) cell {
+	return cell{status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
+		var l HostList
+		r.decode(t, &l)
+		require.NotEmpty(t, l.Metrics)
+		var names []string
+		for _, x := range l.Hosts {
+			require.Equal(t, "bridge of "+x.Spore, x.Name)
+			names = append(names, x.Name)
+		}
+		for _, id := range want {
+			require.Contains(t, names, "bridge of "+id)
+		}
+	}}
 }
 
 // tellTarget is a spore below caller in its reach, or one outside it
@@ -485,7 +547,8 @@ func TestUnknownRoutes(t *testing.T) {
 		{"GET", "/"}, {"GET", "/api"}, {"GET", "/api/nope"}, {"POST", "/api/spores"}, {"DELETE", "/api/spores/lab-b"},
 		{"GET", "/spores/lab-b/prompt"}, {"POST", "/spores/lab-b/prompt/x"}, {"POST", "/spores//prompt"},
 		{"GET", "/api/spores/lab-b/extra"}, {"GET", "/healthz/"}, {"POST", "/api/mycologist/summons/"},
-		{"GET", "/ui/"}, {"GET", "/api/mycologist/hosts"},
+		{"GET", "/ui/"}, {"POST", "/api/mycologist/hosts"}, {"GET", "/api/mycologist/hosts/"},
+		{"GET", "/api/mycologist/hosts/arch"}, {"GET", "/api/mycologist/hosts//logs"}, {"GET", "/api/mycologist/hosts/arch/logs/x"},
 	} {
 		for _, caller := range []string{"", "arch"} {
 			r := h.do(caller, c.method, c.path, nil)

@@ -14,8 +14,8 @@ type route struct {
 	// name names the route in logs and in the matrix.
 	name   string
 	method string
-	// path is matched segment by segment; "{id}" matches one segment,
-	// handed to the handler as call.id.
+	// path is matched segment by segment; "{id}" (or "{name}") matches
+	// one segment, handed to the handler as call.id.
 	path string
 	// public routes need no token (only /healthz).
 	public bool
@@ -29,6 +29,7 @@ type route struct {
 var (
 	allRanks    = []state.Rank{state.RankSpore, state.RankSwarm, state.RankColony, state.RankArch}
 	mycologists = []state.Rank{state.RankSwarm, state.RankColony, state.RankArch}
+	archOnly    = []state.Rank{state.RankArch}
 )
 
 // routes is the API (docs/mycologists.md "Routes").
@@ -44,6 +45,8 @@ var routes = []route{
 	{name: "report", method: http.MethodPost, path: "/api/mycologist/report", ranks: allRanks, handle: (*Server).report},
 	{name: "swarm-loop", method: http.MethodPost, path: "/api/swarm/loop", ranks: []state.Rank{state.RankSwarm}, handle: (*Server).swarmLoop},
 	{name: "swarm-compact", method: http.MethodPost, path: "/api/swarm/compact", ranks: []state.Rank{state.RankSwarm}, handle: (*Server).swarmCompact},
+	{name: "hosts", method: http.MethodGet, path: "/api/mycologist/hosts", ranks: archOnly, handle: (*Server).hosts},
+	{name: "host-logs", method: http.MethodGet, path: "/api/mycologist/hosts/{name}/logs", ranks: archOnly, handle: (*Server).hostLogs},
 }
 
 // allows reports whether rank may call rt.
@@ -73,7 +76,7 @@ func match(method, path string) (*route, string) {
 		id, ok := "", true
 		for j, w := range want {
 			switch {
-			case w == "{id}" && segs[j] != "":
+			case (w == "{id}" || w == "{name}") && segs[j] != "":
 				id = segs[j]
 			case w != segs[j]:
 				ok = false

@@ -64,7 +64,7 @@ func newCmdMycologist(f *Factory) *cobra.Command {
 	co := &clientOptions{}
 	cmd := &cobra.Command{
 		Use:   "mycologist",
-		Short: "Talk to the mycologists from inside a spore: ask, spores, spore, tell, collisions, deploys, report",
+		Short: "Talk to the mycologists from inside a spore: ask, spores, spore, tell, collisions, deploys, report, hosts, host-logs",
 		Long: `Commands a spore runs inside its pod, as clients of sporectl serve. Rank and
 reach come from the store, never from the caller: a spore may only ask; a
 mycologist may also list, read and tell the spores below it in its reach.
@@ -75,7 +75,7 @@ mycologist may also list, read and tell the spores below it in its reach.
 	}
 	co.addFlags(cmd)
 	cmd.AddCommand(newCmdAsk(f, co, nil), newCmdMycoSpores(f, co), newCmdMycoSpore(f, co), newCmdTell(f, co, nil),
-		newCmdCollisions(f, co), newCmdDeploys(f, co), newCmdReport(f, co))
+		newCmdCollisions(f, co), newCmdDeploys(f, co), newCmdReport(f, co), newCmdHosts(f, co), newCmdHostLogs(f, co))
 	return cmd
 }
 
@@ -484,3 +484,142 @@ type sporeTurns struct{ mycelia.SporeTurns }
 
 func (t sporeTurns) Table(bool) ([]string, [][]string) { return nil, [][]string{{t.Text}} }
 func (t sporeTurns) Names() []string                   { return []string{"spore/" + t.ID} }
+
+func newCmdHosts(f *Factory, co *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "hosts",
+		Short: "[arch] only: sporectl's own pods (or local processes) with state, CPU, memory and restarts",
+		Long: `List sporectl's own pods (kube) or process trees (local): state, restarts, and
+CPU and memory when known. On kube, CPU is cores in use now and memory the
+working set, from the metrics API (metrics.k8s.io) when the cluster has one;
+otherwise the answer says it is absent. On the local runtime, CPU is the CPU
+time each tree used since it started (not a rate) and memory its resident set.
+Only the [arch] mycologist may call it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			l, err := c.Hosts(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if err := f.Print(hostList{HostList: l, now: f.Now()}); err != nil {
+				return err
+			}
+			if (f.Global.Output == "table" || f.Global.Output == "wide") && !f.Global.NoHeaders {
+				_, err = fmt.Fprintf(f.IO.Out, "# %s: %s\n", transcript.Sanitize(l.Runtime), transcript.Sanitize(l.Metrics))
+			}
+			return err
+		},
+	}
+}
+
+func newCmdHostLogs(f *Factory, co *clientOptions) *cobra.Command {
+	var tail int
+	cmd := &cobra.Command{
+		Use:   "host-logs [POD]",
+		Short: "[arch] only: the last lines of the runtime log of one of sporectl's pods (default: your own)",
+		Long: `Print the last --tail lines of the runtime log (not the conversation) of POD:
+a name from ` + "`mycologist hosts`" + ` (a pod's name on kube, "bridge of ID" locally) or
+a spore id. Without POD, your own. Only the [arch] mycologist may call it; a
+name that is not one of sporectl's is not found (exit 4).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usageErrorf("%s takes at most one pod name, got %d", cmd.CommandPath(), len(args))
+			}
+			if len(args) == 1 {
+				n := args[0]
+				if n == "" || len(n) > 253 || strings.ContainsAny(n, "/?#%") || !utf8.ValidString(n) || transcript.Sanitize(n) != n {
+					return usageErrorf("invalid pod name %q: a name from `mycologist hosts` or a spore id", transcript.Sanitize(n))
+				}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if tail < 1 || tail > mycelia.MaxHostTail {
+				return usageErrorf("invalid value %d for --tail: from 1 to %d", tail, mycelia.MaxHostTail)
+			}
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			name := f.Getenv(mycelia.EnvSpore)
+			if len(args) == 1 {
+				name = args[0]
+			}
+			r, err := c.HostLogs(cmd.Context(), name, tail)
+			if err != nil {
+				return err
+			}
+			if f.Global.Output == "table" || f.Global.Output == "wide" {
+				var b strings.Builder
+				if r.Cut {
+					b.WriteString("# (earlier lines cut)\n")
+				}
+				if r.Text != "" {
+					for _, l := range strings.Split(strings.TrimSuffix(r.Text, "\n"), "\n") {
+						b.WriteString(transcript.Sanitize(l))
+						b.WriteByte('\n')
+					}
+				}
+				_, err := io.WriteString(f.IO.Out, b.String())
+				return err
+			}
+			return f.Print(hostLogs{r})
+		},
+	}
+	cmd.Flags().IntVar(&tail, "tail", mycelia.DefaultHostTail, "how many of the last lines (at most "+strconv.Itoa(mycelia.MaxHostTail)+")")
+	return cmd
+}
+
+type hostList struct {
+	mycelia.HostList
+	now time.Time
+}
+
+func (l hostList) Table(bool) ([]string, [][]string) {
+	rows := make([][]string, 0, len(l.Hosts))
+	for _, h := range l.Hosts {
+		cpu, mem := "-", "-"
+		switch {
+		case h.CPUCores != nil:
+			cpu = strconv.FormatFloat(*h.CPUCores, 'f', 3, 64) + " cores"
+		case h.CPUSeconds != nil:
+			cpu = strconv.FormatFloat(*h.CPUSeconds, 'f', 2, 64) + "s used"
+		}
+		if h.MemoryBytes != nil {
+			mem = bytesIEC(*h.MemoryBytes)
+		}
+		rows = append(rows, []string{h.Name, orDash(h.Spore), h.State, cpu, mem, strconv.Itoa(h.Restarts), age(l.now, h.Started)})
+	}
+	return []string{"NAME", "SPORE", "STATE", "CPU", "MEMORY", "RESTARTS", "AGE"}, rows
+}
+
+func (l hostList) Names() []string {
+	out := make([]string, len(l.Hosts))
+	for i, h := range l.Hosts {
+		out[i] = "host/" + h.Name
+	}
+	return out
+}
+
+type hostLogs struct{ mycelia.HostLogs }
+
+func (h hostLogs) Table(bool) ([]string, [][]string) { return nil, [][]string{{h.Text}} }
+func (h hostLogs) Names() []string                   { return []string{"host/" + h.Name} }
+
+// bytesIEC is n bytes in binary units, as kubectl top shows memory.
+func bytesIEC(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + "B"
+	}
+	v, i := float64(n)/unit, 0
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + []string{"Ki", "Mi", "Gi", "Ti", "Pi"}[i]
+}

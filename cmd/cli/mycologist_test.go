@@ -60,7 +60,7 @@ func newAPIColony(t *testing.T) *apiColony {
 	}
 	srv := &mycelia.Server{Store: st, Pass: &reconcile.Pass{
 		Store:   st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return c.rt, nil },
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return hostsRuntime{c.rt}, nil },
 		Dial:    dial,
 	}}
 	ts := httptest.NewServer(srv)
