@@ -56,36 +56,46 @@ func NewMessageID() string {
 func Send(ctx context.Context, st state.Store, m Message, now time.Time) (state.OutboxEntry, error) {
 	now = now.UTC()
 	entry := state.OutboxEntry{ID: NewMessageID(), Spore: m.To, From: m.From, Text: m.Text, At: now, Wake: m.Wake}
-	kind := m.Kind
-	if kind == "" {
-		kind = state.KindPrompt
-	}
 	err := st.Update(ctx, func(tx state.Tx) error {
 		sp, err := tx.Spore(ctx, m.To)
 		if err != nil {
 			return err
 		}
-		var evs []state.Event
-		if sp.Desired != state.Running {
-			if !m.Wake {
-				return &AsleepError{ID: m.To, Desired: sp.Desired}
-			}
-			prev := sp.Desired
-			sp.Desired, sp.Updated = state.Running, now
-			sp.Generation++
-			if err := tx.UpdateSpore(ctx, sp); err != nil {
-				return err
-			}
-			evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", At: now, Text: fmt.Sprintf("desired %s → Running, to deliver %s", prev, entry.ID)})
-		}
-		evs = append(evs, state.Event{Kind: kind, From: m.From, At: now, Text: m.Text})
-		if _, err := tx.Append(ctx, m.To, evs); err != nil {
-			return err
-		}
-		_, err = tx.Enqueue(ctx, entry)
+		_, err = record(ctx, tx, sp, m, entry, "", now)
 		return err
 	})
 	return entry, err
+}
+
+// record writes a message inside tx, for Send and SendOnce: a wake (desired
+// Running, a new generation, an event) when the target sleeps and m.Wake
+// allows it, else *AsleepError; the message event (its Action the given
+// one); the outbox entry. It reports whether it woke the target.
+func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry state.OutboxEntry, action string, now time.Time) (woke bool, err error) {
+	kind := m.Kind
+	if kind == "" {
+		kind = state.KindPrompt
+	}
+	var evs []state.Event
+	if sp.Desired != state.Running {
+		if !m.Wake {
+			return false, &AsleepError{ID: m.To, Desired: sp.Desired}
+		}
+		prev := sp.Desired
+		sp.Desired, sp.Updated = state.Running, now
+		sp.Generation++
+		if err := tx.UpdateSpore(ctx, sp); err != nil {
+			return false, err
+		}
+		evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", At: now, Text: fmt.Sprintf("desired %s → Running, to deliver %s", prev, entry.ID)})
+		woke = true
+	}
+	evs = append(evs, state.Event{Kind: kind, Action: action, From: m.From, At: now, Text: m.Text})
+	if _, err := tx.Append(ctx, m.To, evs); err != nil {
+		return false, err
+	}
+	_, err = tx.Enqueue(ctx, entry)
+	return woke, err
 }
 
 // DeliveryResult says what became of one entry after Deliver.

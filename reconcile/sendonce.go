@@ -58,33 +58,18 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 			out = Sent{Entry: e, Duplicate: true}
 			return nil
 		}
-		var evs []state.Event
 		if sp.Desired == state.Stopped && o.KeepStopped {
 			return &StoppedError{ID: m.To}
 		}
-		if sp.Desired != state.Running {
-			if !m.Wake {
-				return &AsleepError{ID: m.To, Desired: sp.Desired}
-			}
-			prev := sp.Desired
-			sp.Desired, sp.Updated = state.Running, now
-			sp.Generation++
-			if err := tx.UpdateSpore(ctx, sp); err != nil {
-				return err
-			}
-			evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", At: now, Text: fmt.Sprintf("desired %s → Running, to deliver %s", prev, entry.ID)})
-			out.Woke = true
+		if sp.Desired != state.Running && !m.Wake {
+			return &AsleepError{ID: m.To, Desired: sp.Desired}
 		}
 		if o.Sender != "" {
 			if err := sent(ctx, tx, o, m.To, now); err != nil {
 				return err
 			}
 		}
-		evs = append(evs, state.Event{Kind: kind, Action: entryID, From: m.From, At: now, Text: m.Text})
-		if _, err := tx.Append(ctx, m.To, evs); err != nil {
-			return err
-		}
-		if _, err := tx.Enqueue(ctx, entry); err != nil {
+		if out.Woke, err = record(ctx, tx, sp, m, entry, entryID, now); err != nil {
 			return err
 		}
 		out.Entry, out.Pending = entry, true
