@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -103,9 +102,6 @@ func (o *chatOptions) print(ctx context.Context, st state.Store, after uint64) (
 			evs, err = tx.Events(ctx, o.ID, after, chatPage)
 			return err
 		})
-		if errors.Is(err, state.ErrNotFound) && o.Follow && after > 0 {
-			return after, err
-		}
 		if err != nil {
 			return after, err
 		}

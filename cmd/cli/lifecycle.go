@@ -97,8 +97,6 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: p.StopErr})
 		case o.desired == state.Running && p.Verdict.Effective == reconcile.Error:
 			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: desired %s is recorded, but its circuit breaker is open; run 'sporectl reset %s'", o.verb, id, o.desired, id)})
-		case o.desired == state.Running && !p.Due.IsZero() && !p.Start:
-			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: backing off until %s", o.verb, id, p.Due.Format(time.RFC3339))})
 		default:
 			res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: o.action})
 		}
