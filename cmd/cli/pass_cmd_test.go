@@ -86,7 +86,9 @@ func TestPromptDeliversQueuesOrRefuses(t *testing.T) {
 	out = r.out
 	var res promptResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	require.Equal(t, "delivered", res.State)
+	require.Equal(t, "queued", res.State, "a prompt to a working spore is queued by its bridge")
+	require.Equal(t, 1, res.Position)
+	c.rt.BridgeOf("a").SetState(bridge.StateIdle)
 
 	// Dead: accepted, waits in the outbox; reconcile heals and delivers.
 	c.rt.Kill("a", "Exited")

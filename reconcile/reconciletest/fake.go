@@ -332,5 +332,9 @@ func (b *Bridge) Prompt(ctx context.Context, p bridge.PromptRequest) (bridge.Pro
 	if b.agent != nil {
 		b.writeLocked(b.agent(p)...)
 	}
-	return bridge.PromptAccepted{ID: p.ID, Position: 0}, nil
+	pos := 0
+	if b.state == bridge.StateWorking {
+		pos = 1 // behind the turn that runs, as the real bridge queues it
+	}
+	return bridge.PromptAccepted{ID: p.ID, Position: pos}, nil
 }
