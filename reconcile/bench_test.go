@@ -3,7 +3,6 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http/httptest"
 	"os"
@@ -506,7 +505,7 @@ const (
 // log of ingestTurns turns, and a runtime stub that reports them running
 // and ready.
 type ingestFleet struct {
-	rt    *staticRuntime
+	rt    *reconciletest.Static
 	ids   []string
 	lines map[string]uint64 // each bridge's last seq
 	total uint64
@@ -515,43 +514,6 @@ type ingestFleet struct {
 var ingest struct {
 	once  sync.Once
 	fleet *ingestFleet
-}
-
-// staticRuntime is a runtime stub that observes a fixed set of spores
-// running and ready, each bridge at its own address, as the local
-// runtime reports spores whose bridges answer /healthz.
-type staticRuntime struct {
-	eps map[string]reconcile.BridgeEndpoint
-}
-
-func (r *staticRuntime) Observe(context.Context) (reconcile.FleetObservation, error) {
-	out := reconcile.FleetObservation{Spores: make(map[string]reconcile.PodObservation, len(r.eps))}
-	for id := range r.eps {
-		out.Spores[id] = reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Ready: true, Owned: true, Count: 1}
-	}
-	return out, nil
-}
-
-func (r *staticRuntime) Start(ctx context.Context, s state.Spore, _ reconcile.CredentialSource) error {
-	if _, ok := r.eps[s.ID]; ok {
-		return nil // running already: nothing changes
-	}
-	return fmt.Errorf("the benchmark runtime starts nothing (%s)", s.ID)
-}
-func (r *staticRuntime) Stop(context.Context, string) error {
-	return fmt.Errorf("the benchmark runtime stops nothing")
-}
-func (r *staticRuntime) Delete(context.Context, string, bool) error {
-	return fmt.Errorf("the benchmark runtime deletes nothing")
-}
-func (r *staticRuntime) Logs(context.Context, string, io.Writer) error { return nil }
-
-func (r *staticRuntime) Bridge(_ context.Context, id string) (reconcile.BridgeEndpoint, error) {
-	ep, ok := r.eps[id]
-	if !ok {
-		return ep, fmt.Errorf("bridge of %s: %w", id, state.ErrNotFound)
-	}
-	return ep, nil
 }
 
 // runBridge serves a real bridge over home on a loopback HTTP server
@@ -639,7 +601,7 @@ func buildIngestFleet(b *testing.B) *ingestFleet {
 		settled(b, c)
 		stop()
 
-		f := &ingestFleet{rt: &staticRuntime{eps: map[string]reconcile.BridgeEndpoint{}}, ids: sporeIDs("bridge", ingestBridges), lines: map[string]uint64{}}
+		f := &ingestFleet{rt: &reconciletest.Static{Endpoints: map[string]reconcile.BridgeEndpoint{}}, ids: sporeIDs("bridge", ingestBridges), lines: map[string]uint64{}}
 		clients := map[string]*bridge.Client{}
 		for _, id := range f.ids {
 			home := filepath.Join(root, id)
@@ -648,7 +610,7 @@ func buildIngestFleet(b *testing.B) *ingestFleet {
 			benchCleanup.add(stop)
 			// The pass dials with the default client, as for local
 			// bridges: each bridge is its own host.
-			f.rt.eps[id] = reconcile.BridgeEndpoint{BaseURL: url, Token: benchToken}
+			f.rt.Endpoints[id] = reconcile.BridgeEndpoint{BaseURL: url, Token: benchToken}
 			clients[id] = c
 		}
 		for _, id := range f.ids {
@@ -719,4 +681,4 @@ func BenchmarkIngest100Bridges(b *testing.B) {
 	b.ReportMetric(float64(f.total), "events/op")
 }
 
-var _ reconcile.Runtime = (*staticRuntime)(nil)
+var _ reconcile.Runtime = (*reconciletest.Static)(nil)

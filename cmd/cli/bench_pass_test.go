@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http/httptest"
@@ -55,46 +54,6 @@ func passBenchRun(b *testing.B, store string, rt func() reconcile.Runtime, args 
 	return out.String()
 }
 
-// passBenchStatic observes a fixed set of spores running and ready, each
-// bridge at its own address, as the local runtime reports spores whose
-// bridges answer /healthz.
-type passBenchStatic struct {
-	eps map[string]reconcile.BridgeEndpoint
-}
-
-func (r *passBenchStatic) Observe(context.Context) (reconcile.FleetObservation, error) {
-	out := reconcile.FleetObservation{Spores: make(map[string]reconcile.PodObservation, len(r.eps))}
-	for id := range r.eps {
-		out.Spores[id] = reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Ready: true, Owned: true, Count: 1}
-	}
-	return out, nil
-}
-
-func (r *passBenchStatic) Start(_ context.Context, s state.Spore, _ reconcile.CredentialSource) error {
-	if _, ok := r.eps[s.ID]; ok {
-		return nil // running already: nothing changes
-	}
-	return fmt.Errorf("the benchmark runtime starts nothing (%s)", s.ID)
-}
-
-func (r *passBenchStatic) Stop(context.Context, string) error {
-	return errors.New("the benchmark runtime stops nothing")
-}
-
-func (r *passBenchStatic) Delete(context.Context, string, bool) error {
-	return errors.New("the benchmark runtime deletes nothing")
-}
-
-func (r *passBenchStatic) Logs(context.Context, string, io.Writer) error { return nil }
-
-func (r *passBenchStatic) Bridge(_ context.Context, id string) (reconcile.BridgeEndpoint, error) {
-	ep, ok := r.eps[id]
-	if !ok {
-		return ep, fmt.Errorf("bridge of %s: %w", id, state.ErrNotFound)
-	}
-	return ep, nil
-}
-
 // BenchmarkPromptToIdleSpore: `sporectl prompt ID TEXT` to an awake, idle
 // spore whose bridge is real (bridge/server with the echo agent, over
 // loopback HTTP), from the start of the command until it returns with
@@ -133,7 +92,7 @@ func BenchmarkPromptToIdleSpore(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt := &passBenchStatic{eps: map[string]reconcile.BridgeEndpoint{id: {BaseURL: ts.URL, Token: passBenchToken}}}
+	rt := &reconciletest.Static{Endpoints: map[string]reconcile.BridgeEndpoint{id: {BaseURL: ts.URL, Token: passBenchToken}}}
 	runtime := func() reconcile.Runtime { return rt }
 	waitIdle := func() {
 		deadline := time.Now().Add(time.Minute)
