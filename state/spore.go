@@ -114,7 +114,44 @@ type Spore struct {
 	// transaction, so each due time is prompted once.
 	Loop    Duration  `json:"loop,omitzero"`
 	LoopDue time.Time `json:"loop_due,omitzero"`
+
+	// Activity is what the spore did per hour over its last MaxActivity
+	// hours, counted by ingest from the lines it takes in, in the same
+	// transaction (so the page's graph and "today" figures read one
+	// record, never the log). Ascending by hour; hours with nothing are
+	// left out.
+	Activity []HourActivity `json:"activity,omitempty"`
+	// Incidents are the incidents a pass has raised a summons for (kept
+	// on the [arch] mycologist's record), so each is raised once: at most
+	// MaxIncidents, oldest dropped first.
+	Incidents []Incident `json:"incidents,omitempty"`
 }
+
+// HourActivity is one hour of a spore's activity.
+type HourActivity struct {
+	Hour         time.Time `json:"hour"` // UTC, on the hour
+	Turns        int64     `json:"turns,omitempty"`
+	ToolCalls    int64     `json:"tool_calls,omitempty"`
+	InputTokens  int64     `json:"input_tokens,omitempty"`
+	OutputTokens int64     `json:"output_tokens,omitempty"`
+	// CostMicros is the cost the agent reported, in millionths of a US
+	// dollar.
+	CostMicros int64 `json:"cost_micros,omitempty"`
+}
+
+// Incident is one raised incident: its key (what identifies it, such
+// as "collision:<file>:<spores>") and when it was raised.
+type Incident struct {
+	Key string    `json:"key"`
+	At  time.Time `json:"at"`
+}
+
+// Bounds of Spore.Activity and Spore.Incidents.
+const (
+	MaxActivity    = 7 * 24 // hours
+	MaxIncidents   = 256
+	MaxIncidentKey = 256 // bytes
+)
 
 // MinLoop and MaxLoop bound a spore's Loop interval (when set).
 const (
@@ -165,11 +202,51 @@ func (s *Spore) Validate() error {
 	if s.Loop != 0 && (s.Loop < MinLoop || s.Loop > MaxLoop) {
 		return &InvalidError{Field: "loop", Value: s.Loop.String(), Reason: fmt.Sprintf("must be 0 (no loop) or between %s and %s", MinLoop, MaxLoop)}
 	}
+	if err := validateActivity(s.Activity); err != nil {
+		return err
+	}
+	if err := validateIncidents(s.Incidents); err != nil {
+		return err
+	}
 	for field, v := range map[string]string{"health": s.Health, "health reason": s.HealthReason} {
 		if len(v) > MaxHealthLen {
 			return &InvalidError{Field: field, Value: preview(v), Reason: fmt.Sprintf("must be at most %d bytes", MaxHealthLen)}
 		}
 		if err := validateText(field, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateActivity(hs []HourActivity) error {
+	if len(hs) > MaxActivity {
+		return &InvalidError{Field: "activity", Value: strconv.Itoa(len(hs)) + " hours", Reason: fmt.Sprintf("must hold at most %d hours", MaxActivity)}
+	}
+	for i, h := range hs {
+		v := h.Hour.Format(time.RFC3339Nano)
+		if !h.Hour.Equal(h.Hour.Truncate(time.Hour)) {
+			return &InvalidError{Field: "activity hour", Value: v, Reason: "must be on the hour"}
+		}
+		if i > 0 && !hs[i-1].Hour.Before(h.Hour) {
+			return &InvalidError{Field: "activity hour", Value: v, Reason: "must be after the hour before it"}
+		}
+		if h.Turns < 0 || h.ToolCalls < 0 || h.InputTokens < 0 || h.OutputTokens < 0 || h.CostMicros < 0 {
+			return &InvalidError{Field: "activity", Value: v, Reason: "counts must not be negative"}
+		}
+	}
+	return nil
+}
+
+func validateIncidents(is []Incident) error {
+	if len(is) > MaxIncidents {
+		return &InvalidError{Field: "incidents", Value: strconv.Itoa(len(is)), Reason: fmt.Sprintf("must be at most %d", MaxIncidents)}
+	}
+	for _, in := range is {
+		if in.Key == "" || len(in.Key) > MaxIncidentKey {
+			return &InvalidError{Field: "incident key", Value: preview(in.Key), Reason: fmt.Sprintf("must be 1 to %d bytes", MaxIncidentKey)}
+		}
+		if err := validateText("incident key", in.Key); err != nil {
 			return err
 		}
 	}

@@ -18,9 +18,10 @@ import (
 // FormatVersion is the on-disk format this package reads and writes
 // (format §10). Version 2 added the spores' generation and health and the
 // recovery settings; version 3 the commit log's header, which witnesses
-// how far it is committed, and consecutive transaction ids. Init upgrades
-// a version 1 or 2 store in place.
-const FormatVersion = 3
+// how far it is committed, and consecutive transaction ids; version 4 the
+// spores' activity and incidents. Init upgrades a version 1, 2 or 3 store
+// in place.
+const FormatVersion = 4
 
 const (
 	formatVersion = FormatVersion

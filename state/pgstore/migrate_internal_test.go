@@ -122,7 +122,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	defer s.Close()
 	require.False(t, created)
 	require.Equal(t, latestVersion(), s.Info().FormatVersion)
-	for _, c := range []string{"generation", "health", "health_reason", "loop_interval_ms", "loop_due"} {
+	for _, c := range []string{"generation", "health", "health_reason", "loop_interval_ms", "loop_due", "activity", "incidents"} {
 		require.True(t, columnExists(t, url, "spores", c), c)
 	}
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {

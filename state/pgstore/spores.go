@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -13,7 +14,7 @@ import (
 
 const sporeColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
 	created, updated, restarts, failures, not_before, breaker_open, bridge_seq,
-	generation, health, health_reason, loop_interval_ms, loop_due`
+	generation, health, health_reason, loop_interval_ms, loop_due, activity, incidents`
 
 func scanSpore(row pgx.Row) (state.Spore, error) {
 	var (
@@ -25,11 +26,13 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		generation    int64
 		loopMS        int64
 		loopDue       *time.Time
+		activity      []byte // json; NULL: none
+		incidents     []byte
 	)
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
 		&sp.Created, &sp.Updated, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
-		&generation, &sp.Health, &sp.HealthReason, &loopMS, &loopDue)
+		&generation, &sp.Health, &sp.HealthReason, &loopMS, &loopDue, &activity, &incidents)
 	if err != nil {
 		return sp, err
 	}
@@ -55,6 +58,16 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 	sp.Loop = state.Duration(time.Duration(loopMS) * time.Millisecond)
 	if loopDue != nil {
 		sp.LoopDue = loopDue.UTC()
+	}
+	if activity != nil {
+		if err := json.Unmarshal(activity, &sp.Activity); err != nil {
+			return sp, corrupt("sporectl.spores", "id="+sp.ID, "activity: "+err.Error())
+		}
+	}
+	if incidents != nil {
+		if err := json.Unmarshal(incidents, &sp.Incidents); err != nil {
+			return sp, corrupt("sporectl.spores", "id="+sp.ID, "incidents: "+err.Error())
+		}
 	}
 	if err := sp.Validate(); err != nil {
 		return sp, corrupt("sporectl.spores", "id="+sp.ID, err.Error())
@@ -122,7 +135,21 @@ func sporeArgs(sp *state.Spore) []any {
 	return []any{sp.ID, sp.Colony, string(sp.Rank), sp.Swarm, sp.Role, string(sp.Desired),
 		sp.Spec.Image, sp.Spec.CPU, sp.Spec.Memory, sp.Spec.Storage,
 		sp.Created, sp.Updated, sp.Restarts, failures, notBefore, sp.BreakerOpen, int64(sp.BridgeSeq),
-		int64(sp.Generation), sp.Health, sp.HealthReason, time.Duration(sp.Loop).Milliseconds(), loopDue}
+		int64(sp.Generation), sp.Health, sp.HealthReason, time.Duration(sp.Loop).Milliseconds(), loopDue,
+		jsonOrNull(sp.Activity), jsonOrNull(sp.Incidents)}
+}
+
+// jsonOrNull is v as a json column: NULL when empty. Marshalling a
+// validated slice of plain structs cannot fail.
+func jsonOrNull[T any](v []T) any {
+	if len(v) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("pgstore: marshal %T: %v", v, err))
+	}
+	return string(b)
 }
 
 func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
@@ -139,7 +166,7 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// error would abort the whole transaction, but ErrExists must leave it
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -161,7 +188,7 @@ func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
 		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
 		restarts = $13, failures = $14, not_before = $15, breaker_open = $16, bridge_seq = $17,
 		generation = $18, health = $19, health_reason = $20,
-		loop_interval_ms = $21, loop_due = $22
+		loop_interval_ms = $21, loop_due = $22, activity = $23, incidents = $24
 		WHERE id = $1`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("update spore "+sp.ID, err)

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Pending", testPending},
 		{"WishAndHealthBookkeeping", testBookkeeping},
 		{"SwarmLoop", testSwarmLoop},
+		{"ActivityAndIncidents", testActivityAndIncidents},
 		{"RecoverySettings", testRecoverySettings},
 		{"Tokens", testTokens},
 		{"DeleteSpore", testDeleteSpore},
@@ -947,4 +948,67 @@ func testSwarmLoop(t *testing.T, s state.Store) {
 		require.ErrorAs(t, err, &inv, name)
 		require.Zero(t, get().Loop, name)
 	}
+}
+
+// testActivityAndIncidents: a spore's hourly activity and its raised
+// incidents are stored exactly, cleared back to none, and bad ones (an
+// hour off the hour or out of order, a negative count, too many, a key
+// with a control character) are refused with nothing written.
+func testActivityAndIncidents(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, Spore("one")) }))
+	get := func() state.Spore {
+		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
+	}
+	update := func(fn func(*state.Spore)) error {
+		return s.Update(ctx, func(tx state.Tx) error {
+			cur, err := tx.Spore(ctx, "one")
+			if err != nil {
+				return err
+			}
+			fn(&cur)
+			return tx.UpdateSpore(ctx, cur)
+		})
+	}
+	got := get()
+	require.Empty(t, got.Activity)
+	require.Empty(t, got.Incidents)
+
+	h := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	act := []state.HourActivity{
+		{Hour: h, Turns: 2, ToolCalls: 7, InputTokens: 1200, OutputTokens: 340, CostMicros: 15_500},
+		{Hour: h.Add(3 * time.Hour), Turns: 1},
+	}
+	inc := []state.Incident{{Key: "collision:src/a.go:s1,s2", At: state.Stamp(h.Add(90 * time.Second))}}
+	require.NoError(t, update(func(sp *state.Spore) { sp.Activity, sp.Incidents = act, inc }))
+	got = get()
+	require.Equal(t, act, got.Activity)
+	require.Len(t, got.Incidents, 1)
+	require.Equal(t, inc[0].Key, got.Incidents[0].Key)
+	require.True(t, got.Incidents[0].At.Equal(inc[0].At))
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Equal(t, act, spores[0].Activity)
+
+	many := make([]state.HourActivity, state.MaxActivity+1)
+	for i := range many {
+		many[i].Hour = h.Add(time.Duration(i) * time.Hour)
+	}
+	for name, fn := range map[string]func(*state.Spore){
+		"off the hour":   func(sp *state.Spore) { sp.Activity = []state.HourActivity{{Hour: h.Add(time.Minute)}} },
+		"out of order":   func(sp *state.Spore) { sp.Activity = []state.HourActivity{act[1], act[0]} },
+		"negative":       func(sp *state.Spore) { sp.Activity = []state.HourActivity{{Hour: h, Turns: -1}} },
+		"too many hours": func(sp *state.Spore) { sp.Activity = many },
+		"empty key":      func(sp *state.Spore) { sp.Incidents = []state.Incident{{At: h}} },
+		"control char":   func(sp *state.Spore) { sp.Incidents = []state.Incident{{Key: "a\nb", At: h}} },
+	} {
+		err := update(fn)
+		var inv *state.InvalidError
+		require.ErrorAs(t, err, &inv, name)
+		require.Equal(t, act, get().Activity, name)
+	}
+
+	require.NoError(t, update(func(sp *state.Spore) { sp.Activity, sp.Incidents = nil, nil }))
+	got = get()
+	require.Empty(t, got.Activity)
+	require.Empty(t, got.Incidents)
 }
