@@ -102,6 +102,10 @@ type nowLine struct {
 	At     string
 }
 
+func (h *Handler) fleetRoutes(m *http.ServeMux) {
+	m.HandleFunc("GET /ui/{$}", h.fleet)
+}
+
 // fleet is GET /ui/: a read-only pass's result and each spore's last
 // events.
 func (h *Handler) fleet(w http.ResponseWriter, r *http.Request) {

@@ -28,6 +28,15 @@ type sporePage struct {
 	// Last.
 	Live      bool
 	EventsURL string
+	// Activity is the spore's activity graph (activity.go).
+	Activity activityView
+	// Prompt is the prompt box (prompt.go).
+	Prompt promptBox
+}
+
+func (h *Handler) sporeRoutes(m *http.ServeMux) {
+	m.HandleFunc("GET /ui/spores/{id}", h.spore)
+	m.HandleFunc("GET /ui/spores/{id}/events", h.events)
 }
 
 // pageParams are ?before=SEQ&limit=N, checked.
@@ -118,6 +127,8 @@ func (h *Handler) spore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page.Title = page.Spore.ID
+	page.Activity = activityOf(page.Spore, h.now())
+	page.Prompt = h.promptBox(r, page.Spore)
 	for _, ev := range evs {
 		page.Lines = append(page.Lines, transcript.Lines(ev)...)
 	}

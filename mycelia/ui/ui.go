@@ -116,9 +116,9 @@ func (h *Handler) routes() *http.ServeMux {
 		return m
 	}
 	m := http.NewServeMux()
-	m.HandleFunc("GET /ui/{$}", h.fleet)
-	m.HandleFunc("GET /ui/spores/{id}", h.spore)
-	m.HandleFunc("GET /ui/spores/{id}/events", h.events)
+	h.fleetRoutes(m)
+	h.sporeRoutes(m)
+	h.authRoutes(m)
 	static, _ := fs.Sub(staticFS, "static")
 	m.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", staticFiles(http.FileServerFS(static))))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
