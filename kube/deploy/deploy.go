@@ -6,9 +6,10 @@ package deploy
 
 import "embed"
 
-// Files are kustomization.yaml, the manifests it lists, and images/.
+// Files are kustomization.yaml, the manifests it lists, images/ and
+// examples/ (which the kustomization does not apply).
 //
-//go:embed *.yaml images
+//go:embed *.yaml images examples
 var Files embed.FS
 
 // Manifests are the resources kustomization.yaml lists, in apply order.
