@@ -1,0 +1,660 @@
+package mycelia
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/bridge/agent"
+	"github.com/sporectl/sporectl/bridge/server"
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/pgstore"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+)
+
+// Benchmarks of serve (docs/performance.md "serve"): the API over a store
+// of benchFleetSize spores, on the directory store and on PostgreSQL,
+// reached over real HTTP (httptest) by concurrent clients. Fixtures are
+// built once per process and kept across the calls the testing package
+// makes of a benchmark function (-count, sizing b.N); TestMain removes
+// them at the end.
+//
+//	go test -run '^$' -bench 'Serve' -count 5 ./mycelia/
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	benchCleanup.run()
+	os.Exit(code)
+}
+
+// benchCleanup holds what process-wide fixtures must undo.
+var benchCleanup benchCleanups
+
+type benchCleanups struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+func addCleanup(fn func()) {
+	benchCleanup.mu.Lock()
+	benchCleanup.fns = append(benchCleanup.fns, fn)
+	benchCleanup.mu.Unlock()
+}
+
+func (c *benchCleanups) run() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.fns) - 1; i >= 0; i-- {
+		c.fns[i]()
+	}
+	c.fns = nil
+}
+
+const (
+	// benchFleetSize is every spore of the store: the [arch] mycologist
+	// who calls, the idle spore with a real bridge, and the rest on fake
+	// bridges served over HTTP.
+	benchFleetSize = 1000
+	// benchClients is how many clients call at once (SetParallelism is
+	// per GOMAXPROCS; this is the total).
+	benchClients = 8
+	benchBridge  = "bench-bridge-token-0123456789abcdef"
+	benchText    = "please rerun the unit tests and report what fails"
+)
+
+// benchFleet is one store of benchFleetSize spores and serve over it.
+type benchFleet struct {
+	ts     *httptest.Server
+	client *http.Client
+	token  string   // the [arch]'s
+	fakes  []string // spores on fake bridges, the targets of tell
+	// idle is the spore with a real bridge (the echo agent); accepted
+	// gets the time its bridge answered each POST /v1/prompts.
+	idle     *bridge.Client
+	accepted chan time.Time
+}
+
+const (
+	benchArch = "arch"
+	benchIdle = "idle"
+)
+
+var benchFleets sync.Map // variant → *benchFleet
+
+// benchPG is the PostgreSQL server of the benchmarks, started on first
+// use.
+var benchPG struct {
+	once sync.Once
+	srv  *pgtest.Server
+	err  error
+}
+
+func benchStore(b *testing.B, variant string) state.Store {
+	b.Helper()
+	ctx := context.Background()
+	settings := state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}
+	if variant == "dir" {
+		dir, err := os.MkdirTemp("", "mycelia-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		addCleanup(func() { _ = os.RemoveAll(dir) })
+		st, _, err := dirstore.Init(ctx, filepath.Join(dir, "store"), settings, dirstore.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		addCleanup(func() { _ = st.Close() })
+		return st
+	}
+	benchPG.once.Do(func() {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+		benchPG.srv, benchPG.err = pgtest.Start(sctx)
+		if benchPG.err == nil {
+			addCleanup(func() { _ = benchPG.srv.Close() })
+		}
+	})
+	if benchPG.err != nil {
+		if os.Getenv("CI") != "" {
+			b.Fatalf("PostgreSQL is required in CI: %v", benchPG.err)
+		}
+		b.Skipf("no PostgreSQL server: %v", benchPG.err)
+	}
+	name, url, err := benchPG.srv.CreateDatabase(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, _, err := pgstore.Init(ctx, url, settings, pgstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	addCleanup(func() { _ = st.Close(); _ = benchPG.srv.DropDatabase(context.Background(), name) })
+	return st
+}
+
+// startTimedBridge serves a real bridge (the echo agent, a fresh home)
+// on loopback HTTP until the benchmarks end; accepted gets the time it
+// answered each POST /v1/prompts.
+func startTimedBridge(b *testing.B) (client *bridge.Client, accepted chan time.Time, url string) {
+	b.Helper()
+	home, err := os.MkdirTemp("", "mycelia-bench-bridge-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addCleanup(func() { _ = os.RemoveAll(home) })
+	ctx, cancel := context.WithCancel(context.Background())
+	bs, err := server.New(ctx, server.Config{Home: home, Token: benchBridge, Agent: agent.Echo{}})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); bs.RunAgent(ctx) }()
+	accepted = make(chan time.Time, 1)
+	h := bs.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r)
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/prompts" {
+			select {
+			case accepted <- time.Now():
+			default:
+			}
+		}
+	}))
+	addCleanup(func() { cancel(); <-done; ts.Close(); _ = bs.Close() })
+	if client, err = bridge.NewClient(ts.URL, benchBridge, ts.Client()); err != nil {
+		b.Fatal(err)
+	}
+	return client, accepted, ts.URL
+}
+
+// directBridge is the bridge of the bridge-direct baseline, of its own
+// so that its turns never reach a fleet's store.
+var directBridge struct {
+	once sync.Once
+	f    *benchFleet
+	n    atomic.Int64 // prompt ids, unique across calls
+}
+
+// mixedRuntime is the fake runtime's bridges over HTTP, and one real
+// bridge (Static) for the idle spore.
+type mixedRuntime struct {
+	reconcile.Runtime
+	real *reconciletest.Static
+}
+
+func (m mixedRuntime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
+	obs, err := m.Runtime.Observe(ctx)
+	if err != nil {
+		return obs, err
+	}
+	real, _ := m.real.Observe(ctx)
+	for id, po := range real.Spores {
+		obs.Spores[id] = po
+	}
+	return obs, nil
+}
+
+func (m mixedRuntime) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
+	if _, ok := m.real.Endpoints[s.ID]; ok {
+		return nil
+	}
+	return m.Runtime.Start(ctx, s, creds)
+}
+
+func (m mixedRuntime) Bridge(ctx context.Context, id string) (reconcile.BridgeEndpoint, error) {
+	if _, ok := m.real.Endpoints[id]; ok {
+		return m.real.Bridge(ctx, id)
+	}
+	return m.Runtime.Bridge(ctx, id)
+}
+
+func buildBenchFleet(b *testing.B, variant string) *benchFleet {
+	b.Helper()
+	if f, ok := benchFleets.Load(variant); ok {
+		return f.(*benchFleet)
+	}
+	ctx := context.Background()
+	st := benchStore(b, variant)
+	f := &benchFleet{}
+
+	var bridgeURL string
+	f.idle, f.accepted, bridgeURL = startTimedBridge(b)
+	rt := reconciletest.New()
+	fh := reconciletest.NewHTTP(rt)
+	addCleanup(fh.Close)
+	rtm := mixedRuntime{Runtime: fh.Runtime(), real: &reconciletest.Static{Endpoints: map[string]reconcile.BridgeEndpoint{
+		benchIdle: {BaseURL: bridgeURL, Token: benchBridge},
+	}}}
+
+	now := time.Now().UTC()
+	tok, hash, err := state.NewToken()
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.token = tok
+	var all []state.Spore
+	all = append(all, state.Spore{ID: benchArch, Colony: "c-0", Rank: state.RankArch}, state.Spore{ID: benchIdle, Colony: "c-0", Rank: state.RankSpore})
+	for i := range benchFleetSize - 2 {
+		id := fmt.Sprintf("s-%05d", i)
+		f.fakes = append(f.fakes, id)
+		all = append(all, state.Spore{ID: id, Colony: fmt.Sprintf("c-%d", i%10), Rank: state.RankSpore})
+	}
+	err = st.Update(ctx, func(tx state.Tx) error {
+		for _, sp := range all {
+			sp.Desired, sp.Created, sp.Updated = state.Running, now, now
+			if err := tx.CreateSpore(ctx, sp); err != nil {
+				return err
+			}
+			if _, err := tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindPrompt, From: "user:bench", At: now, Text: "hello " + sp.ID}}); err != nil {
+				return err
+			}
+		}
+		return tx.SetTokenHash(ctx, benchArch, hash)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, sp := range all {
+		if sp.ID != benchIdle {
+			if err := rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_bench"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// serve keeps one runtime (and its connections) for its life.
+	pass := &reconcile.Pass{
+		Store:   st,
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rtm, nil },
+		Logger:  slog.New(slog.DiscardHandler),
+	}
+	// Settle: every spore observed Healthy before anything is measured.
+	if _, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true}); err != nil {
+		b.Fatal(err)
+	}
+	f.ts = httptest.NewServer(&Server{Store: st, Pass: pass, Logger: slog.New(slog.DiscardHandler)})
+	addCleanup(f.ts.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: 2 * benchClients}
+	addCleanup(tr.CloseIdleConnections)
+	f.client = &http.Client{Transport: tr, Timeout: time.Minute}
+
+	var list SporeList
+	if err := f.call(http.MethodGet, "/api/spores", nil, http.StatusOK, &list); err != nil {
+		b.Fatal(err)
+	}
+	if len(list.Spores) != benchFleetSize-1 {
+		b.Fatalf("the [arch] sees %d spores, want %d", len(list.Spores), benchFleetSize-1)
+	}
+	for _, s := range list.Spores {
+		if s.Effective != string(reconcile.Healthy) {
+			b.Fatalf("spore %s is %s (%s) after settling", s.ID, s.Effective, s.Reason)
+		}
+	}
+	benchFleets.Store(variant, f)
+	return f
+}
+
+// call sends one request as the [arch] and checks the status; out, when
+// not nil, gets the decoded answer.
+func (f *benchFleet) call(method, path string, body []byte, want int, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, f.ts.URL+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+f.token)
+	req.Header.Set(HeaderSpore, benchArch)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+// quantile is the q-quantile of sorted ds (nearest rank).
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(ds)))) - 1
+	return ds[max(i, 0)]
+}
+
+func reportLatencies(b *testing.B, ds []time.Duration) {
+	slices.Sort(ds)
+	b.ReportMetric(float64(quantile(ds, 0.50))/float64(time.Millisecond), "p50-ms")
+	b.ReportMetric(float64(quantile(ds, 0.99))/float64(time.Millisecond), "p99-ms")
+}
+
+// concurrently runs b.N calls of op from benchClients clients and reports
+// requests/s and the latency quantiles of one call.
+func concurrently(b *testing.B, op func(i int) error) {
+	b.SetParallelism(max(1, benchClients/runtime.GOMAXPROCS(0)))
+	var n atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var mine []time.Duration
+		for pb.Next() {
+			i := int(n.Add(1))
+			t0 := time.Now()
+			if err := op(i); err != nil {
+				b.Error(err)
+				return
+			}
+			mine = append(mine, time.Since(t0))
+		}
+		mu.Lock()
+		all = append(all, mine...)
+		mu.Unlock()
+	})
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	reportLatencies(b, all)
+}
+
+// BenchmarkServe: tell (POST /spores/{id}/prompt, with the fallback
+// address check, delivered at once to an idle fake bridge over HTTP; a
+// different target each call), tell-force (the same without the address
+// check) and spores (GET /api/spores as the [arch]: 999 spores in reach,
+// one read-only pass over them) from benchClients concurrent clients.
+// healthz (one read of the store's settings, no token) is the baseline
+// of the same run: what HTTP and one store read cost.
+func BenchmarkServe(b *testing.B) {
+	for _, variant := range []string{"dir", "postgres"} {
+		b.Run("store="+variant, func(b *testing.B) {
+			b.Run("healthz", func(b *testing.B) {
+				f := buildBenchFleet(b, variant)
+				concurrently(b, func(int) error {
+					return f.call(http.MethodGet, "/healthz", nil, http.StatusOK, nil)
+				})
+			})
+			for _, force := range []bool{false, true} {
+				name := "tell"
+				if force {
+					name = "tell-force"
+				}
+				body, _ := json.Marshal(TellRequest{Text: benchText, Force: force})
+				b.Run(name, func(b *testing.B) {
+					f := buildBenchFleet(b, variant)
+					concurrently(b, func(i int) error {
+						var res SendResponse
+						if err := f.call(http.MethodPost, "/spores/"+f.fakes[i%len(f.fakes)]+"/prompt", body, http.StatusAccepted, &res); err != nil {
+							return err
+						}
+						if res.State != Delivered {
+							return fmt.Errorf("tell to %s: %+v", res.To, res)
+						}
+						return nil
+					})
+				})
+			}
+			b.Run("spores", func(b *testing.B) {
+				f := buildBenchFleet(b, variant)
+				concurrently(b, func(int) error {
+					return f.call(http.MethodGet, "/api/spores", nil, http.StatusOK, nil)
+				})
+			})
+		})
+	}
+}
+
+// BenchmarkServeTellToBridge: the time from a tell leaving the client to
+// the target's real bridge (bridge/server with the echo agent, in
+// process over loopback HTTP) answering the POST /v1/prompts that
+// delivers it, the target idle (each call waits, untimed, for the echo
+// turn before to end). One client; the store holds benchFleetSize spores.
+// tell is what `mycologist tell` sends (the fallback address check runs),
+// tell-force skips the check; bridge-direct, the baseline of the same
+// run, is a prompt posted straight to a bridge of the same kind (what the
+// bridge alone costs: its queue fsync'd before it answers). Each call
+// waits, untimed, for an echo turn, so the count is given:
+//
+//	go test -run '^$' -bench ServeTellToBridge -benchtime 200x -count 5 ./mycelia/
+func BenchmarkServeTellToBridge(b *testing.B) {
+	ctx := context.Background()
+	b.Run("bridge-direct", func(b *testing.B) {
+		directBridge.once.Do(func() {
+			f := &benchFleet{}
+			f.idle, f.accepted, _ = startTimedBridge(b)
+			directBridge.f = f
+		})
+		f := directBridge.f
+		f.timeToAccept(b, func() error {
+			id := fmt.Sprintf("direct-%d", directBridge.n.Add(1))
+			a, err := f.idle.Prompt(ctx, bridge.PromptRequest{ID: id, From: "user:bench", Text: benchText})
+			if err == nil && a.Duplicate {
+				err = fmt.Errorf("prompt %s: the bridge had it already", id)
+			}
+			return err
+		})
+	})
+	for _, variant := range []string{"dir", "postgres"} {
+		b.Run("store="+variant, func(b *testing.B) {
+			for _, force := range []bool{false, true} {
+				name := "tell"
+				if force {
+					name = "tell-force"
+				}
+				body, _ := json.Marshal(TellRequest{Text: benchText, Force: force})
+				b.Run(name, func(b *testing.B) {
+					f := buildBenchFleet(b, variant)
+					f.timeToAccept(b, func() error {
+						var res SendResponse
+						if err := f.call(http.MethodPost, "/spores/"+benchIdle+"/prompt", body, http.StatusAccepted, &res); err != nil {
+							return err
+						}
+						if res.State != Delivered {
+							return fmt.Errorf("tell to the idle spore: %+v", res)
+						}
+						return nil
+					})
+				})
+			}
+		})
+	}
+}
+
+// timeToAccept runs send b.N times, each once the idle spore's bridge is
+// idle, and reports the quantiles of the time from the call to the
+// bridge's answer accepting the prompt.
+func (f *benchFleet) timeToAccept(b *testing.B, send func() error) {
+	ctx := context.Background()
+	ds := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		f.waitIdle(b, ctx)
+		select {
+		case <-f.accepted:
+		default:
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		if err := send(); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case at := <-f.accepted:
+			ds = append(ds, at.Sub(t0))
+		default:
+			b.Fatal("answered, but the bridge took no prompt")
+		}
+	}
+	b.StopTimer()
+	reportLatencies(b, ds)
+}
+
+// waitIdle waits until the real bridge has nothing running or queued.
+func (f *benchFleet) waitIdle(b *testing.B, ctx context.Context) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st, err := f.idle.Status(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st.State == bridge.StateIdle && st.Queue == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the bridge did not go idle: %+v", st)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// busyLines is how many agent lines the busy target's log holds: more
+// than reconcile.MaxSendOnceScan, so a new tell's repeat check reads as
+// far as it may.
+const busyLines = 5000
+
+var busyFleets sync.Map // variant → *benchFleet
+
+// buildBusyFleet is a small store: the [arch], 100 quiet spores (one
+// prompt each) and one busy spore whose log holds busyLines agent lines
+// ingested from its fake bridge, all awake on in-memory fake bridges.
+func buildBusyFleet(b *testing.B, variant string) *benchFleet {
+	b.Helper()
+	if f, ok := busyFleets.Load(variant); ok {
+		return f.(*benchFleet)
+	}
+	ctx := context.Background()
+	st := benchStore(b, variant)
+	rt := reconciletest.New()
+	f := &benchFleet{}
+	tok, hash, err := state.NewToken()
+	if err != nil {
+		b.Fatal(err)
+	}
+	f.token = tok
+	all := []state.Spore{{ID: benchArch, Colony: "c-0", Rank: state.RankArch}, {ID: "busy", Colony: "c-0", Rank: state.RankSpore}}
+	for i := range 100 {
+		id := fmt.Sprintf("quiet-%03d", i)
+		f.fakes = append(f.fakes, id)
+		all = append(all, state.Spore{ID: id, Colony: "c-0", Rank: state.RankSpore})
+	}
+	now := time.Now().UTC()
+	err = st.Update(ctx, func(tx state.Tx) error {
+		for _, sp := range all {
+			sp.Desired, sp.Created, sp.Updated = state.Running, now, now
+			if err := tx.CreateSpore(ctx, sp); err != nil {
+				return err
+			}
+			if _, err := tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindPrompt, From: "user:bench", At: now, Text: "hello " + sp.ID}}); err != nil {
+				return err
+			}
+		}
+		return tx.SetTokenHash(ctx, benchArch, hash)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, sp := range all {
+		if err := rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_bench"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lines := make([]string, busyLines)
+	for i := range lines {
+		lines[i] = fmt.Sprintf(`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"line %d: reading the repository and running the tests again"}]}}`, i)
+	}
+	rt.BridgeOf("busy").Write(lines...)
+	pass := &reconcile.Pass{
+		Store:   st,
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil },
+		Dial:    rt.Dial,
+		Logger:  slog.New(slog.DiscardHandler),
+	}
+	for range 2 {
+		if _, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var head uint64
+	if err := st.View(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, "busy")
+		head = sp.BridgeSeq
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if head != busyLines {
+		b.Fatalf("the busy spore's log holds %d of %d lines", head, busyLines)
+	}
+	f.ts = httptest.NewServer(&Server{Store: st, Pass: pass, Logger: slog.New(slog.DiscardHandler)})
+	addCleanup(f.ts.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: 4}
+	addCleanup(tr.CloseIdleConnections)
+	f.client = &http.Client{Transport: tr, Timeout: time.Minute}
+	busyFleets.Store(variant, f)
+	return f
+}
+
+// BenchmarkServeTellBusyTarget: one client's forced tells to an idle
+// target whose recent log is short (target=quiet, 100 of them in turn)
+// and to one whose log holds more than reconcile.MaxSendOnceScan recent
+// events (target=busy, as a spore that has worked for a few minutes): the
+// repeat check of a new request (reconcile.SendOnce's findSent) reads and
+// decodes the target's last events back to DedupWindow, inside the write
+// transaction. quiet is the baseline of the same run.
+//
+//	go test -run '^$' -bench ServeTellBusyTarget -count 5 ./mycelia/
+func BenchmarkServeTellBusyTarget(b *testing.B) {
+	body, _ := json.Marshal(TellRequest{Text: benchText, Force: true})
+	for _, variant := range []string{"dir", "postgres"} {
+		b.Run("store="+variant, func(b *testing.B) {
+			for _, target := range []string{"quiet", "busy"} {
+				b.Run("target="+target, func(b *testing.B) {
+					f := buildBusyFleet(b, variant)
+					b.ResetTimer()
+					for i := range b.N {
+						id := "busy"
+						if target == "quiet" {
+							id = f.fakes[i%len(f.fakes)]
+						}
+						var res SendResponse
+						if err := f.call(http.MethodPost, "/spores/"+id+"/prompt", body, http.StatusAccepted, &res); err != nil {
+							b.Fatal(err)
+						}
+						if res.State != Delivered {
+							b.Fatalf("tell to %s: %+v", id, res)
+						}
+					}
+				})
+			}
+		})
+	}
+}
