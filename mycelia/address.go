@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -68,16 +67,38 @@ const RecentTurns = 3
 // first such spore it names. Anything else is accepted.
 type NameCheck struct{}
 
-// idWord matches a spore id as a whole word: not inside a longer run of
-// id characters.
-func idWord(id string) *regexp.Regexp {
-	return regexp.MustCompile(`(^|[^a-z0-9-])` + regexp.QuoteMeta(id) + `($|[^a-z0-9-])`)
+// wordIndex is where id first appears in text as a whole word (not
+// inside a longer run of id characters), or -1. A plain scan rather than
+// a regular expression: a tell checks every spore in reach, and compiling
+// one expression per spore was most of serve's time.
+func wordIndex(text, id string) int {
+	if id == "" {
+		return -1
+	}
+	for off := 0; off <= len(text)-len(id); {
+		i := strings.Index(text[off:], id)
+		if i < 0 {
+			return -1
+		}
+		i += off
+		end := i + len(id)
+		if (i == 0 || !idByte(text[i-1])) && (end == len(text) || !idByte(text[end])) {
+			return i
+		}
+		off = i + 1
+	}
+	return -1
+}
+
+// idByte reports whether c can be part of a spore id (docs/ids.md).
+func idByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-'
 }
 
 func (NameCheck) CheckAddress(_ context.Context, q AddressQuery) (AddressVerdict, error) {
 	text := strings.ToLower(q.Text)
 	v := AddressVerdict{By: "fallback"}
-	if idWord(q.Target.ID).MatchString(text) {
+	if wordIndex(text, q.Target.ID) >= 0 {
 		return v, nil
 	}
 	first, at := "", -1
@@ -85,8 +106,8 @@ func (NameCheck) CheckAddress(_ context.Context, q AddressQuery) (AddressVerdict
 		if c.ID == q.Target.ID {
 			continue
 		}
-		if loc := idWord(c.ID).FindStringIndex(text); loc != nil && (at < 0 || loc[0] < at) {
-			first, at = c.ID, loc[0]
+		if i := wordIndex(text, c.ID); i >= 0 && (at < 0 || i < at) {
+			first, at = c.ID, i
 		}
 	}
 	if first != "" {

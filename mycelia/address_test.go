@@ -226,3 +226,24 @@ func TestNewAddressCheck(t *testing.T) {
 	_, _, err = NewAddressCheck(getenv, "nope", "", time.Second)
 	require.Error(t, err)
 }
+
+// TestWordIndex: an id counts only as a whole word, the first such
+// occurrence wins, and partial or longer ids never match.
+func TestWordIndex(t *testing.T) {
+	for _, c := range []struct {
+		text, id string
+		want     int
+	}{
+		{"lab-a", "lab-a", 0},
+		{"ask lab-a now", "lab-a", 4},
+		{"lab-ab and lab-a.", "lab-a", 11},
+		{"xlab-a lab-a-2", "lab-a", -1},
+		{"(lab-a)", "lab-a", 1},
+		{"lab-", "lab-a", -1},
+		{"", "lab-a", -1},
+		{"lab-a", "", -1},
+		{"lab-alab-a", "lab-a", -1},
+	} {
+		require.Equal(t, c.want, wordIndex(c.text, c.id), "%q in %q", c.id, c.text)
+	}
+}
