@@ -25,6 +25,86 @@ type Settings struct {
 	// the defaults of RecoveryPolicy.WithDefaults. Stores refuse a policy
 	// that fails Validate.
 	Recovery RecoveryPolicy `json:"recovery,omitzero"`
+	// Operators are the logins of the page that serve mounts at /ui/
+	// (docs/security.md "Operator tokens"): a name and the hash of a token
+	// each, never the token. Read and write them through OperatorTokens
+	// and WithOperators. It is a pointer so that Settings stay comparable
+	// with ==; nil means none.
+	Operators *OperatorList `json:"operators,omitempty"`
+}
+
+// OperatorToken is one operator's login to the page: only the token's
+// hash is kept, with who it is for and when it was made.
+type OperatorToken struct {
+	Name    string    `json:"name"`
+	Hash    TokenHash `json:"hash"`
+	Created time.Time `json:"created"`
+}
+
+// OperatorList is the stored list of operator tokens, at most one per
+// name, in the order they were created.
+type OperatorList []OperatorToken
+
+// MaxOperators bounds the operator tokens of a store: a login compares a
+// presented token with every one of them.
+const MaxOperators = 256
+
+// OperatorTokens returns the store's operator tokens (nil: none).
+func (s Settings) OperatorTokens() []OperatorToken {
+	if s.Operators == nil {
+		return nil
+	}
+	return *s.Operators
+}
+
+// WithOperators returns s with ops as its operator tokens; an empty list
+// removes the key.
+func (s Settings) WithOperators(ops []OperatorToken) Settings {
+	if len(ops) == 0 {
+		s.Operators = nil
+		return s
+	}
+	l := OperatorList(append([]OperatorToken(nil), ops...))
+	s.Operators = &l
+	return s
+}
+
+// Validate checks what a store refuses to keep in its settings: the
+// recovery policy (RecoveryPolicy.Validate) and the operator tokens
+// (ValidateOperators).
+func (s Settings) Validate() error {
+	if err := s.Recovery.Validate(); err != nil {
+		return err
+	}
+	return ValidateOperators(s.OperatorTokens())
+}
+
+// ValidateOperators refuses a name outside the id grammar, a hash that is
+// not one (TokenHash.Valid), a missing creation time, two tokens of one
+// name and more than MaxOperators. The error is an *InvalidError whose
+// Field is "operators" or "operators.NAME".
+func ValidateOperators(ops []OperatorToken) error {
+	if len(ops) > MaxOperators {
+		return &InvalidError{Field: "operators", Value: fmt.Sprint(len(ops)), Reason: fmt.Sprintf("at most %d operator tokens are allowed", MaxOperators)}
+	}
+	seen := make(map[string]bool, len(ops))
+	for _, op := range ops {
+		if err := ValidateName("operator name", op.Name); err != nil {
+			return err
+		}
+		field := "operators." + op.Name
+		switch {
+		case seen[op.Name]:
+			return &InvalidError{Field: field, Value: op.Name, Reason: "is given twice"}
+		case !op.Hash.Valid():
+			// The value is never shown: it might be a token pasted by mistake.
+			return &InvalidError{Field: field + ".hash", Value: "(not shown)", Reason: "must be 64 lowercase hex digits (a SHA-256)"}
+		case op.Created.IsZero():
+			return &InvalidError{Field: field + ".created", Value: "", Reason: "must be set"}
+		}
+		seen[op.Name] = true
+	}
+	return nil
 }
 
 // Defaults of a spore's spec and of the storage class of its home. A new

@@ -3,6 +3,8 @@ package state
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,4 +100,60 @@ func TestSporeHealthValidate(t *testing.T) {
 		var inv *InvalidError
 		require.ErrorAs(t, s.Validate(), &inv, name)
 	}
+}
+
+func TestSettingsOperators(t *testing.T) {
+	tok, hash, err := NewOperatorToken()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(tok, OperatorTokenPrefix))
+	require.GreaterOrEqual(t, len(tok)-len(OperatorTokenPrefix), 43, "256 bits, base64")
+	require.True(t, hash.Valid())
+	require.True(t, hash.Matches(tok))
+	tok2, _, err := NewOperatorToken()
+	require.NoError(t, err)
+	require.NotEqual(t, tok, tok2)
+
+	created := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	s := Settings{Runtime: "local"}.WithOperators([]OperatorToken{{Name: "alice", Hash: hash, Created: created}})
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"operators":[{"name":"alice","hash":"`+string(hash)+`","created":"2026-12-01T09:00:00Z"}]`)
+	require.NotContains(t, string(b), tok)
+	var back Settings
+	require.NoError(t, json.Unmarshal(b, &back))
+	require.Equal(t, s.OperatorTokens(), back.OperatorTokens())
+	require.NoError(t, back.Validate())
+
+	// None: the key is absent, and Settings stay comparable.
+	none := back.WithOperators(nil)
+	require.Nil(t, none.Operators)
+	b, err = json.Marshal(none)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "operators")
+	require.True(t, none == Settings{Runtime: "local"})
+
+	for _, tc := range []struct {
+		name  string
+		ops   []OperatorToken
+		field string
+	}{
+		{"bad name", []OperatorToken{{Name: "Alice!", Hash: hash, Created: created}}, "operator name"},
+		{"empty name", []OperatorToken{{Name: "", Hash: hash, Created: created}}, "operator name"},
+		{"twice", []OperatorToken{{Name: "a", Hash: hash, Created: created}, {Name: "a", Hash: hash, Created: created}}, "operators.a"},
+		{"plaintext as hash", []OperatorToken{{Name: "a", Hash: TokenHash(tok), Created: created}}, "operators.a.hash"},
+		{"no time", []OperatorToken{{Name: "a", Hash: hash}}, "operators.a.created"},
+	} {
+		err := Settings{}.WithOperators(tc.ops).Validate()
+		var inv *InvalidError
+		require.True(t, errors.As(err, &inv), "%s: %v", tc.name, err)
+		require.Equal(t, tc.field, inv.Field, tc.name)
+		require.NotContains(t, err.Error(), tok, "a token is never echoed")
+	}
+	many := make([]OperatorToken, MaxOperators+1)
+	for i := range many {
+		many[i] = OperatorToken{Name: "op" + strconv.Itoa(i), Hash: hash, Created: created}
+	}
+	require.Error(t, ValidateOperators(many))
+	require.NoError(t, ValidateOperators(many[:MaxOperators]))
+	require.Error(t, Settings{Recovery: RecoveryPolicy{BreakerFailures: -1}}.Validate(), "recovery is validated too")
 }

@@ -17,11 +17,26 @@ type TokenHash string
 // NewToken returns a fresh token and its hash. The plaintext must go only
 // to the spore (its Secret or home) and never into a log, view or error.
 func NewToken() (token string, hash TokenHash, err error) {
+	return newToken("spt_")
+}
+
+// NewOperatorToken returns a fresh operator token (a person's login to
+// the page, docs/security.md) and its hash. Its prefix tells it from a
+// spore's token at a glance; both are 256 random bits. The plaintext is
+// shown once to the person who made it and kept nowhere.
+func NewOperatorToken() (token string, hash TokenHash, err error) {
+	return newToken(OperatorTokenPrefix)
+}
+
+// OperatorTokenPrefix starts every operator token.
+const OperatorTokenPrefix = "spo_"
+
+func newToken(prefix string) (string, TokenHash, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", "", fmt.Errorf("generate token: %w", err)
 	}
-	token = "spt_" + base64.RawURLEncoding.EncodeToString(b)
+	token := prefix + base64.RawURLEncoding.EncodeToString(b)
 	return token, HashToken(token), nil
 }
 

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,12 +14,207 @@ import (
 func newCmdToken(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Manage spores' API tokens (for serve)",
+		Short: "Manage spores' API tokens and operators' logins to the page (for serve)",
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdTokenRotate(f, nil))
+	cmd.AddCommand(newCmdTokenRotate(f, nil), newCmdTokenCreate(f), newCmdTokenList(f), newCmdTokenRevoke(f))
 	return cmd
+}
+
+// Operator tokens are people's logins to the page serve mounts at /ui/
+// (docs/security.md "Operator tokens"). The store keeps only their hashes,
+// in its settings; the token itself is printed once, by create.
+
+type operatorOptions struct {
+	f    *Factory
+	Name string
+}
+
+// operatorName checks --operator NAME (the id grammar) for create and
+// revoke.
+func operatorName(cmd *cobra.Command, name string) error {
+	if !cmd.Flags().Changed("operator") {
+		return usageErrorf("%s needs --operator NAME: only operators' tokens are made and revoked here (a spore gets its token on every start; see token rotate)", cmd.CommandPath())
+	}
+	if err := state.ValidateName("operator name", name); err != nil {
+		return usageErrorf("invalid value %q for --operator: %v", name, err)
+	}
+	return nil
+}
+
+func newCmdTokenCreate(f *Factory) *cobra.Command {
+	o := &operatorOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "create --operator NAME",
+		Short: "Make an operator's login token for the page (shown only now)",
+		Long: `Make a fresh token for operator NAME to log in to the page that serve mounts at
+/ui/, and print it on standard output, once: the store keeps only its SHA-256,
+so nobody can show it again. Keep it in a password manager; revoke it and make
+another if it is lost.
+
+Once a store has one operator token, the page asks everyone to log in,
+loopback callers included; with none it answers loopback callers only. A name
+has one token at a time: revoke it first to replace it (exit 5 otherwise).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := operatorName(cmd, o.Name); err != nil {
+				return err
+			}
+			return o.create(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.Name, "operator", "", "the operator's name (lowercase letters, digits and dashes)")
+	return cmd
+}
+
+// operatorCreated is what token create prints: the token alone by
+// default (so that it can be captured), its name and time with -o json.
+type operatorCreated struct {
+	Operator string    `json:"operator"`
+	Token    string    `json:"token"`
+	Created  time.Time `json:"created"`
+}
+
+func (r operatorCreated) Table(bool) ([]string, [][]string) { return nil, [][]string{{r.Token}} }
+func (r operatorCreated) Names() []string                   { return []string{r.Token} }
+
+func (o *operatorOptions) create(ctx context.Context) error {
+	token, hash, err := state.NewOperatorToken()
+	if err != nil {
+		return err
+	}
+	now := o.f.Now().UTC().Truncate(time.Second)
+	err = o.updateOperators(ctx, func(ops []state.OperatorToken) ([]state.OperatorToken, error) {
+		if slices.ContainsFunc(ops, func(op state.OperatorToken) bool { return op.Name == o.Name }) {
+			return nil, fmt.Errorf("operator %s already has a token (revoke it first: sporectl token revoke --operator %s): %w", o.Name, o.Name, state.ErrExists)
+		}
+		return append(ops, state.OperatorToken{Name: o.Name, Hash: hash, Created: now}), nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.f.IO.ErrOut, "operator/%s created. Its token is shown only now and cannot be shown again: keep it in a password manager.\n", o.Name)
+	return o.f.Print(operatorCreated{Operator: o.Name, Token: token, Created: now})
+}
+
+func newCmdTokenRevoke(f *Factory) *cobra.Command {
+	o := &operatorOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "revoke --operator NAME",
+		Short: "Revoke an operator's login token: it and every session made with it stop working now",
+		Long: `Remove operator NAME's token from the store. The page refuses it from then on,
+and every session cookie it made ends at its next request, on every serve
+replica (a session is signed with the token's hash). Exit 4 if NAME has none.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := operatorName(cmd, o.Name); err != nil {
+				return err
+			}
+			return o.revoke(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.Name, "operator", "", "the operator's name")
+	return cmd
+}
+
+func (o *operatorOptions) revoke(ctx context.Context) error {
+	err := o.updateOperators(ctx, func(ops []state.OperatorToken) ([]state.OperatorToken, error) {
+		i := slices.IndexFunc(ops, func(op state.OperatorToken) bool { return op.Name == o.Name })
+		if i < 0 {
+			return nil, fmt.Errorf("operator %s has no token: %w", o.Name, state.ErrNotFound)
+		}
+		return slices.Delete(ops, i, i+1), nil
+	})
+	if err != nil {
+		return err
+	}
+	return o.f.Print(actionResults{Results: []actionResult{{Kind: "operator", ID: o.Name, Action: "revoked"}}})
+}
+
+// updateOperators changes the store's operator tokens in one transaction,
+// validated like every write of settings.
+func (o *operatorOptions) updateOperators(ctx context.Context, change func([]state.OperatorToken) ([]state.OperatorToken, error)) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return st.Update(ctx, func(tx state.Tx) error {
+		cur, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		ops, err := change(slices.Clone(cur.OperatorTokens()))
+		if err != nil {
+			return err
+		}
+		next := cur.WithOperators(ops)
+		if err := next.Validate(); err != nil {
+			return err
+		}
+		return tx.PutSettings(ctx, next)
+	})
+}
+
+func newCmdTokenList(f *Factory) *cobra.Command {
+	var operators bool
+	cmd := &cobra.Command{
+		Use:   "list --operator",
+		Short: "List the operators who have a login token for the page (never a token or its hash)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !operators {
+				return usageErrorf("%s needs --operator: only operators' tokens are listed (a spore's is made on its start)", cmd.CommandPath())
+			}
+			st, err := f.Store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var s state.Settings
+			if err := st.View(cmd.Context(), func(tx state.Tx) error {
+				var err error
+				s, err = tx.Settings(cmd.Context())
+				return err
+			}); err != nil {
+				return err
+			}
+			l := operatorList{Operators: []operatorRow{}}
+			for _, op := range s.OperatorTokens() {
+				l.Operators = append(l.Operators, operatorRow{Name: op.Name, Created: op.Created.UTC()})
+			}
+			return f.Print(l)
+		},
+	}
+	cmd.Flags().BoolVar(&operators, "operator", false, "list operators' tokens")
+	return cmd
+}
+
+// operatorRow is one line of token list --operator: no hash, ever.
+type operatorRow struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+}
+
+type operatorList struct {
+	Operators []operatorRow `json:"operators"`
+}
+
+func (l operatorList) Table(bool) ([]string, [][]string) {
+	rows := make([][]string, len(l.Operators))
+	for i, op := range l.Operators {
+		rows[i] = []string{op.Name, op.Created.Format(time.RFC3339)}
+	}
+	return []string{"OPERATOR", "CREATED"}, rows
+}
+
+func (l operatorList) Names() []string {
+	out := make([]string, len(l.Operators))
+	for i, op := range l.Operators {
+		out[i] = "operator/" + op.Name
+	}
+	return out
 }
 
 type tokenRotateOptions struct {

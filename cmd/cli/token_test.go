@@ -2,11 +2,17 @@ package cli
 
 import (
 	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
 )
 
 func TestTokenRotate(t *testing.T) {
@@ -61,4 +67,79 @@ func TestCreateKeepsRanksSingle(t *testing.T) {
 	r = c.run("", "create", "myco2", "--rank", "colony", "--colony", "lab")
 	require.Equal(t, ExitConflict, r.code)
 	c.ok("create", "myco3", "--rank", "colony", "--colony", "far")
+}
+
+// TestTokenOperator: create prints a token once (stdout only, a warning
+// on stderr), keeps only its hash; list shows names and times, never a
+// hash; revoke removes it; bad names and misuse are usage errors.
+func TestTokenOperator(t *testing.T) {
+	c := newFakeColony(t)
+	r := c.run("", "token", "create", "--operator", "alice")
+	require.Equal(t, 0, r.code, r.err)
+	token := strings.TrimSuffix(r.out, "\n")
+	require.True(t, strings.HasPrefix(token, state.OperatorTokenPrefix), "%q", token)
+	require.Equal(t, token+"\n", r.out, "stdout is the token alone")
+	require.Contains(t, r.err, "operator/alice created")
+	require.Contains(t, r.err, "shown only now")
+	require.NotContains(t, r.err, token)
+
+	st, err := dirstore.Open(context.Background(), c.store, dirstore.Options{})
+	require.NoError(t, err)
+	var s state.Settings
+	require.NoError(t, st.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		s, err = tx.Settings(context.Background())
+		return err
+	}))
+	ops := s.OperatorTokens()
+	require.Len(t, ops, 1)
+	require.Equal(t, "alice", ops[0].Name)
+	require.True(t, ops[0].Hash.Matches(token))
+	require.Equal(t, testNow.UTC().Truncate(time.Second), ops[0].Created)
+	require.Equal(t, "local", s.Runtime, "the other settings are kept")
+	st.Close()
+	// Nothing in the store's files holds the token.
+	require.NoError(t, filepath.WalkDir(c.store, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		require.NotContains(t, string(b), token, p)
+		return err
+	}))
+
+	r = c.run("", "token", "create", "--operator", "alice")
+	require.Equal(t, ExitConflict, r.code, r.err)
+	require.Contains(t, r.err, "revoke it first")
+	bob := strings.TrimSpace(c.ok("token", "create", "--operator", "bob", "-o", "json"))
+	require.Contains(t, bob, `"operator": "bob"`)
+	require.Contains(t, bob, `"token": "spo_`)
+
+	out := c.ok("token", "list", "--operator")
+	require.Equal(t, "OPERATOR   CREATED\nalice      "+testNow.UTC().Format(time.RFC3339)+"\nbob        "+testNow.UTC().Format(time.RFC3339)+"\n", out)
+	js := c.ok("token", "list", "--operator", "-o", "json")
+	require.NotContains(t, js, string(ops[0].Hash))
+	require.NotContains(t, js, "hash")
+	require.Equal(t, "operator/alice\noperator/bob\n", c.ok("token", "list", "--operator", "-o", "name"))
+
+	require.Equal(t, "operator/alice revoked\n", c.ok("token", "revoke", "--operator", "alice"))
+	require.Equal(t, "operator/bob\n", c.ok("token", "list", "--operator", "-o", "name"))
+	r = c.run("", "token", "revoke", "--operator", "alice")
+	require.Equal(t, ExitNotFound, r.code, r.err)
+	c.ok("token", "revoke", "--operator", "bob")
+	require.Equal(t, "{\n  \"operators\": []\n}\n", c.ok("token", "list", "--operator", "-o", "json"))
+
+	for _, args := range [][]string{
+		{"token", "create"},
+		{"token", "create", "--operator", "Alice!"},
+		{"token", "create", "--operator", ""},
+		{"token", "create", "--operator", "a", "extra"},
+		{"token", "revoke"},
+		{"token", "list"},
+	} {
+		r := c.run("", args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.err)
+		require.Empty(t, r.out, "%v", args)
+	}
+	require.Equal(t, "", c.ok("token", "list", "--operator", "--no-headers"))
 }

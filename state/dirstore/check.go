@@ -103,7 +103,7 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	}
 	s.checkFiles(l.m, problem, note)
 	s.checkStrict(l, problem)
-	if err := l.m.settings.Recovery.Validate(); err != nil {
+	if err := l.m.settings.Validate(); err != nil {
 		problem("settings", "%v", err)
 	}
 

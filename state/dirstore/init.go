@@ -35,7 +35,7 @@ func Init(ctx context.Context, root string, settings state.Settings, opts Option
 	case !errors.Is(err, state.ErrNoStore):
 		return nil, false, err
 	}
-	if err := settings.Recovery.Validate(); err != nil {
+	if err := settings.Validate(); err != nil {
 		return nil, false, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -89,7 +89,7 @@ func (t *tx) PutSettings(ctx context.Context, s state.Settings) error {
 	if err := t.writable(); err != nil {
 		return err
 	}
-	if err := s.Recovery.Validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return err
 	}
 	t.settings = &s

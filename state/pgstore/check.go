@@ -66,7 +66,7 @@ func checkSettings(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error
 		var st state.Settings
 		if err := json.Unmarshal([]byte(d), &st); err != nil {
 			problem(rep, "sporectl.settings", "not a settings document: %v", err)
-		} else if err := st.Recovery.Validate(); err != nil {
+		} else if err := st.Validate(); err != nil {
 			problem(rep, "sporectl.settings", "%v", err)
 		}
 	}

@@ -126,7 +126,7 @@ func (s *Store) migrate(ctx context.Context, settings state.Settings) (created b
 }
 
 func encodeSettings(st state.Settings) (string, error) {
-	if err := st.Recovery.Validate(); err != nil {
+	if err := st.Validate(); err != nil {
 		return "", err
 	}
 	for _, f := range []struct{ name, v string }{

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"WishAndHealthBookkeeping", testBookkeeping},
 		{"SwarmLoop", testSwarmLoop},
 		{"ActivityAndIncidents", testActivityAndIncidents},
+		{"OperatorTokens", testOperatorTokens},
 		{"RecoverySettings", testRecoverySettings},
 		{"Tokens", testTokens},
 		{"DeleteSpore", testDeleteSpore},
@@ -1011,4 +1012,41 @@ func testActivityAndIncidents(t *testing.T, s state.Store) {
 	got = get()
 	require.Empty(t, got.Activity)
 	require.Empty(t, got.Incidents)
+}
+
+// testOperatorTokens: the settings' operator tokens are stored exactly,
+// and a bad one (a hash that is not one, a name given twice) is refused
+// by the store itself with the settings unchanged.
+func testOperatorTokens(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	get := func() state.Settings {
+		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
+	}
+	base := get()
+	at := state.Stamp(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	ops := []state.OperatorToken{
+		{Name: "alice", Hash: state.HashToken("spo_a"), Created: at},
+		{Name: "bob", Hash: state.HashToken("spo_b"), Created: at.Add(time.Minute)},
+	}
+	put := func(st state.Settings) error {
+		return s.Update(ctx, func(tx state.Tx) error { return tx.PutSettings(ctx, st) })
+	}
+	require.NoError(t, put(base.WithOperators(ops)))
+	got := get().OperatorTokens()
+	require.Len(t, got, 2)
+	for i := range ops {
+		require.Equal(t, ops[i].Name, got[i].Name)
+		require.Equal(t, ops[i].Hash, got[i].Hash)
+		require.True(t, ops[i].Created.Equal(got[i].Created))
+	}
+	for name, bad := range map[string][]state.OperatorToken{
+		"not a hash": {{Name: "carol", Hash: "spo_plaintext", Created: at}},
+		"twice":      {ops[0], ops[0]},
+	} {
+		var inv *state.InvalidError
+		require.ErrorAs(t, put(base.WithOperators(bad)), &inv, name)
+		require.Len(t, get().OperatorTokens(), 2, name)
+	}
+	require.NoError(t, put(base.WithOperators(nil)))
+	require.Empty(t, get().OperatorTokens())
 }
