@@ -61,9 +61,13 @@ func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.
 			return nil, err
 		}
 	}
+	// The same statement queues a notification on EventsChannel (notify.go)
+	// naming the spore: Postgres delivers it when, and only if, the
+	// transaction commits, so a listener that wakes finds the events.
 	var last int64
-	err := t.tx.QueryRow(ctx, `UPDATE sporectl.spores SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq`,
-		id, int64(len(evs))).Scan(&last)
+	err := t.tx.QueryRow(ctx, `WITH u AS (UPDATE sporectl.spores SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq)
+		SELECT last_seq, pg_notify('`+EventsChannel+`', $1)::text FROM u`,
+		id, int64(len(evs))).Scan(&last, nil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, state.SporeNotFound(id)
 	}

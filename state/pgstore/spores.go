@@ -217,5 +217,11 @@ func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 		return state.SporeNotFound(id)
 	}
 	_, err = t.tx.Exec(ctx, `DELETE FROM sporectl.events WHERE spore_id = $1`, id)
+	if err != nil {
+		return classify(op, err)
+	}
+	// A watcher of the deleted log learns at commit that it is gone, as it
+	// learns of appends (notify.go).
+	_, err = t.tx.Exec(ctx, `SELECT pg_notify('`+EventsChannel+`', $1)`, id)
 	return classify(op, err)
 }
