@@ -42,14 +42,15 @@ func (p *SporePlan) usedToken() bool {
 func sameRecord(a, b state.Spore) bool {
 	return a.Restarts == b.Restarts && a.BreakerOpen == b.BreakerOpen && a.BridgeSeq == b.BridgeSeq &&
 		a.NotBefore.Equal(b.NotBefore) && a.Health == b.Health && a.HealthReason == b.HealthReason &&
-		slices.EqualFunc(a.Failures, b.Failures, time.Time.Equal)
+		slices.EqualFunc(a.Failures, b.Failures, time.Time.Equal) && sameActivity(a.Activity, b.Activity)
 }
 
 // commit writes, in one transaction, everything the pass learned and did:
-// ingested lines, transition events, crash bookkeeping and delivered
-// outbox entries. Each spore is re-read inside the transaction, so a wish
-// that arrived after the snapshot is kept and judged (record), and a
-// spore deleted meanwhile is skipped. It returns each spore's last seq.
+// ingested lines (with the activity they add), transition events, crash
+// bookkeeping and delivered outbox entries. Each spore is re-read inside
+// the transaction, so a wish that arrived after the snapshot is kept and
+// judged (record), and a spore deleted meanwhile is skipped. It returns
+// each spore's last seq.
 func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time) (map[string]uint64, error) {
 	var todo []*SporePlan
 	for _, p := range plans {
@@ -73,6 +74,11 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time) (
 				return err
 			}
 			sp, evs := p.record(fresh, now)
+			if sp.BridgeSeq != fresh.BridgeSeq {
+				// Lines are appended below: what they did is counted in
+				// the same write (activity.go).
+				sp.Activity = addActivity(sp.Activity, evs, now, p.Ingest.countOf)
+			}
 			if !sameRecord(sp, fresh) {
 				if err := tx.UpdateSpore(ctx, sp); err != nil {
 					return err

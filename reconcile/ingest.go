@@ -24,11 +24,15 @@ const maxIngestPerSpore = 50_000
 // ingested is what a pass fetched from one bridge: agent events to append
 // after the store's BridgeSeq base, and what was wrong with the numbers.
 type ingested struct {
-	base    uint64        // the spore's BridgeSeq the fetch started after
-	events  []state.Event // Kind agent, BridgeSeq base+1, base+2, …
-	problem Reason        // IngestGap, BridgeLogLost, or ""
-	detail  string        // for the event that records the problem
-	err     error         // a failed fetch (the bridge went away): nothing wrong with the numbers
+	base   uint64        // the spore's BridgeSeq the fetch started after
+	events []state.Event // Kind agent, BridgeSeq base+1, base+2, …
+	// counts[i] is what events[i] adds to the spore's activity, counted
+	// as it was fetched (alongside the other bridges' waits, not inside
+	// the commit's transaction).
+	counts  []lineCounts
+	problem Reason // IngestGap, BridgeLogLost, or ""
+	detail  string // for the event that records the problem
+	err     error  // a failed fetch (the bridge went away): nothing wrong with the numbers
 }
 
 // ingest fetches, from every spore whose bridge answered with lines the
@@ -110,10 +114,22 @@ func fetch(ctx context.Context, c BridgeClient, base, last uint64, known json.Ra
 				return in
 			}
 			in.events = append(in.events, state.Event{Kind: state.KindAgent, At: ev.At, BridgeSeq: ev.Seq, Line: ev.Line})
+			in.counts = append(in.counts, countLine(ev.Line))
 			next++
 		}
 	}
 	return in
+}
+
+// countOf is what line e adds to its spore's activity: as counted when
+// fetched, or counted now for a line this fetch did not bring.
+func (in *ingested) countOf(e state.Event) lineCounts {
+	if in != nil && e.BridgeSeq > in.base {
+		if i := e.BridgeSeq - in.base - 1; i < uint64(len(in.counts)) {
+			return in.counts[i]
+		}
+	}
+	return countLine(e.Line)
 }
 
 // sameLine compares two JSON lines as values' text, blanks aside (a store

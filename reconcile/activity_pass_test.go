@@ -1,0 +1,130 @@
+package reconcile_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/pgstore"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+)
+
+// The fake bridge stamps its line n at 2026-01-01T00:00:00Z + n seconds.
+var fakeLineHour = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const (
+	passResult = `{"type":"result","subtype":"success","total_cost_usd":0.25,"usage":{"input_tokens":100,"cache_creation_input_tokens":20,"cache_read_input_tokens":9000,"output_tokens":30}}`
+	passTools  = `{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"go.mod"}},{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"ls"}}]}}`
+	passText   = `{"type":"assistant","message":{"content":[{"type":"text","text":"done"}]}}`
+	// A result line the agent tore: counted as nothing, ingested all the same.
+	passTorn = `{"type":"result","usage":"many","total_cost_usd":"lots"}`
+)
+
+// storeKinds are the backends the end-to-end test runs on.
+func storeKinds(t *testing.T) map[string]func(t *testing.T) state.Store {
+	return map[string]func(t *testing.T) state.Store{
+		"dir": func(t *testing.T) state.Store {
+			ds, _, err := dirstore.Init(context.Background(), filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local"}, dirstore.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { ds.Close() })
+			return ds
+		},
+		"postgres": func(t *testing.T) state.Store {
+			srv := pgServerT(t)
+			ctx := context.Background()
+			name, url, err := srv.CreateDatabase(ctx)
+			require.NoError(t, err)
+			st, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { st.Close(); _ = srv.DropDatabase(context.Background(), name) })
+			return st
+		},
+	}
+}
+
+// pgServerT is the package's one PostgreSQL server (shared with the
+// benchmarks), for tests.
+func pgServerT(t *testing.T) *pgtest.Server {
+	t.Helper()
+	benchPG.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		benchPG.srv, benchPG.err = pgtest.Start(ctx)
+		if benchPG.err == nil {
+			benchCleanup.add(func() { _ = benchPG.srv.Close() })
+		}
+	})
+	if benchPG.err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL is required in CI: %v", benchPG.err)
+		}
+		t.Skipf("no PostgreSQL server: %v", benchPG.err)
+	}
+	return benchPG.srv
+}
+
+func TestPassCountsActivityInTheCommitThatIngests(t *testing.T) {
+	for kind, open := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			st := &countingStore{Store: open(t)}
+			now := fakeLineHour.Add(2*time.Hour + 10*time.Minute)
+			rt := reconciletest.New()
+			require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
+				return tx.CreateSpore(ctx, state.Spore{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now})
+			}))
+			pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return now },
+				Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+			run := func() {
+				t.Helper()
+				_, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true})
+				require.NoError(t, err)
+			}
+			read := func() state.Spore {
+				t.Helper()
+				var sp state.Spore
+				require.NoError(t, st.View(ctx, func(tx state.Tx) error {
+					var err error
+					sp, err = tx.Spore(ctx, "a")
+					return err
+				}))
+				return sp
+			}
+			run() // starts it
+			b := rt.BridgeOf("a")
+			b.Write(passTools, passText, passTorn, passResult, passTools, passResult)
+			run()
+			sp := read()
+			require.Equal(t, uint64(6), sp.BridgeSeq, "the torn line is ingested like the others")
+			hour := fakeLineHour // the lines' hour, not the pass's
+			require.Equal(t, []state.HourActivity{{Hour: hour, Turns: 2, ToolCalls: 4, InputTokens: 240, OutputTokens: 60, CostMicros: 500_000}}, sp.Activity)
+
+			// Nothing new: nothing written, the counts as they were.
+			updates := st.updates.Load()
+			run()
+			require.Equal(t, updates, st.updates.Load(), "a pass with nothing ingested writes nothing")
+			require.Equal(t, sp.Activity, read().Activity)
+
+			// Lines of a later hour add an hour; a week later, the old
+			// hour is dropped when new lines come.
+			b.Write(passText) // line 7 at +7s: same hour
+			now = now.Add(24 * time.Hour)
+			run()
+			require.Len(t, read().Activity, 1, "a line that counts nothing adds no hour")
+			now = fakeLineHour.Add(time.Duration(state.MaxActivity)*time.Hour + time.Minute)
+			b.Write(passResult) // stamped in the first hour: now too old to count
+			run()
+			sp = read()
+			require.Equal(t, uint64(8), sp.BridgeSeq)
+			require.Empty(t, sp.Activity, "hours older than the window are dropped, and lines too old are not counted")
+		})
+	}
+}
