@@ -3,12 +3,15 @@ package mycelia
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/incident"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -36,7 +39,7 @@ func TestCommandKind(t *testing.T) {
 		"cat deploy.sh":                                   "",
 		"go test ./...":                                   "",
 	} {
-		require.Equal(t, want, commandKind(cmd), cmd)
+		require.Equal(t, want, incident.CommandKind(cmd), cmd)
 	}
 }
 
@@ -123,4 +126,53 @@ func TestRecentEventsIsBounded(t *testing.T) {
 	require.Contains(t, l.Cut, "lab-c")
 	require.Len(t, l.Files, 1)
 	require.Equal(t, 2, l.Files[0].Spores[0].Edits, "only the last 2 events were read")
+}
+
+func TestFailedReportSummonsTheArchOnce(t *testing.T) {
+	h := newHarness(t).colony()
+	summonses := func() []state.Event {
+		var out []state.Event
+		for _, ev := range h.messages("arch") {
+			if ev.From == reconcile.SummonsFrom {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	r := h.do("lab-c", http.MethodPost, "/api/mycologist/report", map[string]any{"kind": "deploy", "text": "deployed v2"})
+	require.Equal(t, http.StatusCreated, r.status, "answer: %s", r.body)
+	require.Empty(t, summonses(), "a deploy that went fine summons no one")
+
+	r = h.do("lab-c", http.MethodPost, "/api/mycologist/report", map[string]any{"kind": "deploy", "failed": true, "text": "helm upgrade web: timed out"})
+	require.Equal(t, http.StatusCreated, r.status, "answer: %s", r.body)
+	var rep ReportResponse
+	r.decode(t, &rep)
+	got := summonses()
+	require.Len(t, got, 1)
+	require.Contains(t, got[0].Text, "Failed deploy: spore lab-c")
+	require.Contains(t, got[0].Text, `"helm upgrade web: timed out"`)
+	require.Contains(t, got[0].Text, "`mycologist spore lab-c`")
+	require.Equal(t, []state.Incident{{Key: fmt.Sprintf("failed:lab-c:%d", rep.Seq), At: h.spore("arch").Incidents[0].At}}, h.spore("arch").Incidents)
+	// Delivered at once: the [arch] is awake.
+	var prompted int
+	for _, p := range h.prompts("arch") {
+		if p.From == reconcile.SummonsFrom {
+			prompted++
+			for id, tok := range h.tokens {
+				require.NotContains(t, p.Text, tok, "the token of %s", id)
+			}
+		}
+	}
+	require.Equal(t, 1, prompted)
+
+	// Passes that see the report again raise nothing more.
+	_, err := h.srv.Pass.Run(context.Background(), reconcile.Options{Heal: true, Deliver: true})
+	require.NoError(t, err)
+	require.Len(t, summonses(), 1)
+	r = h.do("lab-c", http.MethodPost, "/api/mycologist/report", map[string]any{"kind": "push", "failed": true, "text": "rejected"})
+	require.Equal(t, http.StatusCreated, r.status, "answer: %s", r.body)
+	require.Len(t, summonses(), 2, "a new failed report: a new summons")
+	for id, tok := range h.tokens {
+		require.NotContains(t, h.logs.String(), tok, "the token of %s", id)
+	}
 }

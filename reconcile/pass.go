@@ -170,6 +170,10 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 		return nil, fmt.Errorf("commit the pass: %w", err)
 	}
 	ps.progress("commit", n, "")
+	// The incidents the ingested lines made, once each (summons.go).
+	if err := ps.summon(ctx, snap, got, now); err != nil {
+		return nil, fmt.Errorf("raise the summons: %w", err)
+	}
 	out.Result = result(snap, plans, last)
 	out.Orphans = orphansOf(opt, obs)
 	if opt.Project && ps.Project != nil {

@@ -25,6 +25,11 @@ import (
 // wake and each due time once: the second finds the work done. The
 // snapshot is then brought up to date, so plan and act see what was
 // recorded. No transaction is opened when nothing is due.
+//
+// The [arch]'s automatic summons is recorded on the same pattern (one
+// transaction re-reading the [arch]'s record) but is not upkeep: it is
+// derived from the lines a pass ingests, so it runs after the commit
+// (summons.go), not before the plan.
 
 // ArchFrom and LoopFrom are the senders upkeep records.
 const (

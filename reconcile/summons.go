@@ -1,0 +1,319 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sporectl/sporectl/reconcile/incident"
+	"github.com/sporectl/sporectl/state"
+)
+
+// The automatic summons (docs/mycologists.md "The automatic summons"):
+// the [arch] mycologist is prompted, once per incident, when spores
+// collide on a file or a push or deploy fails. Incidents are derived by
+// package incident from the store, exactly as `mycologist collisions`
+// and `mycologist deploys` show them; a summons is one message recorded
+// the way every message is (record: an event in the [arch]'s log and an
+// entry in its outbox, waking it if it sleeps), together with the
+// incident's key in the [arch]'s record (state.Spore.Incidents), in one
+// transaction that re-reads that record first. Overlapping passes (and
+// serve replicas) therefore raise an incident once: the second finds the
+// key.
+//
+// Where incidents come from, and what that costs:
+//
+//   - a pass, after its commit, looks only at the lines it ingested. When
+//     none holds an edit tool call, a Bash push or deploy, or a failed
+//     tool result (decided on the lines in memory, a substring test
+//     before any parse), it reads nothing more: a pass that ingested
+//     nothing (a no-op pass) reads no event at all. Otherwise it reads,
+//     in one read-only transaction, the last incident.DefaultWindow of
+//     events (at most incident.MaxScanEvents each, from the end of the
+//     log) of: for collisions, the spores whose record counts tool calls
+//     in the window's hours (state.Spore.Activity) and those that edited
+//     in this pass; for failed deploys, only the spores whose ingested
+//     lines hold a push, a deploy or a failed result. Only collisions
+//     that include a spore that edited in this pass are raised.
+//   - a failed `mycologist report push|deploy --failed` is raised by
+//     serve in the report's own transaction (Summon), since reports are
+//     written by serve, not ingested.
+//
+// Keys (incident.CollisionKey, incident.DeployKey) are kept for
+// IncidentKeep after the summons, twice the window the incidents are
+// derived over: a failed deploy's event is out of every later scan by
+// then, even when the bridge's clock that stamped it ran ahead of the
+// pass's; a collision still going on when its key is dropped (its
+// spores still editing the file) is raised again then, as a reminder.
+// At most state.MaxIncidents keys are kept, the oldest dropped first.
+//
+// The [arch] is not summoned about a failed deploy of its own (it saw
+// it fail), only about collisions it is part of.
+//
+// No [arch] mycologist in the store: nothing is raised and nothing is
+// kept. Once one is created, a collision still in the window is raised
+// by the next pass that ingests an edit of one of its spores, and a
+// failed deploy by the next pass that ingests a push, a deploy or a
+// failed result of its spore; an earlier failed report is not raised
+// (`mycologist deploys` still shows it).
+
+// SummonsFrom is the sender a summons is recorded with; SummonsMark
+// starts its text.
+const (
+	SummonsFrom = "sporectl:summons"
+	SummonsMark = "[from sporectl: automatic summons]"
+)
+
+// IncidentKeep is how long an incident's key is kept after its summons.
+const IncidentKeep = 2 * incident.DefaultWindow
+
+// Summons is one incident to raise: its key and the message's text.
+type Summons struct {
+	Key  string
+	Text string
+	// By is the one spore whose incident it is (a failed deploy's), ""
+	// for several (a collision). The [arch] is not summoned about its own
+	// failure: it saw it.
+	By string
+}
+
+// CollisionSummons is the summons of a collision.
+func CollisionSummons(c incident.Collision) Summons {
+	var who, look []string
+	for _, fe := range c.Spores {
+		edits := "1 edit"
+		if fe.Edits != 1 {
+			edits = fmt.Sprintf("%d edits", fe.Edits)
+		}
+		who = append(who, fmt.Sprintf("%s (%s, last at %s)", fe.ID, edits, fe.LastAt.UTC().Format(time.RFC3339)))
+		look = append(look, fmt.Sprintf("`mycologist spore %s`", fe.ID))
+	}
+	text := fmt.Sprintf("%s Collision: %d spores edited the same file %s in the last %s: %s. "+
+		"Look: `mycologist collisions`, %s; steer them with `mycologist tell ID \"…\"`. No answer is expected.",
+		SummonsMark, len(c.Spores), show(c.Path), incident.DefaultWindow, strings.Join(who, ", "), strings.Join(look, ", "))
+	return Summons{Key: incident.CollisionKey(c), Text: text}
+}
+
+// DeploySummons is the summons of a failed push or deploy.
+func DeploySummons(d incident.Deploy) Summons {
+	what := fmt.Sprintf("its command %s failed", show(d.What))
+	if d.Source == incident.SourceReport {
+		what = fmt.Sprintf("it reported %s", show(d.What))
+	}
+	text := fmt.Sprintf("%s Failed %s: spore %s, at %s (event %d of its log): %s. "+
+		"Look: `mycologist deploys`, `mycologist spore %s`; steer it with `mycologist tell %s \"…\"`. No answer is expected.",
+		SummonsMark, d.Kind, d.Spore, d.At.UTC().Format(time.RFC3339), d.Seq, what, d.Spore, d.Spore)
+	return Summons{Key: incident.DeployKey(d), Text: text, By: d.Spore}
+}
+
+// maxShown bounds a path or command quoted in a summons.
+const maxShown = 300
+
+// show quotes what a tool got (a path, a command) for a prompt: on one
+// line, at most maxShown bytes.
+func show(s string) string {
+	if len(s) > maxShown {
+		cut := maxShown
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// Summon records, inside tx, one message to the [arch] mycologist for
+// each summons whose key its record does not hold, and the keys, pruned
+// to IncidentKeep and state.MaxIncidents. arch names it when the caller
+// knows it ("" looks it up among every spore). It returns the entries
+// recorded: none when there is no [arch] or every key is known, and then
+// nothing is written.
+func Summon(ctx context.Context, tx state.Tx, arch string, ss []Summons, now time.Time) ([]state.OutboxEntry, error) {
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	now = now.UTC()
+	sp, ok, err := archRecord(ctx, tx, arch)
+	if err != nil || !ok {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, in := range sp.Incidents {
+		known[in.Key] = true
+	}
+	var todo []Summons
+	for _, s := range ss {
+		if !known[s.Key] && s.By != sp.ID {
+			known[s.Key] = true
+			todo = append(todo, s)
+		}
+	}
+	if len(todo) == 0 {
+		return nil, nil
+	}
+	for _, s := range todo {
+		sp.Incidents = append(sp.Incidents, state.Incident{Key: s.Key, At: now})
+	}
+	sp.Incidents = pruneIncidents(sp.Incidents, now)
+	if err := tx.UpdateSpore(ctx, sp); err != nil {
+		return nil, fmt.Errorf("record incidents on %s: %w", sp.ID, err)
+	}
+	var out []state.OutboxEntry
+	for _, s := range todo {
+		e := state.OutboxEntry{ID: NewMessageID(), Spore: sp.ID, From: SummonsFrom, Text: s.Text, At: now, Wake: true}
+		m := Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Text: s.Text, Wake: true}
+		woke, err := record(ctx, tx, sp, m, e, e.ID, now)
+		if err != nil {
+			return nil, fmt.Errorf("record the summons %s for %s: %w", s.Key, sp.ID, err)
+		}
+		if woke {
+			// record wrote the woken record; the next message sees it.
+			if sp, err = tx.Spore(ctx, sp.ID); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// archRecord reads the [arch] mycologist's record inside tx: the named
+// one when it still is the [arch], else the first found among every
+// spore (create keeps it to one).
+func archRecord(ctx context.Context, tx state.Tx, id string) (state.Spore, bool, error) {
+	if id != "" {
+		sp, err := tx.Spore(ctx, id)
+		switch {
+		case err == nil && sp.Rank == state.RankArch:
+			return sp, true, nil
+		case err != nil && !errors.Is(err, state.ErrNotFound):
+			return state.Spore{}, false, fmt.Errorf("read the [arch] mycologist %s: %w", id, err)
+		}
+	}
+	all, err := tx.Spores(ctx)
+	if err != nil {
+		return state.Spore{}, false, fmt.Errorf("find the [arch] mycologist: %w", err)
+	}
+	for _, sp := range all {
+		if sp.Rank == state.RankArch {
+			return sp, true, nil
+		}
+	}
+	return state.Spore{}, false, nil
+}
+
+// pruneIncidents drops keys older than IncidentKeep, then the oldest past
+// state.MaxIncidents.
+func pruneIncidents(in []state.Incident, now time.Time) []state.Incident {
+	cutoff := now.Add(-IncidentKeep)
+	out := slices.DeleteFunc(slices.Clone(in), func(i state.Incident) bool { return i.At.Before(cutoff) })
+	slices.SortStableFunc(out, func(a, b state.Incident) int { return a.At.Compare(b.At) })
+	if len(out) > state.MaxIncidents {
+		out = out[len(out)-state.MaxIncidents:]
+	}
+	return out
+}
+
+// summon is the pass's step after its commit: the incidents the lines it
+// ingested may have made, raised once each (see above for what it reads).
+func (ps *Pass) summon(ctx context.Context, snap *Snapshot, got map[string]*ingested, now time.Time) error {
+	editors, deployers := map[string]bool{}, map[string]bool{}
+	for id, in := range got {
+		if in == nil || len(in.events) == 0 {
+			continue
+		}
+		t := incident.Touches(in.events)
+		if t.Edits {
+			editors[id] = true
+		}
+		if t.Deploys {
+			deployers[id] = true
+		}
+	}
+	if len(editors) == 0 && len(deployers) == 0 {
+		return nil
+	}
+	since := now.Add(-incident.DefaultWindow)
+	var ss []Summons
+	arch := ""
+	err := ps.Store.View(ctx, func(tx state.Tx) error {
+		spores := snap.Spores
+		if len(snap.Spores) != len(snap.Known) {
+			// A pass over named spores: collisions are with any spore.
+			var err error
+			if spores, err = tx.Spores(ctx); err != nil {
+				return err
+			}
+		}
+		edits := incident.NewEdits()
+		for _, sp := range spores {
+			if sp.Rank == state.RankArch && arch == "" {
+				arch = sp.ID
+			}
+			if !editors[sp.ID] && !deployers[sp.ID] && !(len(editors) > 0 && toolCallsSince(sp, since)) {
+				continue
+			}
+			evs, _, err := incident.RecentEvents(ctx, tx, sp.ID, since, incident.MaxScanEvents)
+			if errors.Is(err, state.ErrNotFound) {
+				continue // deleted since
+			}
+			if err != nil {
+				return fmt.Errorf("read the recent events of %s: %w", sp.ID, err)
+			}
+			if len(editors) > 0 {
+				edits.Add(sp.ID, evs)
+			}
+			if deployers[sp.ID] {
+				for _, d := range incident.Deploys(sp.ID, evs) {
+					if d.Failed {
+						ss = append(ss, DeploySummons(d))
+					}
+				}
+			}
+		}
+		for _, c := range edits.Collisions() {
+			if slices.ContainsFunc(c.Spores, func(fe incident.FileEdit) bool { return editors[fe.ID] }) {
+				ss = append(ss, CollisionSummons(c))
+			}
+		}
+		return nil
+	})
+	if err != nil || len(ss) == 0 || arch == "" {
+		// No [arch] among every spore: nothing to raise, nothing written.
+		return err
+	}
+	var raised []state.OutboxEntry
+	err = ps.Store.Update(ctx, func(tx state.Tx) error {
+		var err error
+		raised, err = Summon(ctx, tx, arch, ss, now)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range raised {
+		ps.logger().Info("summons raised", "spore", e.Spore, "message", e.ID)
+	}
+	return nil
+}
+
+// toolCallsSince reports whether sp's record counts tool calls in an
+// hour that ends after since (its Activity, kept by the commit that
+// ingests its lines): only such a spore can have edited a file since.
+func toolCallsSince(sp state.Spore, since time.Time) bool {
+	for i := len(sp.Activity) - 1; i >= 0; i-- {
+		h := sp.Activity[i]
+		if !h.Hour.Add(time.Hour).After(since) {
+			return false
+		}
+		if h.ToolCalls > 0 {
+			return true
+		}
+	}
+	return false
+}
