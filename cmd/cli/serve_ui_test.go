@@ -4,13 +4,18 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 )
@@ -48,4 +53,100 @@ func TestServeMountsUI(t *testing.T) {
 		require.Equal(t, "api "+p, body)
 		require.Empty(t, hdr.Get("Content-Security-Policy"))
 	}
+}
+
+// TestServeUIOperators: with an operator token made by `token create`,
+// serve's page asks for a login (loopback too), takes the token, and its
+// prompt box sends as the operator; without one it sends as $USER.
+func TestServeUIOperators(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake")
+	st, err := dirstore.Open(context.Background(), c.store, dirstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	f.Getenv = func(k string) string {
+		if k == "USER" {
+			return "dora"
+		}
+		return ""
+	}
+	f.Now = func() time.Time { return c.now }
+	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
+	f.Dial = c.rt.Dial
+	o := &serveOptions{f: f}
+	ts := httptest.NewServer(o.withUI(context.Background(), http.NotFoundHandler(), st))
+	t.Cleanup(ts.Close)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	client := *ts.Client()
+	client.Jar = jar
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	do := func(method, p string, form url.Values) (int, http.Header, string) {
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, err := http.NewRequest(method, ts.URL+p, body)
+		require.NoError(t, err)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", ts.URL)
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	code, _, body := do(http.MethodGet, "/ui/spores/a", nil)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `sent as <span class="as">user:dora</span>`)
+
+	token := strings.TrimSpace(c.ok("token", "create", "--operator", "alice"))
+	code, hdr, _ := do(http.MethodGet, "/ui/", nil)
+	require.Equal(t, http.StatusSeeOther, code)
+	require.Equal(t, "/ui/login?next=%2Fui%2F", hdr.Get("Location"))
+	code, _, _ = do(http.MethodPost, "/ui/login", url.Values{"token": {token}})
+	require.Equal(t, http.StatusSeeOther, code)
+	code, _, body = do(http.MethodGet, "/ui/spores/a", nil)
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `sent as <span class="as">user:alice</span>`)
+
+	// The prompt box and `sporectl prompt` record the same: one prompt
+	// event each, with the sender and text, and a delivery to the bridge.
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(body)
+	require.NotNil(t, csrf)
+	code, hdr, body = do(http.MethodPost, "/ui/spores/a/prompt", url.Values{"csrf": {csrf[1]}, "text": {"from the page"}})
+	require.Equal(t, http.StatusSeeOther, code, body)
+	require.Equal(t, "/ui/spores/a", hdr.Get("Location"))
+	c.ok("prompt", "a", "from the terminal", "--from", "user:alice")
+	var prompts []state.Event
+	require.NoError(t, st.View(context.Background(), func(tx state.Tx) error {
+		evs, err := tx.Events(context.Background(), "a", 0, 1000)
+		for _, ev := range evs {
+			if ev.Kind == state.KindPrompt {
+				ev.Seq, ev.Text = 0, ""
+				prompts = append(prompts, ev)
+			}
+		}
+		return err
+	}))
+	require.Len(t, prompts, 2)
+	require.Equal(t, prompts[1], prompts[0], "the same event but for its text")
+	require.Equal(t, "user:alice", prompts[0].From)
+	sent := c.rt.BridgeOf("a").Prompts()
+	require.Len(t, sent, 2)
+	require.Equal(t, "from the page", sent[0].Text)
+	require.Equal(t, "from the terminal", sent[1].Text)
+
+	c.ok("token", "create", "--operator", "bob")
+	c.ok("token", "revoke", "--operator", "alice")
+	code, _, _ = do(http.MethodGet, "/ui/spores/a", nil)
+	require.Equal(t, http.StatusSeeOther, code, "revoked: the session ended")
+	// With no operator token left, loopback needs no login again.
+	c.ok("token", "revoke", "--operator", "bob")
+	code, _, _ = do(http.MethodGet, "/ui/spores/a", nil)
+	require.Equal(t, http.StatusOK, code)
 }

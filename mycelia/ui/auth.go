@@ -1,6 +1,417 @@
 package ui
 
-import "net/http"
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
 
-// authRoutes registers the operator login's pages.
-func (h *Handler) authRoutes(m *http.ServeMux) {}
+	"github.com/sporectl/sporectl/state"
+)
+
+// Operator access (docs/security.md "Operator tokens", docs/page.md
+// "Access"). A store with no operator token is read on loopback only; once
+// it has one, every request needs a session, which POST /ui/login makes
+// from a token. A session is a cookie that names the operator and its
+// expiry, signed with an HMAC keyed by the stored hash of the operator's
+// token: any serve replica checks it against the store alone, and
+// revoking (or replacing) the token ends every session it made.
+
+const (
+	// SessionCookie holds an operator's session.
+	SessionCookie = "sporectl_session"
+	// SessionLifetime bounds a session: log in again after it.
+	SessionLifetime = 12 * time.Hour
+	// localCookie holds, on loopback without operator tokens, the random
+	// seed of the prompt box's CSRF token (a double-submit cookie: there
+	// is no session to derive it from, and no server-side state).
+	localCookie = "sporectl_local"
+	// DefaultLocalSender is who the prompt box sends as on loopback
+	// without operator tokens, when Handler.LocalSender is empty.
+	DefaultLocalSender = "user:local"
+	// maxLoginBody bounds a login form.
+	maxLoginBody = 4 << 10
+	// clockSkew is how far past SessionLifetime a session's expiry may lie
+	// (replicas' clocks differ a little).
+	clockSkew = time.Minute
+)
+
+// access is what ServeHTTP decided about a request, for its handlers.
+type access struct {
+	// Operator is the logged-in operator; "" on loopback without
+	// operator tokens.
+	Operator string
+	// CSRF is the token the request's forms must carry back; "" when
+	// there is none (a login page before the session exists).
+	CSRF string
+	// session is the cookie's value; it never goes into a page or a log.
+	session string
+}
+
+type accessKey struct{}
+
+func accessOf(r *http.Request) (access, bool) {
+	if r == nil {
+		return access{}, false
+	}
+	a, ok := r.Context().Value(accessKey{}).(access)
+	return a, ok
+}
+
+// sender is who a prompt from this request is from, the form `sporectl
+// prompt` records for a person.
+func (h *Handler) sender(a access) string {
+	if a.Operator != "" {
+		return "user:" + a.Operator
+	}
+	if h.LocalSender != "" {
+		return h.LocalSender
+	}
+	return DefaultLocalSender
+}
+
+// operators reads the store's operator tokens; each request reads them
+// anew, so a token made or revoked on any machine counts at once.
+func (h *Handler) operators(ctx context.Context) ([]state.OperatorToken, error) {
+	var s state.Settings
+	err := h.Store.View(ctx, func(tx state.Tx) error {
+		var err error
+		s, err = tx.Settings(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the operator tokens: %w", err)
+	}
+	return s.OperatorTokens(), nil
+}
+
+// refusal is a request the access rule turns away: a status and a text
+// for a person, or a redirect to the login page.
+type refusal struct {
+	status   int
+	text     string
+	redirect string
+}
+
+// allowed is the access rule (docs/page.md "Access"). With no operator
+// token in the store the page answers loopback clients only, and only
+// when they name a loopback host (so a web page that rebinds its own name
+// to 127.0.0.1 cannot read it). Once the store has one, every request
+// needs a valid session, from anywhere, loopback included (kubectl
+// port-forward and any local proxy arrive on loopback too) — except the
+// login page and the stylesheets it needs. Pages without a session
+// redirect to the login page; the live tail and forms answer 401.
+func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, ops []state.OperatorToken) (access, *refusal) {
+	if len(ops) == 0 {
+		if err := loopback(r); err != nil {
+			return access{}, &refusal{status: http.StatusForbidden, text: err.Error()}
+		}
+		return h.localAccess(w, r), nil
+	}
+	if a, ok := h.session(r, ops); ok {
+		return a, nil
+	}
+	if public(r) {
+		return access{}, nil
+	}
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !stream(r) {
+		return access{}, &refusal{redirect: Prefix + "login?" + url.Values{"next": {r.URL.RequestURI()}}.Encode()}
+	}
+	return access{}, &refusal{status: http.StatusUnauthorized, text: "log in first: this page needs an operator session (" + Prefix + "login)"}
+}
+
+// public are the requests that need no session: the login page and the
+// stylesheets.
+func public(r *http.Request) bool {
+	return r.URL.Path == Prefix+"login" || strings.HasPrefix(r.URL.Path, Prefix+"static/")
+}
+
+// stream reports whether r asks for a live tail (Server-Sent Events).
+func stream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream") || strings.HasSuffix(r.URL.Path, "/events")
+}
+
+func loopback(r *http.Request) error {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("the page answers only on loopback (no operator token is configured: sporectl token create --operator NAME)")
+	}
+	name := r.Host
+	if hn, _, err := net.SplitHostPort(name); err == nil {
+		name = hn
+	}
+	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
+	if !loopbackName(name) {
+		return fmt.Errorf("the page answers only to a loopback host name (127.0.0.1, [::1], localhost), not %q", r.Host)
+	}
+	return nil
+}
+
+// localAccess is loopback without operator tokens: the CSRF token comes
+// from a random cookie the browser sends back (set here when it has none).
+func (h *Handler) localAccess(w http.ResponseWriter, r *http.Request) access {
+	seed := ""
+	if c, err := r.Cookie(localCookie); err == nil && validSeed(c.Value) {
+		seed = c.Value
+	} else {
+		// Two nonces: 256 random bits (and fixed when a test fixes Nonce).
+		seed = h.nonce() + h.nonce()
+		http.SetCookie(w, &http.Cookie{Name: localCookie, Value: seed, Path: Prefix, HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+	}
+	sum := sha256.Sum256([]byte("sporectl local csrf v1\x00" + seed))
+	return access{CSRF: base64.RawURLEncoding.EncodeToString(sum[:])}
+}
+
+// validSeed accepts what localAccess sets: 32 to 128 characters of
+// base64.
+func validSeed(v string) bool {
+	if len(v) < 32 || len(v) > 128 {
+		return false
+	}
+	for _, c := range v {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// overTLS reports whether the browser reached us over HTTPS: serve's own
+// TLS, or a proxy in front that says so. Trusting the proxy's header can
+// only make the cookie stricter.
+func overTLS(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+// A session cookie is "v1.NAME.EXPIRY.MAC": the operator's name, the
+// expiry in Unix seconds, and the HMAC-SHA256 of both keyed by the
+// operator's stored token hash.
+func sessionMAC(op state.OperatorToken, purpose, msg string) []byte {
+	m := hmac.New(sha256.New, []byte(op.Hash))
+	m.Write([]byte("sporectl " + purpose + " v1\x00" + msg))
+	return m.Sum(nil)
+}
+
+func newSession(op state.OperatorToken, expires time.Time) string {
+	msg := op.Name + "." + strconv.FormatInt(expires.Unix(), 10)
+	return "v1." + msg + "." + base64.RawURLEncoding.EncodeToString(sessionMAC(op, "session", msg))
+}
+
+// session checks r's session cookie against the store's operator tokens.
+func (h *Handler) session(r *http.Request, ops []state.OperatorToken) (access, bool) {
+	c, err := r.Cookie(SessionCookie)
+	if err != nil {
+		return access{}, false
+	}
+	name, op, ok := h.verify(c.Value, ops)
+	if !ok {
+		return access{}, false
+	}
+	return access{Operator: name, session: c.Value, CSRF: csrfOf(op, c.Value)}, true
+}
+
+func (h *Handler) verify(v string, ops []state.OperatorToken) (string, state.OperatorToken, bool) {
+	parts := strings.Split(v, ".")
+	if len(parts) != 4 || parts[0] != "v1" || state.ValidateName("operator", parts[1]) != nil {
+		return "", state.OperatorToken{}, false
+	}
+	exp, err := strconv.ParseInt(parts[2], 10, 64)
+	now := h.now()
+	if err != nil || exp <= now.Unix() || exp > now.Add(SessionLifetime+clockSkew).Unix() {
+		return "", state.OperatorToken{}, false
+	}
+	mac, err := base64.RawURLEncoding.DecodeString(parts[3])
+	if err != nil {
+		return "", state.OperatorToken{}, false
+	}
+	for _, op := range ops {
+		if op.Name == parts[1] && op.Hash.Valid() {
+			return op.Name, op, hmac.Equal(mac, sessionMAC(op, "session", parts[1]+"."+parts[2]))
+		}
+	}
+	return "", state.OperatorToken{}, false
+}
+
+// csrfOf is the CSRF token of a session: an HMAC of the cookie, so it is
+// checked without server-side state and changes with every login.
+func csrfOf(op state.OperatorToken, session string) string {
+	return base64.RawURLEncoding.EncodeToString(sessionMAC(op, "csrf", session))
+}
+
+// match finds the operator whose token was presented, comparing it with
+// every stored hash in constant time (no early exit: how long it takes
+// says nothing about which one matched, or how much of it did).
+func match(ops []state.OperatorToken, token string) (state.OperatorToken, bool) {
+	got := state.HashToken(token)
+	var found state.OperatorToken
+	hit := 0
+	for _, op := range ops {
+		eq := 0
+		if len(op.Hash) == len(got) {
+			eq = subtle.ConstantTimeCompare([]byte(op.Hash), []byte(got))
+		}
+		if eq == 1 && hit == 0 && op.Hash.Valid() {
+			found, hit = op, 1
+		}
+	}
+	return found, hit == 1
+}
+
+// checkOrigin refuses a form that did not come from this page: its Origin
+// (or, without one, its Referer) must name the host the request was sent
+// to. Browsers send Origin with every POST; the page's referrer policy
+// (same-origin) keeps it a real origin rather than "null".
+func checkOrigin(r *http.Request) error {
+	src, what := r.Header.Get("Origin"), "Origin"
+	if src == "" {
+		src, what = r.Header.Get("Referer"), "Referer"
+	}
+	if src == "" {
+		return errors.New("the form carries neither Origin nor Referer; send it from the page")
+	}
+	u, err := url.Parse(src)
+	if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+		return fmt.Errorf("the form came from another site (%s does not match this page's host)", what)
+	}
+	return nil
+}
+
+// checkCSRF requires the form's csrf field to be the request's CSRF token.
+func checkCSRF(r *http.Request, a access) error {
+	got := r.PostForm.Get("csrf")
+	if a.CSRF == "" || got == "" {
+		return errors.New("the form has no CSRF token; reload the page and send it again")
+	}
+	if !hmac.Equal([]byte(got), []byte(a.CSRF)) {
+		return errors.New("the form's CSRF token is not this session's; reload the page and send it again")
+	}
+	return nil
+}
+
+// loginPage is the data of login.html.
+type loginPage struct {
+	Nonce string
+	Title string
+	// Next is where a successful login goes (a path of the page).
+	Next string
+	// Error says why the last try failed.
+	Error string
+	// NoOperators: the store has no operator token; nobody logs in.
+	NoOperators bool
+	// Operator is set when the browser is logged in already.
+	Operator string
+	CSRF     string
+}
+
+func (h *Handler) authRoutes(m *http.ServeMux) {
+	m.HandleFunc("GET /ui/login", h.loginForm)
+	m.HandleFunc("POST /ui/login", h.login)
+	m.HandleFunc("GET /ui/logout", h.logoutForm)
+	m.HandleFunc("POST /ui/logout", h.logout)
+}
+
+// safeNext keeps a login's destination inside the page: a path under
+// /ui/, never another host ("//evil", "/\evil") or a scheme.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, Prefix) || strings.ContainsAny(next, "\\\x00\r\n") || strings.HasPrefix(next, "//") || len(next) > 2048 {
+		return Prefix
+	}
+	if u, err := url.Parse(next); err != nil || u.Host != "" || u.Scheme != "" {
+		return Prefix
+	}
+	return next
+}
+
+func (h *Handler) loginForm(w http.ResponseWriter, r *http.Request) {
+	a, _ := accessOf(r)
+	ops, err := h.operators(r.Context())
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "login.html", loginPage{Nonce: nonceOf(r), Title: "Log in", Next: safeNext(r.URL.Query().Get("next")),
+		NoOperators: len(ops) == 0, Operator: a.Operator, CSRF: a.CSRF})
+}
+
+// login is POST /ui/login: the token in the form's body (never a URL)
+// becomes a session cookie. A wrong token is a 401 page; there is no
+// delay or lockout, since a 256-bit token cannot be guessed (failures are
+// logged, without what was typed, for whoever watches).
+func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
+	if err := checkOrigin(r); err != nil {
+		h.error(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
+	if err := r.ParseForm(); err != nil {
+		h.error(w, r, http.StatusBadRequest, "the login form could not be read")
+		return
+	}
+	ops, err := h.operators(r.Context())
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	next := safeNext(r.PostForm.Get("next"))
+	if len(ops) == 0 {
+		h.error(w, r, http.StatusBadRequest, "no operator token is configured: the page needs no login on loopback (sporectl token create --operator NAME makes one)")
+		return
+	}
+	op, ok := match(ops, strings.TrimSpace(r.PostForm.Get("token")))
+	if !ok {
+		h.logger().Warn("ui: failed login", "remote", r.RemoteAddr)
+		h.render(w, r, http.StatusUnauthorized, "login.html", loginPage{Nonce: nonceOf(r), Title: "Log in", Next: next,
+			Error: "That is not a valid operator token (or it was revoked)."})
+		return
+	}
+	expires := h.now().Add(SessionLifetime)
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: newSession(op, expires), Path: Prefix, Expires: expires,
+		MaxAge: int(SessionLifetime / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+	h.logger().Info("ui: operator logged in", "operator", op.Name, "remote", r.RemoteAddr)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+func (h *Handler) logoutForm(w http.ResponseWriter, r *http.Request) {
+	a, _ := accessOf(r)
+	h.render(w, r, http.StatusOK, "login.html", loginPage{Nonce: nonceOf(r), Title: "Log out", Next: Prefix,
+		NoOperators: a.Operator == "", Operator: a.Operator, CSRF: a.CSRF})
+}
+
+// logout is POST /ui/logout: the browser forgets its session. (A copy of
+// the cookie stays valid until it expires or the token is revoked.)
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
+	a, _ := accessOf(r)
+	if err := checkOrigin(r); err != nil {
+		h.error(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
+	if err := r.ParseForm(); err != nil {
+		h.error(w, r, http.StatusBadRequest, "the form could not be read")
+		return
+	}
+	if err := checkCSRF(r, a); err != nil {
+		h.error(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: Prefix, MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
+	if a.Operator != "" {
+		h.logger().Info("ui: operator logged out", "operator", a.Operator)
+	}
+	http.Redirect(w, r, Prefix+"login", http.StatusSeeOther)
+}

@@ -6,12 +6,15 @@
 // It reads only the store and the observation of a read-only reconcile
 // pass, never a bridge directly, so it shows sleeping spores as well as
 // awake ones and any number of serve processes may answer for one store.
-// It writes nothing of its own.
+// The one thing it writes is an operator's prompt, through the same
+// outbox path as `sporectl prompt` (reconcile.Send).
 //
 // Everything it shows came from agents, people or other spores, so none
 // of it is trusted: every value goes through html/template (after
-// reconcile/transcript has made it displayable), the live script builds
-// nodes with textContent only, and every answer carries a strict
+// reconcile/transcript has made it displayable), the agent's text is
+// markdown rendered safely (markdown.go), the live script inserts only the
+// server-rendered <li> of each line (parsed in an inert template), and
+// every answer carries a strict
 // Content-Security-Policy (no script without the page's nonce, nothing
 // from anywhere but this server), nosniff and frame denial.
 package ui

@@ -7,14 +7,17 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
 )
 
-// liveLine is one display line as a live tail sends it: the page's script
-// puts each field in a node's textContent, never in markup.
+// liveLine is one display line as a live tail sends it. HTML is the <li>
+// that line.html renders for it, which the page's script inserts as it
+// is; the other fields say the same as data, for a reader that is not
+// the page (they are never made into markup).
 type liveLine struct {
 	Seq    uint64 `json:"seq"`
 	At     string `json:"at"`
@@ -24,15 +27,23 @@ type liveLine struct {
 	From   string `json:"from,omitempty"`
 	Text   string `json:"text"`
 	Error  bool   `json:"error,omitempty"`
+	HTML   string `json:"html"`
 }
 
 // events is GET /ui/spores/{id}/events?after=SEQ: Server-Sent Events with
 // every event of the log after SEQ (or the Last-Event-ID a reconnecting
-// browser sends), found by polling the store every h.Poll. Each SSE
-// event is named "lines", has the store's seq as its id and a JSON array
-// of display lines as its data. When more than MaxBacklog events are
-// behind, a "skipped" event says how many were left out. A spore deleted
-// while followed ends the stream with a "gone" event.
+// browser sends). Each SSE event is named "lines", has the store's seq as
+// its id and as its data a JSON array of the event's display lines
+// (liveLine), each with the <li> the page itself would have rendered for
+// it (line.html: markdown and escaping are the server's, never the
+// script's). When more than MaxBacklog events are behind, a "skipped"
+// event says how many were left out. A spore deleted while followed ends
+// the stream with a "gone" event.
+//
+// A stream reads the store when the Handler's hub (watch.go) says the
+// spore's log may have grown, and every SafetyPoll besides; when the store
+// cannot say (no Changes), every DefaultPoll. Handler.Poll overrides
+// either period.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -90,11 +101,18 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	poll := h.Poll
-	if poll <= 0 {
-		poll = DefaultPoll
+	// Subscribe before the first read, so growth after it is not missed.
+	var wake <-chan struct{}
+	poll := DefaultPoll
+	if hb := h.hub(); hb != nil {
+		sub, cancel := hb.subscribe(id)
+		defer cancel()
+		wake, poll = sub.Wake, SafetyPoll
 	}
-	fmt.Fprintf(bw, "retry: %d\n\n", (2 * poll).Milliseconds())
+	if h.Poll > 0 {
+		poll = h.Poll
+	}
+	fmt.Fprintf(bw, "retry: %d\n\n", min(2*poll, 2*time.Second).Milliseconds())
 	if head.LastSeq > after+MaxBacklog {
 		fmt.Fprintf(bw, "event: skipped\ndata: %d\n\n", head.LastSeq-MaxBacklog-after)
 		after = head.LastSeq - MaxBacklog
@@ -106,7 +124,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	if h.Shutdown != nil {
 		stop = h.Shutdown.Done()
 	}
-	tick := time.NewTicker(poll)
+	tick := time.NewTicker(min(poll, heartbeat))
 	defer tick.Stop()
 	quiet := time.Now()
 	for {
@@ -150,6 +168,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-stop:
 			return
+		case <-wake:
 		case <-tick.C:
 		}
 	}
@@ -185,13 +204,19 @@ func parseAfter(r *http.Request) (uint64, error) {
 	return after, nil
 }
 
+// writeEvent sends one event's lines, each with its <li> from line.html.
 func writeEvent(w *bufio.Writer, ev state.Event) error {
 	ls := transcript.Lines(ev)
 	out := make([]liveLine, 0, len(ls))
+	var sb strings.Builder
 	for _, l := range ls {
+		sb.Reset()
+		if err := pages.ExecuteTemplate(&sb, "line", viewOf(l)); err != nil {
+			return fmt.Errorf("render line of event %d: %w", ev.Seq, err)
+		}
 		out = append(out, liveLine{
 			Seq: l.Seq, At: l.At.UTC().Format(time.RFC3339), Kind: string(l.Kind), Class: lineClass(l),
-			Marker: marker(l), From: l.From, Text: l.Text, Error: l.Error,
+			Marker: marker(l), From: l.From, Text: l.Text, Error: l.Error, HTML: sb.String(),
 		})
 	}
 	b, err := json.Marshal(out) // escapes <, > and & as \u003c…

@@ -1,12 +1,134 @@
 package ui
 
 import (
+	"errors"
 	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
 
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
-// promptBox is what the prompt box of a spore page needs.
-type promptBox struct{}
+// DefaultWakeWait is Handler.WakeWait's default: long enough for a local
+// spore to come up, short enough for a browser to wait.
+const DefaultWakeWait = 15 * time.Second
 
-func (h *Handler) promptBox(r *http.Request, sp state.Spore) promptBox { return promptBox{} }
+// maxPromptForm bounds the prompt box's body: the text URL-encoded (at
+// most three bytes per byte) and the other fields.
+const maxPromptForm = 3*bridge.MaxPromptBytes + 4<<10
+
+// promptBox is what the prompt box of a spore page needs.
+type promptBox struct {
+	// Action is where the form posts; "" draws no box (a page rendered
+	// without a request, as the static export does).
+	Action string
+	CSRF   string
+	// From is who the prompt is sent as.
+	From string
+	// Asleep: the spore's desired state is not Running, so a prompt needs
+	// "wake it".
+	Asleep  bool
+	Desired string
+	// MaxBytes is the cap on the text.
+	MaxBytes int
+	Nonce    string
+}
+
+func (h *Handler) promptBox(r *http.Request, sp state.Spore) promptBox {
+	a, ok := accessOf(r)
+	if !ok || a.CSRF == "" {
+		return promptBox{}
+	}
+	return promptBox{Action: sporeHref(sp.ID) + "/prompt", CSRF: a.CSRF, From: h.sender(a),
+		Asleep: sp.Desired != state.Running, Desired: string(sp.Desired), MaxBytes: bridge.MaxPromptBytes, Nonce: nonceOf(r)}
+}
+
+func (h *Handler) promptRoutes(m *http.ServeMux) {
+	m.HandleFunc("POST /ui/spores/{id}/prompt", h.postPrompt)
+}
+
+// postPrompt is POST /ui/spores/{id}/prompt: the prompt box. It goes the
+// way of `sporectl prompt`: reconcile.Send records the prompt (the event
+// and the outbox entry, in one transaction), then Pass.Deliver posts it,
+// and whatever that does not finish the next reconcile does. Everything
+// is checked before anything is written: where the form came from, its
+// CSRF token, the text; a sleeping spore without "wake it" is refused
+// (409). It answers 303 to the spore's page (post/redirect/get).
+func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	if state.ValidateID(id) != nil {
+		h.error(w, r, http.StatusNotFound, "no such spore")
+		return
+	}
+	a, _ := accessOf(r)
+	if err := checkOrigin(r); err != nil {
+		h.error(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxPromptForm)
+	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.error(w, r, http.StatusRequestEntityTooLarge, "the prompt is too long: at most 256 KiB")
+			return
+		}
+		h.error(w, r, http.StatusBadRequest, "the form could not be read")
+		return
+	}
+	if err := checkCSRF(r, a); err != nil {
+		h.error(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	// A textarea sends CRLF line ends; the terminal's prompt has LF.
+	text := strings.ReplaceAll(r.PostForm.Get("text"), "\r\n", "\n")
+	switch {
+	case len(text) > bridge.MaxPromptBytes:
+		h.error(w, r, http.StatusRequestEntityTooLarge, "the prompt is too long: at most 256 KiB")
+		return
+	case !utf8.ValidString(text):
+		h.error(w, r, http.StatusBadRequest, "the prompt is not valid UTF-8")
+		return
+	case strings.TrimSpace(text) == "":
+		h.error(w, r, http.StatusBadRequest, "the prompt is empty")
+		return
+	}
+	wake := r.PostForm.Get("wake") != ""
+	from := h.sender(a)
+	entry, err := reconcile.Send(ctx, h.Store, reconcile.Message{To: id, From: from, Kind: state.KindPrompt, Text: text, Wake: wake}, h.now())
+	var asleep *reconcile.AsleepError
+	switch {
+	case errors.As(err, &asleep):
+		h.error(w, r, http.StatusConflict, "spore "+id+" is asleep (desired "+string(asleep.Desired)+"): nothing was sent. Tick \"wake it if asleep\" to wake it and deliver.")
+		return
+	case errors.Is(err, state.ErrNotFound):
+		h.error(w, r, http.StatusNotFound, "no such spore")
+		return
+	case err != nil:
+		h.internal(w, r, err)
+		return
+	}
+	h.logger().Info("ui: prompt sent", "spore", id, "prompt", entry.ID, "from", from, "wake", wake)
+	if h.Pass != nil {
+		// As `sporectl prompt`: one try for an awake spore; a woken one is
+		// given WakeWait to come up. What is not delivered now stays in the
+		// outbox for the next pass, so a failure here is only logged.
+		wait := time.Duration(0)
+		if wake {
+			wait = h.WakeWait
+			if wait <= 0 {
+				wait = DefaultWakeWait
+			}
+		}
+		d, err := h.Pass.Deliver(ctx, entry, wake, wait)
+		if err != nil {
+			h.logger().Warn("ui: prompt left in the outbox", "spore", id, "prompt", entry.ID, "err", err)
+		} else {
+			h.logger().Info("ui: prompt delivery", "spore", id, "prompt", entry.ID, "state", d.State, "position", d.Position, "detail", d.Detail)
+		}
+	}
+	http.Redirect(w, r, sporeHref(id), http.StatusSeeOther)
+}

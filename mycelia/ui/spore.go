@@ -1,8 +1,10 @@
 package ui
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,7 +18,7 @@ type sporePage struct {
 	Title  string
 	Spore  state.Spore
 	Href   string
-	Lines  []transcript.Line
+	Lines  []lineView
 	First  uint64 // the page's first seq (0: empty page)
 	Last   uint64 // its last seq
 	Total  uint64 // the log's last seq
@@ -92,9 +94,28 @@ func (h *Handler) spore(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	page := sporePage{Nonce: nonceOf(r), Href: sporeHref(id), Limit: p.limit}
+	page, err := h.sporeData(ctx, id, p)
+	if errors.Is(err, state.ErrNotFound) {
+		h.error(w, r, http.StatusNotFound, "no such spore")
+		return
+	}
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	page.Nonce = nonceOf(r)
+	page.Prompt = h.promptBox(r, page.Spore)
+	h.render(w, r, http.StatusOK, "spore.html", page)
+}
+
+// sporeData reads one page of a spore's conversation (p) and what the
+// page shows about it, in one read-only transaction: everything but what
+// depends on the request (nonce, prompt box). A missing spore is
+// state.ErrNotFound.
+func (h *Handler) sporeData(ctx context.Context, id string, p pageParams) (sporePage, error) {
+	page := sporePage{Href: sporeHref(id), Limit: p.limit}
 	var evs []state.Event
-	err = h.Store.View(ctx, func(tx state.Tx) error {
+	err := h.Store.View(ctx, func(tx state.Tx) error {
 		var err error
 		if page.Spore, err = tx.Spore(ctx, id); err != nil {
 			return err
@@ -118,19 +139,13 @@ func (h *Handler) spore(w http.ResponseWriter, r *http.Request) {
 		evs, err = tx.Events(ctx, id, after, int(end-after))
 		return err
 	})
-	if errors.Is(err, state.ErrNotFound) {
-		h.error(w, r, http.StatusNotFound, "no such spore")
-		return
-	}
 	if err != nil {
-		h.internal(w, r, err)
-		return
+		return page, err
 	}
 	page.Title = page.Spore.ID
 	page.Activity = activityOf(page.Spore, h.now())
-	page.Prompt = h.promptBox(r, page.Spore)
 	for _, ev := range evs {
-		page.Lines = append(page.Lines, transcript.Lines(ev)...)
+		page.Lines = appendViews(page.Lines, ev)
 	}
 	if len(evs) > 0 {
 		page.First, page.Last = evs[0].Seq, evs[len(evs)-1].Seq
@@ -148,7 +163,7 @@ func (h *Handler) spore(w http.ResponseWriter, r *http.Request) {
 		page.Live = true
 		page.EventsURL = page.Href + "/events?after=" + strconv.FormatUint(page.Total, 10)
 	}
-	h.render(w, r, http.StatusOK, "spore.html", page)
+	return page, nil
 }
 
 func pageHref(id string, before uint64, limit int) string {
@@ -157,4 +172,35 @@ func pageHref(id string, before uint64, limit int) string {
 		s += "&limit=" + strconv.Itoa(limit)
 	}
 	return s
+}
+
+// lineView is one line of the conversation as line.html renders it, on
+// the page and in a live tail alike.
+type lineView struct {
+	Seq    uint64
+	Class  string
+	Marker string
+	From   string
+	Text   string // shown as text, line breaks kept (when HTML is empty)
+	// HTML is the agent's text rendered as markdown (markdown.go), the
+	// only markup made of what the store holds; Inline says it is one
+	// paragraph with no element of its own.
+	HTML   template.HTML
+	Inline bool
+}
+
+func viewOf(l transcript.Line) lineView {
+	v := lineView{Seq: l.Seq, Class: lineClass(l), Marker: marker(l), From: l.From, Text: l.Text}
+	if l.Kind == transcript.KindText {
+		v.HTML, v.Inline = markdownHTML(l.Text)
+	}
+	return v
+}
+
+// appendViews appends the display lines of one event.
+func appendViews(dst []lineView, ev state.Event) []lineView {
+	for _, l := range transcript.Lines(ev) {
+		dst = append(dst, viewOf(l))
+	}
+	return dst
 }

@@ -31,7 +31,8 @@ const (
 	// TailEvents is how many of a spore's last events the fleet page
 	// reads to say what it is doing now.
 	TailEvents = 16
-	// DefaultPoll is how often a live tail polls the store.
+	// DefaultPoll is how often a live tail polls a store that is no
+	// Changes (one that cannot say when a log grows).
 	DefaultPoll = time.Second
 	// PollBatch bounds the events one poll of a live tail reads.
 	PollBatch = 256
@@ -56,6 +57,8 @@ var staticFS embed.FS
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"marker":  marker,
 	"lineCls": lineClass,
+	// account marks where the header shows the session (withAccount).
+	"account": func() template.HTML { return accountMark },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // Handler serves the page. Its fields are dependencies, never state:
@@ -63,24 +66,41 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 type Handler struct {
 	Store state.Store
 	// Pass observes the fleet for the fleet page: it runs read-only
-	// (reconcile.Options{}); its Store is Store.
+	// (reconcile.Options{}); its Store is Store. The prompt box delivers
+	// through it too (Pass.Deliver, as `sporectl prompt` does); nil: a
+	// prompt stays in the outbox for the next reconcile.
 	Pass *reconcile.Pass
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
-	// Poll is how often a live tail reads the store (default DefaultPoll).
+	// Poll overrides how often a live tail reads the store (default
+	// SafetyPoll with a Changes store, else DefaultPoll).
 	Poll time.Duration
 	// MaxStreams bounds live tails at once (default DefaultMaxStreams).
 	MaxStreams int
 	// Shutdown, when done, ends every live tail (serve's SIGTERM: a
 	// stream never ends by itself, and a graceful stop waits for it).
 	Shutdown context.Context
-	// Nonce makes each page's script nonce (default 128 random bits);
-	// tests fix it.
+	// Nonce makes each page's script nonce and, on loopback without
+	// operator tokens, the seed of a browser's CSRF cookie (two nonces);
+	// default 128 random bits each. Tests fix it.
 	Nonce func() string
+	// LocalSender is who the prompt box sends as on loopback without
+	// operator tokens (default DefaultLocalSender); serve sets what
+	// `sporectl prompt` would record on its machine, "user:$USER".
+	// A logged-in operator sends as "user:NAME".
+	LocalSender string
+	// WakeWait is how long a prompt with "wake it" waits for the woken
+	// spore's bridge before the page answers; it then stays in the outbox
+	// and the next reconcile delivers it (default DefaultWakeWait).
+	WakeWait time.Duration
 
 	streams atomic.Int64
 	mux     atomic.Pointer[http.ServeMux]
+	live    liveHub // the store's watcher shared by live tails (watch.go)
+	// fleetLive is the fleet read shared by the fleet's live streams
+	// (fleet_live.go).
+	fleetLive fleetShared
 }
 
 // ServeHTTP checks the caller's access, sets the security headers of
@@ -91,24 +111,53 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("Content-Security-Policy", csp(nonce))
 	hdr.Set("X-Content-Type-Options", "nosniff")
 	hdr.Set("X-Frame-Options", "DENY")
-	hdr.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: a form's POST then carries its real
+	// Origin (checkOrigin), while other sites still get nothing.
+	hdr.Set("Referrer-Policy", "same-origin")
 	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hdr.Set("Cross-Origin-Resource-Policy", "same-origin")
-	if err := allowed(r); err != nil {
-		h.error(w, r, http.StatusForbidden, err.Error())
+	r = r.WithContext(context.WithValue(r.Context(), nonceKey{}, nonce))
+	ops, err := h.operators(r.Context())
+	if err != nil {
+		// Fail closed: without the operator tokens nobody can be let in.
+		h.logger().Error("ui: access check failed", "path", r.URL.Path, "err", err)
+		h.error(w, r, http.StatusServiceUnavailable, "the store could not be read; see serve's log")
 		return
 	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+	a, no := h.allowed(w, r, ops)
+	if no != nil {
+		if no.redirect != "" {
+			http.Redirect(w, r, no.redirect, http.StatusSeeOther)
+			return
+		}
+		h.error(w, r, no.status, no.text)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && writes(r.URL.Path)) {
 		hdr.Set("Allow", "GET, HEAD")
-		h.error(w, r, http.StatusMethodNotAllowed, "the page only reads: GET")
+		h.error(w, r, http.StatusMethodNotAllowed, "the page only reads (GET), but for its forms")
 		return
 	}
 	if r.URL.Path == "/ui" {
 		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 		return
 	}
-	r = r.WithContext(context.WithValue(r.Context(), nonceKey{}, nonce))
+	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
 	h.routes().ServeHTTP(w, r)
+}
+
+// writes reports whether path is one of the page's forms, the only
+// requests that may POST: login, logout and a spore's prompt box.
+func writes(path string) bool {
+	if path == Prefix+"login" || path == Prefix+"logout" {
+		return true
+	}
+	id, ok := strings.CutPrefix(path, Prefix+"spores/")
+	if !ok {
+		return false
+	}
+	id, ok = strings.CutSuffix(id, "/prompt")
+	return ok && id != "" && !strings.Contains(id, "/")
 }
 
 func (h *Handler) routes() *http.ServeMux {
@@ -119,6 +168,7 @@ func (h *Handler) routes() *http.ServeMux {
 	h.fleetRoutes(m)
 	h.sporeRoutes(m)
 	h.authRoutes(m)
+	h.promptRoutes(m)
 	static, _ := fs.Sub(staticFS, "static")
 	m.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", staticFiles(http.FileServerFS(static))))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -164,30 +214,6 @@ func (h *Handler) nonce() string {
 	return base64.RawStdEncoding.EncodeToString(b)
 }
 
-// allowed is the access rule (docs/page.md "Access"): with no operator
-// token configured, which is all this version knows, the page answers
-// loopback clients only, and only when they name a loopback host (so a
-// web page that rebinds its own name to 127.0.0.1 cannot read it).
-func allowed(r *http.Request) error {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("the page answers only on loopback (no operator token is configured)")
-	}
-	name := r.Host
-	if hn, _, err := net.SplitHostPort(name); err == nil {
-		name = hn
-	}
-	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
-	if !loopbackName(name) {
-		return fmt.Errorf("the page answers only to a loopback host name (127.0.0.1, [::1], localhost), not %q", r.Host)
-	}
-	return nil
-}
-
 func loopbackName(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
@@ -210,6 +236,25 @@ func (h *Handler) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
+// accountMark is where layout.html's header shows who is logged in
+// ({{account}}). It is its first occurrence in any page: only the
+// <title> comes before it, and html/template escapes whatever a title
+// holds.
+const accountMark = "<!--account-->"
+
+// withAccount fills the header's account mark: the operator's name and a
+// log-out button for a session, nothing on loopback without operator
+// tokens. The pages' own data need not know about sessions.
+func withAccount(page string, r *http.Request) string {
+	a, _ := accessOf(r)
+	fill := ""
+	if a.Operator != "" {
+		fill = ` <form class="logout" method="post" action="/ui/logout"><span class="as">` + template.HTMLEscapeString(a.Operator) +
+			`</span> <input type="hidden" name="csrf" value="` + template.HTMLEscapeString(a.CSRF) + `"><button type="submit">log out</button></form>`
+	}
+	return strings.Replace(page, accountMark, fill, 1)
+}
+
 // errorPage is the data of error.html.
 type errorPage struct {
 	Nonce  string
@@ -224,7 +269,7 @@ func (h *Handler) error(w http.ResponseWriter, r *http.Request, status int, text
 	hdr := w.Header()
 	hdr.Del("Content-Length")
 	hdr.Set("Cache-Control", "no-store")
-	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+	if accept := r.Header.Get("Accept"); strings.Contains(accept, "text/event-stream") || accept == "text/plain" {
 		hdr.Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(status)
 		fmt.Fprintln(w, text)
@@ -254,6 +299,6 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	hdr.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write([]byte(b.String()))
+		_, _ = w.Write([]byte(withAccount(b.String(), r)))
 	}
 }

@@ -501,6 +501,9 @@ func TestLiveTail(t *testing.T) {
 	require.Equal(t, uint64(5), ls[0].Seq)
 	require.Equal(t, "tool_result", ls[0].Kind)
 	require.NoError(t, json.Unmarshal([]byte(got[2]), &ls))
+	require.Len(t, ls, 1)
+	require.Equal(t, `<li class="l-tool-use" data-seq="7"><span class="seq">7</span> <span class="mk">→</span> <span class="text">Read go.mod</span></li>`, ls[0].HTML)
+	ls[0].HTML = ""
 	require.Equal(t, []liveLine{{Seq: 7, At: at(10).Format(time.RFC3339), Kind: "tool_use", Class: "l-tool-use", Marker: "→", Text: "Read go.mod"}}, ls)
 	require.Contains(t, lines, "id: 7")
 

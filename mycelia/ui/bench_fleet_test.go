@@ -1,0 +1,166 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/pgstore"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+)
+
+// BenchmarkFleetPage is GET /ui/ on 1,000 spores (10 colonies, one in
+// four awake on the fake runtime, each with two days of hourly activity
+// and 24 events), on the directory store and on PostgreSQL: server time
+// per page (target < 100 ms; docs/page.md) and the page's bytes, next to
+// the read-only pass the page runs first (its floor) in the same run.
+//
+//	go test -run '^$' -bench FleetPage -count 5 ./mycelia/ui
+func BenchmarkFleetPage(b *testing.B) {
+	const spores = 1000
+	ctx := context.Background()
+	stores := map[string]state.Store{}
+	ds, _, err := dirstore.Init(ctx, filepath.Join(b.TempDir(), "store"), state.Settings{Runtime: "local"}, dirstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ds.Close() })
+	stores["dir"] = ds
+	if pg := benchPostgres(b); pg != nil {
+		stores["postgres"] = pg
+	}
+	for _, name := range []string{"dir", "postgres"} {
+		st, ok := stores[name]
+		if !ok {
+			continue
+		}
+		h := benchFleet(b, st, spores)
+		// The baseline: the read-only pass the page runs first, alone.
+		b.Run(name+"/pass", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := h.Pass.Run(ctx, reconcile.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/page", func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
+				req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("GET /ui/: %d %s", w.Code, w.Body)
+				}
+				size = w.Body.Len()
+			}
+			b.ReportMetric(float64(size), "bytes/page")
+			b.ReportMetric(float64(size)/spores, "bytes/spore")
+		})
+	}
+}
+
+// benchPostgres starts a PostgreSQL server for this run (nil without
+// one, failing when CI is set).
+func benchPostgres(b *testing.B) state.Store {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := pgtest.Start(ctx)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			b.Fatalf("PostgreSQL is required in CI: %v", err)
+		}
+		b.Logf("no PostgreSQL server, its benchmark is left out: %v", err)
+		return nil
+	}
+	b.Cleanup(func() { _ = srv.Close() })
+	_, url, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// benchFleet fills st with n spores and returns a handler on it, its
+// first page already served (the pass that records every health once).
+func benchFleet(b *testing.B, st state.Store, n int) *Handler {
+	b.Helper()
+	ctx := context.Background()
+	now := time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC)
+	rt := reconciletest.New()
+	line := func(v any) json.RawMessage { l, _ := json.Marshal(v); return l }
+	for start := 0; start < n; start += 100 {
+		var awake []state.Spore
+		err := st.Update(ctx, func(tx state.Tx) error {
+			for i := start; i < min(start+100, n); i++ {
+				sp := state.Spore{ID: fmt.Sprintf("spore-%04d", i), Colony: fmt.Sprintf("colony-%d", i%10), Rank: state.RankSpore,
+					Desired: state.Paused, Created: now.Add(-72 * time.Hour), Updated: now.Add(-72 * time.Hour)}
+				if i%4 == 0 {
+					sp.Desired = state.Running
+					awake = append(awake, sp)
+				}
+				for hr := 47; hr >= 0; hr-- {
+					sp.Activity = append(sp.Activity, state.HourActivity{Hour: now.Truncate(time.Hour).Add(-time.Duration(hr) * time.Hour),
+						Turns: int64(hr%3 + 1), ToolCalls: int64((i + hr) % 11), InputTokens: int64(1000 + 37*hr), OutputTokens: int64(200 + hr), CostMicros: int64(1500 * hr)})
+				}
+				sp.BridgeSeq = 22 // its last agent line's, as ingest leaves it
+				if err := tx.CreateSpore(ctx, sp); err != nil {
+					return err
+				}
+				evs := []state.Event{{Kind: state.KindLifecycle, Action: "created", At: sp.Created}}
+				for j := range 23 {
+					at := now.Add(-time.Duration(23-j) * time.Minute)
+					switch j % 3 {
+					case 0:
+						evs = append(evs, state.Event{Kind: state.KindPrompt, At: at, From: "user:bench", Text: "run the tests and fix what fails"})
+					case 1:
+						evs = append(evs, state.Event{Kind: state.KindAgent, At: at, BridgeSeq: uint64(j), Line: line(map[string]any{"type": "assistant",
+							"message": map[string]any{"content": []any{map[string]any{"type": "tool_use", "id": "t", "name": "Edit", "input": map[string]any{"file_path": "reconcile/pass.go"}}}}})})
+					default:
+						evs = append(evs, state.Event{Kind: state.KindAgent, At: at, BridgeSeq: uint64(j), Line: line(map[string]any{"type": "assistant",
+							"message": map[string]any{"content": []any{map[string]any{"type": "text", "text": "Looking at the failing test first, then the code it covers."}}}})})
+					}
+				}
+				if _, err := tx.Append(ctx, sp.ID, evs); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, sp := range awake {
+			if err := rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_bench"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return now },
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+	h := &Handler{Store: st, Pass: pass, Now: func() time.Time { return now }}
+	req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
+	req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		b.Fatalf("GET /ui/: %d %s", w.Code, w.Body)
+	}
+	return h
+}
