@@ -77,7 +77,7 @@ func (o *reconcileOptions) run(ctx context.Context) error {
 		views = filepath.Join(st.Info().Location, "views")
 	}
 	if views != "" {
-		ps.Project = viewsProjector(views)
+		ps.Project = viewsProjector(views, o.f.Now)
 	}
 	out, err := ps.Run(ctx, reconcile.Options{IDs: o.IDs, Heal: true, Deliver: true, DryRun: o.DryRun, Project: views != ""})
 	if err != nil {

@@ -1,0 +1,243 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	"golang.org/x/net/html"
+	"golang.org/x/net/html/atom"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/state"
+)
+
+// The files of a static export, relative to its directory.
+const (
+	ExportIndex  = "index.html"
+	ExportSpores = "spores" // one <id>.html per spore
+	ExportStatic = "static" // the stylesheets
+)
+
+// ExportLimit is how many of a spore's last events its exported page
+// holds; the whole conversation is its transcript (transcripts/<id>.md
+// beside the export).
+const ExportLimit = MaxLimit
+
+// exportCSP is what an exported page allows, as a meta element (a file
+// has no headers): its stylesheets and nothing else, no script at all.
+const exportCSP = "default-src 'none'; style-src 'self' file:; img-src 'none'; script-src 'none'; " +
+	"base-uri 'none'; form-action 'none'"
+
+// Export renders the static copy of the page (docs/page.md "Static
+// export") for the spores of res: the fleet as index.html, each spore's
+// newest ExportLimit events as spores/<id>.html, and the stylesheets, from
+// the same templates and data as the served pages. Every script, form and
+// live stream is left out, links between pages lead from file to file,
+// and relative times are written out as the times they stand for, so an
+// export of an unchanged store is the same bytes whenever it is made
+// (within the hour that activity figures are counted by: now is
+// truncated to it).
+//
+// The result maps each file's path (slash-separated, relative to the
+// export's directory) to its content. Spores whose id is not one (a
+// hand-edited store) appear in the index as text and get no page.
+func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.Time) (map[string][]byte, error) {
+	hour := now.UTC().Truncate(time.Hour)
+	h := &Handler{Store: st, Now: func() time.Time { return hour }}
+	files := map[string][]byte{}
+
+	d, err := h.fleetFrom(ctx, res, nil)
+	if err != nil {
+		return nil, fmt.Errorf("export the fleet: %w", err)
+	}
+	page := d.page(fleetFilter{}, "")
+	page.EventsURL = "" // no live stream in a file
+	b, err := h.exportPage("fleet.html", page, 0, hour)
+	if err != nil {
+		return nil, err
+	}
+	files[ExportIndex] = b
+
+	for _, s := range res.Spores {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if state.ValidateID(s.ID) != nil {
+			continue
+		}
+		sp, err := h.sporeData(ctx, s.ID, pageParams{limit: ExportLimit})
+		if errors.Is(err, state.ErrNotFound) {
+			continue // deleted since the pass
+		}
+		if err != nil {
+			return nil, fmt.Errorf("export spore %s: %w", s.ID, err)
+		}
+		sp.Live, sp.EventsURL, sp.Newer, sp.Newest = false, "", "", ""
+		if sp.Older != "" {
+			sp.Older = "../transcripts/" + s.ID + ".md"
+		}
+		b, err := h.exportPage("spore.html", sp, 1, hour)
+		if err != nil {
+			return nil, err
+		}
+		files[ExportSpores+"/"+s.ID+".html"] = b
+	}
+
+	css, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		return nil, err
+	}
+	ents, err := fs.ReadDir(css, ".")
+	if err != nil {
+		return nil, fmt.Errorf("export the stylesheets: %w", err)
+	}
+	for _, e := range ents {
+		b, err := fs.ReadFile(css, e.Name())
+		if err != nil {
+			return nil, fmt.Errorf("export the stylesheets: %w", err)
+		}
+		files[ExportStatic+"/"+e.Name()] = b
+	}
+	return files, nil
+}
+
+// exportPage renders one template and makes it a file: see staticize.
+// depth is how many directories below the export's root the file is.
+func (h *Handler) exportPage(name string, data any, depth int, hour time.Time) ([]byte, error) {
+	var b strings.Builder
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		return nil, fmt.Errorf("export %s: %w", name, err)
+	}
+	doc, err := html.Parse(strings.NewReader(strings.Replace(b.String(), accountMark, "", 1)))
+	if err != nil {
+		return nil, fmt.Errorf("export %s: %w", name, err)
+	}
+	staticize(doc, strings.Repeat("../", depth))
+	note(doc, "A static copy written by sporectl reconcile; activity as of "+hour.Format("2006-01-02 15:04 UTC")+". Run sporectl serve for the live page.")
+	var out bytes.Buffer
+	if err := html.Render(&out, doc); err != nil {
+		return nil, fmt.Errorf("export %s: %w", name, err)
+	}
+	out.WriteByte('\n')
+	return out.Bytes(), nil
+}
+
+// staticize turns a served page into a file: it removes scripts, forms,
+// and what only a server can do (elements marked data-serve-only: filters), adds the
+// export's Content-Security-Policy, writes each <time> out as the time it
+// stands for, and rewrites the page's links (up leads to the export's
+// root): to the fleet, a spore's page, a stylesheet or a transcript. A
+// link to anything else of the server's (a filter, another page of
+// events) becomes its text.
+func staticize(n *html.Node, up string) {
+	var drop []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			switch {
+			case n.DataAtom == atom.Script, n.DataAtom == atom.Form, hasAttr(n, "data-serve-only"):
+				drop = append(drop, n)
+				return
+			case n.DataAtom == atom.Head:
+				n.AppendChild(&html.Node{Type: html.ElementNode, Data: "meta", DataAtom: atom.Meta, Attr: []html.Attribute{
+					{Key: "http-equiv", Val: "Content-Security-Policy"}, {Key: "content", Val: exportCSP}}})
+			case n.DataAtom == atom.Time:
+				if t, err := time.Parse(time.RFC3339, attr(n, "datetime")); err == nil {
+					for c := n.FirstChild; c != nil; c = n.FirstChild {
+						n.RemoveChild(c)
+					}
+					n.AppendChild(&html.Node{Type: html.TextNode, Data: t.UTC().Format("2006-01-02 15:04 UTC")})
+				}
+			}
+			for i, a := range n.Attr {
+				if a.Key != "href" && a.Key != "src" {
+					continue
+				}
+				if to, ok := exportLink(a.Val, up); ok {
+					n.Attr[i].Val = to
+				} else if n.DataAtom == atom.A {
+					n.Attr = append(n.Attr[:i], n.Attr[i+1:]...)
+					n.Data, n.DataAtom = "span", atom.Span
+					break
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	for _, d := range drop {
+		d.Parent.RemoveChild(d)
+	}
+}
+
+// note puts text first in the page's <main>, as a paragraph.
+func note(n *html.Node, text string) {
+	if n.Type == html.ElementNode && n.DataAtom == atom.Main {
+		p := &html.Node{Type: html.ElementNode, Data: "p", DataAtom: atom.P, Attr: []html.Attribute{{Key: "class", Val: "export"}}}
+		p.AppendChild(&html.Node{Type: html.TextNode, Data: text})
+		n.InsertBefore(p, n.FirstChild)
+		return
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		note(c, text)
+	}
+}
+
+// exportLink maps one of the server's links to a file of the export.
+func exportLink(href, up string) (string, bool) {
+	u, err := url.Parse(href)
+	if err != nil {
+		return "", false
+	}
+	if u.Scheme != "" || u.Host != "" {
+		return href, true // markdown's links lead out: kept as they are
+	}
+	switch p := u.Path; {
+	case strings.HasPrefix(p, "../transcripts/") && u.RawQuery == "":
+		return up + strings.TrimPrefix(p, "../"), true
+	case u.RawQuery != "" || u.Fragment != "":
+		return "", false
+	case p == Prefix:
+		return up + ExportIndex, true
+	case strings.HasPrefix(p, Prefix+"static/"):
+		name := strings.TrimPrefix(p, Prefix+"static/")
+		if name == "" || strings.Contains(name, "/") {
+			return "", false
+		}
+		return up + ExportStatic + "/" + name, true
+	case strings.HasPrefix(p, Prefix+"spores/"):
+		id := strings.TrimPrefix(p, Prefix+"spores/")
+		if state.ValidateID(id) != nil {
+			return "", false
+		}
+		return up + path.Join(ExportSpores, id+".html"), true
+	}
+	return "", false
+}
+
+func hasAttr(n *html.Node, key string) bool {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}

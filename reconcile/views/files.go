@@ -1,0 +1,82 @@
+package views
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Put brings a set of files made elsewhere (the page's static export)
+// into the views directory the way Project does its own: each file is
+// written only when its bytes differ (atomically, directories fsynced),
+// and in each directory named in prune, files ending in that directory's
+// suffix that are not in files are removed (a deleted spore's page).
+// Paths are slash-separated and relative to d.Path; one that would leave
+// it, or name the directory's own views, is refused. It returns what it
+// wrote or removed, sorted.
+func (d *Dir) Put(files map[string][]byte, prune map[string]string) (written []string, err error) {
+	if d.Path == "" {
+		return nil, errors.New("put views: no directory")
+	}
+	c := &changes{root: d.Path, dirs: map[string]bool{}}
+	var errs []error
+	for _, rel := range sortedKeys(files) {
+		if err := checkRel(rel); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p := filepath.FromSlash(rel)
+		if err := c.mkdir(filepath.Join(d.Path, filepath.Dir(p))); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, c.put(p, files[rel]))
+	}
+	for _, dir := range sortedKeys(prune) {
+		if err := checkRel(dir); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ents, err := os.ReadDir(filepath.Join(d.Path, filepath.FromSlash(dir)))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list views in %s: %w", dir, err))
+			continue
+		}
+		for _, e := range ents {
+			rel := path.Join(dir, e.Name())
+			if _, keep := files[rel]; keep || !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), prune[dir]) {
+				continue
+			}
+			errs = append(errs, c.remove(filepath.FromSlash(rel)))
+		}
+	}
+	errs = append(errs, c.sync())
+	slices.Sort(c.written)
+	for i, w := range c.written {
+		c.written[i] = filepath.ToSlash(w)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c.written, fmt.Errorf("put views: %w", err)
+	}
+	return c.written, nil
+}
+
+// checkRel refuses a path that is not a clean relative one inside the
+// views directory, or that names one of Project's own views.
+func checkRel(rel string) error {
+	if rel == "" || rel != path.Clean(rel) || path.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, "../") || strings.Contains(rel, "\\") {
+		return fmt.Errorf("put views: %q is not a path inside the views directory", rel)
+	}
+	switch first, _, _ := strings.Cut(rel, "/"); first {
+	case FleetFile, StatusFile, TranscriptsDir:
+		return fmt.Errorf("put views: %q is one of the views' own files", rel)
+	}
+	return nil
+}
