@@ -22,6 +22,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/server"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/mycelia/ui"
 	"github.com/sporectl/sporectl/reconcile/views"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
@@ -117,6 +118,7 @@ func (s *benchStore) Update(ctx context.Context, fn func(state.Tx) error) error 
 // does, counting the files each projection wrote or removed.
 type benchViews struct {
 	d       *views.Dir
+	export  bool // the page's static export too (cmd/cli does it on full passes)
 	written atomic.Int64
 }
 
@@ -126,6 +128,15 @@ func (v *benchViews) Project(ctx context.Context, st state.Store, res reconcile.
 		scope = views.Full
 	}
 	w, err := v.d.Project(ctx, st, res, scope)
+	v.written.Add(int64(len(w)))
+	if err != nil || !v.export || !full {
+		return err
+	}
+	files, err := ui.Export(ctx, st, res, time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), ui.ReadExportStamps(v.d.Path))
+	if err != nil {
+		return err
+	}
+	w, err = v.d.Put(files, map[string]string{ui.ExportSpores: ".html", ui.ExportStatic: ".css"})
 	v.written.Add(int64(len(w)))
 	return err
 }
@@ -237,8 +248,8 @@ func buildNoopFleet(b *testing.B, variant string) *noopFleet {
 			benchCleanup.add(func() { _ = st.Close() })
 		}
 		switch variant {
-		case "dir+views":
-			f.project = &benchViews{d: &views.Dir{Path: filepath.Join(root, "views")}}
+		case "dir+views", "dir+export":
+			f.project = &benchViews{d: &views.Dir{Path: filepath.Join(root, "views")}, export: variant == "dir+export"}
 		case "dir+http":
 			f.http = reconciletest.NewHTTP(f.rt)
 			benchCleanup.add(f.http.Close)
@@ -418,7 +429,7 @@ func walWritten(b *testing.B, conn *pgx.Conn, start string) (tables int64, byRec
 // pool per pass as a new process would have; dir+views also projects
 // (reconcile/views, as `sporectl reconcile` with views does).
 func BenchmarkReconcileNoop(b *testing.B) {
-	for _, variant := range []string{"dir", "dir+http", "dir+views", "postgres"} {
+	for _, variant := range []string{"dir", "dir+http", "dir+views", "dir+export", "postgres"} {
 		b.Run(variant, func(b *testing.B) {
 			f := buildNoopFleet(b, variant)
 			ctx := context.Background()

@@ -32,7 +32,7 @@ func (v viewsDir) Project(ctx context.Context, st state.Store, res reconcile.Res
 	if !full || ctx.Err() != nil {
 		return err
 	}
-	files, xerr := ui.Export(ctx, st, res, v.now())
+	files, xerr := ui.Export(ctx, st, res, v.now(), ui.ReadExportStamps(v.d.Path))
 	if xerr == nil {
 		_, xerr = v.d.Put(files, map[string]string{ui.ExportSpores: ".html", ui.ExportStatic: ".css"})
 	}

@@ -3,11 +3,16 @@ package ui
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -35,6 +40,10 @@ const ExportLimit = MaxLimit
 const exportCSP = "default-src 'none'; style-src 'self' file:; img-src 'none'; script-src 'none'; " +
 	"base-uri 'none'; form-action 'none'"
 
+// ExportStamps is the file, beside the spore pages, in which an export
+// keeps what each page was made from (see Export).
+const ExportStamps = ExportSpores + "/stamps.json"
+
 // Export renders the static copy of the page (docs/page.md "Static
 // export") for the spores of res: the fleet as index.html, each spore's
 // newest ExportLimit events as spores/<id>.html, and the stylesheets, from
@@ -46,34 +55,67 @@ const exportCSP = "default-src 'none'; style-src 'self' file:; img-src 'none'; s
 // truncated to it).
 //
 // The result maps each file's path (slash-separated, relative to the
-// export's directory) to its content. Spores whose id is not one (a
-// hand-edited store) appear in the index as text and get no page.
-func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.Time) (map[string][]byte, error) {
+// export's directory) to its content; nil content means "unchanged, keep
+// the file": a page whose stamp in prev (what the previous export wrote
+// to ExportStamps, with entries only for files still there) equals what
+// it would be made from now is not rendered again, so an export of an
+// unchanged fleet reads the spores' records once and renders nothing.
+// Spores whose id is not one (a hand-edited store) appear in the index as
+// text and get no page.
+func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.Time, prev map[string]string) (map[string][]byte, error) {
 	hour := now.UTC().Truncate(time.Hour)
 	h := &Handler{Store: st, Now: func() time.Time { return hour }}
 	files := map[string][]byte{}
+	recs := map[string]*state.Spore{}
+	err := st.View(ctx, func(tx state.Tx) error {
+		sps, err := tx.Spores(ctx)
+		for i := range sps {
+			recs[sps[i].ID] = &sps[i]
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("export: read the spores: %w", err)
+	}
+	stamps := map[string]string{}
 
-	d, err := h.fleetFrom(ctx, res, nil)
-	if err != nil {
-		return nil, fmt.Errorf("export the fleet: %w", err)
+	// The index shows the pass's result, each spore's last events (its
+	// LastSeq says which) and its record's activity, as of hour.
+	stamps[ExportIndex] = stampOf(res, hour, recs)
+	if prev[ExportIndex] == stamps[ExportIndex] {
+		files[ExportIndex] = nil
+	} else {
+		d, err := h.fleetFrom(ctx, res, recs)
+		if err != nil {
+			return nil, fmt.Errorf("export the fleet: %w", err)
+		}
+		page := d.page(fleetFilter{}, "")
+		page.EventsURL = "" // no live stream in a file
+		b, err := h.exportPage("fleet.html", page, 0, hour)
+		if err != nil {
+			return nil, err
+		}
+		files[ExportIndex] = b
 	}
-	page := d.page(fleetFilter{}, "")
-	page.EventsURL = "" // no live stream in a file
-	b, err := h.exportPage("fleet.html", page, 0, hour)
-	if err != nil {
-		return nil, err
-	}
-	files[ExportIndex] = b
 
 	for _, s := range res.Spores {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if state.ValidateID(s.ID) != nil {
+		rec := recs[s.ID]
+		if state.ValidateID(s.ID) != nil || rec == nil {
+			continue // not a file name, or deleted since the pass
+		}
+		rel := ExportSpores + "/" + s.ID + ".html"
+		// A spore's page shows its record and its last events.
+		stamps[rel] = stampOf(rec, hour, s.LastSeq)
+		if prev[rel] == stamps[rel] {
+			files[rel] = nil
 			continue
 		}
 		sp, err := h.sporeData(ctx, s.ID, pageParams{limit: ExportLimit})
 		if errors.Is(err, state.ErrNotFound) {
+			delete(stamps, rel)
 			continue // deleted since the pass
 		}
 		if err != nil {
@@ -87,8 +129,13 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		if err != nil {
 			return nil, err
 		}
-		files[ExportSpores+"/"+s.ID+".html"] = b
+		files[rel] = b
 	}
+	b, err := json.MarshalIndent(stamps, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	files[ExportStamps] = append(b, '\n')
 
 	css, err := fs.Sub(staticFS, "static")
 	if err != nil {
@@ -107,6 +154,57 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	}
 	return files, nil
 }
+
+// ReadExportStamps reads what the export in dir last wrote to
+// ExportStamps, keeping only entries whose file is still there. Anything
+// unreadable counts as no stamps (every page is rendered again).
+func ReadExportStamps(dir string) map[string]string {
+	var stamps map[string]string
+	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ExportStamps)))
+	if err != nil || json.Unmarshal(b, &stamps) != nil {
+		return nil
+	}
+	have := map[string]bool{}
+	if _, err := os.Stat(filepath.Join(dir, ExportIndex)); err == nil {
+		have[ExportIndex] = true
+	}
+	ents, _ := os.ReadDir(filepath.Join(dir, ExportSpores))
+	for _, e := range ents {
+		have[ExportSpores+"/"+e.Name()] = true
+	}
+	for rel := range stamps {
+		if !have[rel] {
+			delete(stamps, rel)
+		}
+	}
+	return stamps
+}
+
+// stampOf is a short digest of what a page is made from. The format
+// version changes whenever the pages would render differently.
+func stampOf(v ...any) string {
+	hash := sha256.New()
+	enc := json.NewEncoder(hash)
+	_ = enc.Encode(exportFormat)
+	for _, x := range v {
+		_ = enc.Encode(x) // plain data: cannot fail
+	}
+	return hex.EncodeToString(hash.Sum(nil)[:16])
+}
+
+// exportFormat names the pages' rendering; bump it with any change to
+// the templates or how pages are made, so older exports are redone.
+var exportFormat = func() string {
+	hash := sha256.New()
+	_ = fs.WalkDir(templateFS, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := fs.ReadFile(templateFS, p)
+			hash.Write(b)
+		}
+		return nil
+	})
+	return "1:" + hex.EncodeToString(hash.Sum(nil)[:8])
+}()
 
 // exportPage renders one template and makes it a file: see staticize.
 // depth is how many directories below the export's root the file is.

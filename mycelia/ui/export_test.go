@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,11 +19,15 @@ import (
 )
 
 // exportOf runs a read-only pass and exports what it saw.
-func (f *fixture) export(now time.Time) map[string][]byte {
+func (f *fixture) export(now time.Time, prev ...map[string]string) map[string][]byte {
 	f.t.Helper()
 	out, err := f.h.Pass.Run(context.Background(), reconcile.Options{})
 	require.NoError(f.t, err)
-	files, err := Export(context.Background(), f.st, out.Result, now)
+	var stamps map[string]string
+	if len(prev) > 0 {
+		stamps = prev[0]
+	}
+	files, err := Export(context.Background(), f.st, out.Result, now, stamps)
 	require.NoError(f.t, err)
 	return files
 }
@@ -68,7 +73,7 @@ func TestExport(t *testing.T) {
 	})
 	require.Equal(t, []string{"index.html",
 		"spores/arch.html", "spores/evil.html", "spores/far-x.html", "spores/lab-a.html", "spores/lab-b.html", "spores/lab-c.html",
-		"static/fleet.css", "static/forms.css", "static/ui.css"}, names)
+		"spores/stamps.json", "static/fleet.css", "static/forms.css", "static/ui.css"}, names)
 
 	for name, b := range files {
 		if !strings.HasSuffix(name, ".html") {
@@ -116,11 +121,25 @@ func TestExport(t *testing.T) {
 	again := f.export(now.Add(59 * time.Minute).Truncate(time.Hour).Add(59 * time.Minute))
 	require.Equal(t, files, again, "an unchanged store exports the same bytes within the hour")
 
-	// A new line changes that spore's page (and the index), nothing else.
+	// With the stamps of that export, nothing is rendered again; a new
+	// line renders that spore's page and the index, nothing else; the next
+	// hour renders everything again (activity is counted by the hour).
+	var stamps map[string]string
+	require.NoError(t, json.Unmarshal(files[ExportStamps], &stamps))
+	same := f.export(now, stamps)
+	for name, b := range same {
+		if name != ExportStamps && strings.HasSuffix(name, ".html") {
+			require.Nil(t, b, "%s rendered again", name)
+		}
+	}
 	f.append("lab-b", text(200, "awake again"))
-	after := f.export(now)
+	after := f.export(now, stamps)
 	require.NotEqual(t, files["spores/lab-b.html"], after["spores/lab-b.html"])
-	require.Equal(t, files["spores/lab-a.html"], after["spores/lab-a.html"])
+	require.NotNil(t, after["spores/lab-b.html"])
+	require.NotNil(t, after["index.html"])
+	require.Nil(t, after["spores/lab-a.html"])
+	later := f.export(now.Add(time.Hour), stamps)
+	require.NotNil(t, later["spores/lab-a.html"])
 }
 
 // TestExportIntoViews: Put writes only what changed, and removes the page
@@ -137,6 +156,17 @@ func TestExportIntoViews(t *testing.T) {
 	written, err = dir.Put(f.export(t0), prune)
 	require.NoError(t, err)
 	require.Empty(t, written, "nothing changed, nothing written")
+	// From its stamps: nothing rendered, nothing written, nothing removed.
+	stamps := ReadExportStamps(dir.Path)
+	require.Len(t, stamps, 6, "the index and five spore pages")
+	written, err = dir.Put(f.export(t0, stamps), prune)
+	require.NoError(t, err)
+	require.Empty(t, written)
+	// A page removed by hand loses its stamp, so it is made again.
+	require.NoError(t, os.Remove(filepath.Join(dir.Path, "spores", "lab-a.html")))
+	written, err = dir.Put(f.export(t0, ReadExportStamps(dir.Path)), prune)
+	require.NoError(t, err)
+	require.Equal(t, []string{"spores/lab-a.html"}, written)
 
 	require.NoError(t, f.st.Store.Update(context.Background(), func(tx state.Tx) error { return tx.DeleteSpore(context.Background(), "lab-c") }))
 	// A file of someone else's is left alone.

@@ -13,8 +13,9 @@ import (
 // Put brings a set of files made elsewhere (the page's static export)
 // into the views directory the way Project does its own: each file is
 // written only when its bytes differ (atomically, directories fsynced),
-// and in each directory named in prune, files ending in that directory's
-// suffix that are not in files are removed (a deleted spore's page).
+// a file whose content is nil is kept as it is, and in each directory
+// named in prune, files ending in that directory's suffix that are not in
+// files are removed (a deleted spore's page).
 // Paths are slash-separated and relative to d.Path; one that would leave
 // it, or name the directory's own views, is refused. It returns what it
 // wrote or removed, sorted.
@@ -27,6 +28,9 @@ func (d *Dir) Put(files map[string][]byte, prune map[string]string) (written []s
 	for _, rel := range sortedKeys(files) {
 		if err := checkRel(rel); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		if files[rel] == nil {
 			continue
 		}
 		p := filepath.FromSlash(rel)
