@@ -60,7 +60,8 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		sp.LoopDue = loopDue.UTC()
 	}
 	if activity != nil {
-		if err := json.Unmarshal(activity, &sp.Activity); err != nil {
+		var err error
+		if sp.Activity, err = decodeActivity(activity); err != nil {
 			return sp, corrupt("sporectl.spores", "id="+sp.ID, "activity: "+err.Error())
 		}
 	}
@@ -136,7 +137,7 @@ func sporeArgs(sp *state.Spore) []any {
 		sp.Spec.Image, sp.Spec.CPU, sp.Spec.Memory, sp.Spec.Storage,
 		sp.Created, sp.Updated, sp.Restarts, failures, notBefore, sp.BreakerOpen, int64(sp.BridgeSeq),
 		int64(sp.Generation), sp.Health, sp.HealthReason, time.Duration(sp.Loop).Milliseconds(), loopDue,
-		jsonOrNull(sp.Activity), jsonOrNull(sp.Incidents)}
+		encodeActivity(sp.Activity), jsonOrNull(sp.Incidents)}
 }
 
 // jsonOrNull is v as a json column: NULL when empty. Marshalling a
