@@ -58,7 +58,7 @@ demo: build
 	@bash .ci/demo.sh $(BIN)
 
 # screenshots regenerates docs/screenshots/ui/*.png (the README's pictures
-# of the page) with the browser test, in headless Chromium.
+# of the page) with the browser tests (every Test…InABrowser), in headless Chromium.
 screenshots:
 	@set -e; deps="$$(bash .ci/deps.sh)"; eval "$$deps"; \
-	SPORECTL_ARTIFACTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run TestPageInABrowser ./mycelia/ui/
+	SPORECTL_ARTIFACTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'InABrowser$$' ./mycelia/ui/

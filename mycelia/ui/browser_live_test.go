@@ -93,3 +93,45 @@ func TestDeathAndRestartInABrowser(t *testing.T) {
 	require.Equal(t, live, run(b, chromedp.Evaluate[[]string](js())))
 	b.requireQuiet()
 }
+
+// TestFleetDeathAndRestartInABrowser: the fleet page is open in a real
+// Chromium; a spore dies and its row turns dead, then a healing pass
+// restarts it and the row comes back, each without a reload (the fleet's
+// live stream, re-reading the fleet every 100 ms here).
+func TestFleetDeathAndRestartInABrowser(t *testing.T) {
+	f := liveFixture(t)
+	f.h.fleetLive.every = 100 * time.Millisecond
+	ctx := context.Background()
+	f.add(state.Spore{ID: "lab-r", Colony: "lab", Rank: state.RankSpore}, true, lifecycle(0, "created", ""))
+	f.add(state.Spore{ID: "lab-s", Colony: "lab", Rank: state.RankSpore}, true, lifecycle(0, "created", ""))
+	heal := &reconcile.Pass{
+		Store:   f.st.Store,
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.rt, nil },
+		Dial:    f.rt.Dial,
+		Now:     func() time.Time { return t0.Add(time.Hour) },
+	}
+	_, err := heal.Run(ctx, reconcile.Options{Heal: true})
+	require.NoError(t, err)
+
+	row := func(id, want string) chromedp.Action[chromedp.Void] {
+		return chromedp.Poll[chromedp.Void](`(function () { var a = document.querySelector('a[href="/ui/spores/`+id+`"]');
+			return a !== null && a.closest("tr").className === "b-`+want+`"; })()`, chromedp.WithPollingTimeout(15*time.Second))
+	}
+	b := newBrowser(t)
+	b.do(chromedp.Navigate(f.ts.URL+"/ui/"), row("lab-r", "idle"), row("lab-s", "idle"))
+	b.do(chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
+
+	f.rt.Kill("lab-r", "OOMKilled")
+	b.do(row("lab-r", "dead"))
+	require.Equal(t, "Dead", run(b, chromedp.Evaluate[string](`document.querySelector('a[href="/ui/spores/lab-r"]').closest("tr").querySelector(".eff").textContent`)))
+	b.screenshot("fleet-dead")
+
+	_, err = heal.Run(ctx, reconcile.Options{Heal: true})
+	require.NoError(t, err)
+	b.do(row("lab-r", "idle"))
+	require.True(t, run(b, chromedp.Evaluate[bool](`window.__sameDocument === true`)), "the page reloaded")
+	require.Equal(t, "b-idle", run(b, chromedp.Evaluate[string](`document.querySelector('a[href="/ui/spores/lab-s"]').closest("tr").className`)),
+		"the other spore's row is as it was")
+	b.requireQuiet()
+	b.screenshot("fleet-restarted")
+}
