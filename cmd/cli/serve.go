@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/mycelia/ui"
 )
 
 type serveOptions struct {
@@ -21,9 +22,11 @@ type serveOptions struct {
 	TLSCert        string
 	TLSKey         string
 	InsecureListen bool
-	// FollowWoken is how long a message that woke its target is kept
-	// trying in the background after the answer.
-	FollowWoken time.Duration
+	// FollowWatched is how often the page takes in the lines of a spore
+	// watched live (0: never). FollowWoken is how long a message that
+	// woke its target is kept trying in the background after the answer.
+	FollowWatched time.Duration
+	FollowWoken   time.Duration
 	// RateLimit is how many messages one spore may send a minute.
 	RateLimit int
 	// AddressCheck, AddressModel and AddressTimeout choose the check of
@@ -70,6 +73,7 @@ SIGINT or SIGTERM stops it gracefully.`,
 	fl.StringVar(&o.AddressCheck, "address-check", mycelia.AddressCheckAuto, "how a tell's address is checked: auto (a small model when ANTHROPIC_API_KEY is set, else the fallback) or fallback (names of spores in the message)")
 	fl.StringVar(&o.AddressModel, "address-model", "", "the model of the address check (default $SPORECTL_ADDRESS_MODEL, else "+mycelia.DefaultAddressModel+"); the API is $ANTHROPIC_BASE_URL, else "+mycelia.DefaultAnthropicURL)
 	fl.DurationVar(&o.AddressTimeout, "address-timeout", mycelia.DefaultAddressTimeout, "how long the address check waits for the model; then the fallback decides")
+	fl.DurationVar(&o.FollowWatched, "follow-watched", ui.DefaultFollowEvery, "how often the page takes in the new lines of a spore someone watches live (0: leave it to reconcile)")
 	fl.DurationVar(&o.FollowWoken, "follow-woken", 2*time.Minute, "how long to keep delivering, after answering, a message whose target it woke (0: leave it to reconcile)")
 	return cmd
 }

@@ -17,7 +17,10 @@ import (
 // prompt box sends as this machine's user, as `sporectl prompt` would.
 func (o *serveOptions) withUI(ctx context.Context, api http.Handler, st state.Store) http.Handler {
 	page := &ui.Handler{Store: st, Pass: o.f.Pass(st), Now: o.f.Now, Logger: o.f.Logger(), Shutdown: ctx,
-		LocalSender: "user:" + userName(o.f.Getenv)}
+		LocalSender: "user:" + userName(o.f.Getenv), FollowEvery: o.FollowWatched}
+	if o.FollowWatched <= 0 {
+		page.FollowEvery = -1 // the flag's 0: never
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, ui.Prefix) {
 			page.ServeHTTP(w, r)

@@ -101,7 +101,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
-	// Subscribe before the first read, so growth after it is not missed.
+	// Take in what the spore's bridge writes while it is watched
+	// (follow.go), and subscribe before the first read, so growth after
+	// it is not missed.
+	defer h.follow(id)()
 	var wake <-chan struct{}
 	poll := DefaultPoll
 	if hb := h.hub(); hb != nil {

@@ -95,7 +95,13 @@ type Handler struct {
 	// and the next reconcile delivers it (default DefaultWakeWait).
 	WakeWait time.Duration
 
-	streams atomic.Int64
+	// FollowEvery is how often a spore watched live has its new lines
+	// taken in (default DefaultFollowEvery; negative: never, leaving it to
+	// cron `reconcile`).
+	FollowEvery time.Duration
+
+	streams   atomic.Int64
+	followers follower
 	mux     atomic.Pointer[http.ServeMux]
 	live    liveHub // the store's watcher shared by live tails (watch.go)
 	// fleetLive is the fleet read shared by the fleet's live streams

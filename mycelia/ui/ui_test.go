@@ -96,8 +96,10 @@ func newFixture(t *testing.T) *fixture {
 		Dial:    f.rt.Dial,
 		Now:     func() time.Time { return t0.Add(time.Hour) },
 	}
+	// FollowEvery: no pass behind a test's back (count reads, compare
+	// goldens); the tests of following set it.
 	f.h = &Handler{Store: f.st, Pass: pass, Now: func() time.Time { return t0.Add(time.Hour) }, Poll: 10 * time.Millisecond,
-		Nonce: func() string { return "TESTNONCE" }}
+		Nonce: func() string { return "TESTNONCE" }, FollowEvery: -1}
 	f.ts = httptest.NewServer(f.h)
 	t.Cleanup(f.ts.Close)
 	return f
