@@ -102,8 +102,8 @@ type Handler struct {
 
 	streams   atomic.Int64
 	followers follower
-	mux     atomic.Pointer[http.ServeMux]
-	live    liveHub // the store's watcher shared by live tails (watch.go)
+	mux       atomic.Pointer[http.ServeMux]
+	live      liveHub // the store's watcher shared by live tails (watch.go)
 	// fleetLive is the fleet read shared by the fleet's live streams
 	// (fleet_live.go).
 	fleetLive fleetShared
