@@ -36,8 +36,11 @@ type Settings struct {
 // OperatorToken is one operator's login to the page: only the token's
 // hash is kept, with who it is for and when it was made.
 type OperatorToken struct {
-	Name    string    `json:"name"`
-	Hash    TokenHash `json:"hash"`
+	Name string    `json:"name"`
+	Hash TokenHash `json:"hash"`
+	// Session is the hash of the key the token's logins prove their
+	// sessions with (OperatorSessionKey), never the key itself.
+	Session TokenHash `json:"session"`
 	Created time.Time `json:"created"`
 }
 
@@ -99,6 +102,8 @@ func ValidateOperators(ops []OperatorToken) error {
 		case !op.Hash.Valid():
 			// The value is never shown: it might be a token pasted by mistake.
 			return &InvalidError{Field: field + ".hash", Value: "(not shown)", Reason: "must be 64 lowercase hex digits (a SHA-256)"}
+		case !op.Session.Valid():
+			return &InvalidError{Field: field + ".session", Value: "(not shown)", Reason: "must be 64 lowercase hex digits (a SHA-256)"}
 		case op.Created.IsZero():
 			return &InvalidError{Field: field + ".created", Value: "", Reason: "must be set"}
 		}

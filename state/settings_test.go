@@ -114,10 +114,13 @@ func TestSettingsOperators(t *testing.T) {
 	require.NotEqual(t, tok, tok2)
 
 	created := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	s := Settings{Runtime: "local"}.WithOperators([]OperatorToken{{Name: "alice", Hash: hash, Created: created}})
+	sess := SessionHash(OperatorSessionKey(tok))
+	require.True(t, sess.Valid())
+	require.NotEqual(t, hash, sess)
+	s := Settings{Runtime: "local"}.WithOperators([]OperatorToken{{Name: "alice", Hash: hash, Session: sess, Created: created}})
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
-	require.Contains(t, string(b), `"operators":[{"name":"alice","hash":"`+string(hash)+`","created":"2026-12-01T09:00:00Z"}]`)
+	require.Contains(t, string(b), `"operators":[{"name":"alice","hash":"`+string(hash)+`","session":"`+string(sess)+`","created":"2026-12-01T09:00:00Z"}]`)
 	require.NotContains(t, string(b), tok)
 	var back Settings
 	require.NoError(t, json.Unmarshal(b, &back))
@@ -137,11 +140,12 @@ func TestSettingsOperators(t *testing.T) {
 		ops   []OperatorToken
 		field string
 	}{
-		{"bad name", []OperatorToken{{Name: "Alice!", Hash: hash, Created: created}}, "operator name"},
-		{"empty name", []OperatorToken{{Name: "", Hash: hash, Created: created}}, "operator name"},
-		{"twice", []OperatorToken{{Name: "a", Hash: hash, Created: created}, {Name: "a", Hash: hash, Created: created}}, "operators.a"},
-		{"plaintext as hash", []OperatorToken{{Name: "a", Hash: TokenHash(tok), Created: created}}, "operators.a.hash"},
-		{"no time", []OperatorToken{{Name: "a", Hash: hash}}, "operators.a.created"},
+		{"bad name", []OperatorToken{{Name: "Alice!", Hash: hash, Session: sess, Created: created}}, "operator name"},
+		{"empty name", []OperatorToken{{Name: "", Hash: hash, Session: sess, Created: created}}, "operator name"},
+		{"twice", []OperatorToken{{Name: "a", Hash: hash, Session: sess, Created: created}, {Name: "a", Hash: hash, Session: sess, Created: created}}, "operators.a"},
+		{"plaintext as hash", []OperatorToken{{Name: "a", Hash: TokenHash(tok), Session: sess, Created: created}}, "operators.a.hash"},
+		{"no session hash", []OperatorToken{{Name: "a", Hash: hash, Created: created}}, "operators.a.session"},
+		{"no time", []OperatorToken{{Name: "a", Hash: hash, Session: sess}}, "operators.a.created"},
 	} {
 		err := Settings{}.WithOperators(tc.ops).Validate()
 		var inv *InvalidError
@@ -151,7 +155,7 @@ func TestSettingsOperators(t *testing.T) {
 	}
 	many := make([]OperatorToken, MaxOperators+1)
 	for i := range many {
-		many[i] = OperatorToken{Name: "op" + strconv.Itoa(i), Hash: hash, Created: created}
+		many[i] = OperatorToken{Name: "op" + strconv.Itoa(i), Hash: hash, Session: sess, Created: created}
 	}
 	require.Error(t, ValidateOperators(many))
 	require.NoError(t, ValidateOperators(many[:MaxOperators]))

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -26,6 +27,23 @@ func NewToken() (token string, hash TokenHash, err error) {
 // shown once to the person who made it and kept nowhere.
 func NewOperatorToken() (token string, hash TokenHash, err error) {
 	return newToken(OperatorTokenPrefix)
+}
+
+// OperatorSessionKey is the key a login derives from an operator token
+// to prove its sessions: the session cookie carries it, and the store
+// keeps only its hash (OperatorToken.Session, SessionHash). So whoever can
+// read the store — a read-only role, a backup, a copy — can neither log
+// in nor make a session; only a login with the token can.
+func OperatorSessionKey(token string) []byte {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte("sporectl operator session v1"))
+	return m.Sum(nil)
+}
+
+// SessionHash is the stored form of an operator's session key.
+func SessionHash(key []byte) TokenHash {
+	sum := sha256.Sum256(key)
+	return TokenHash(hex.EncodeToString(sum[:]))
 }
 
 // OperatorTokenPrefix starts every operator token.

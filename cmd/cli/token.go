@@ -89,7 +89,7 @@ func (o *operatorOptions) create(ctx context.Context) error {
 		if slices.ContainsFunc(ops, func(op state.OperatorToken) bool { return op.Name == o.Name }) {
 			return nil, fmt.Errorf("operator %s already has a token (revoke it first: sporectl token revoke --operator %s): %w", o.Name, o.Name, state.ErrExists)
 		}
-		return append(ops, state.OperatorToken{Name: o.Name, Hash: hash, Created: now}), nil
+		return append(ops, state.OperatorToken{Name: o.Name, Hash: hash, Session: state.SessionHash(state.OperatorSessionKey(token)), Created: now}), nil
 	})
 	if err != nil {
 		return err
@@ -105,7 +105,8 @@ func newCmdTokenRevoke(f *Factory) *cobra.Command {
 		Short: "Revoke an operator's login token: it and every session made with it stop working now",
 		Long: `Remove operator NAME's token from the store. The page refuses it from then on,
 and every session cookie it made ends at its next request, on every serve
-replica (a session is signed with the token's hash). Exit 4 if NAME has none.`,
+replica (a session proves a key derived from the token, checked against the
+store). Exit 4 if NAME has none.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := operatorName(cmd, o.Name); err != nil {

@@ -129,6 +129,27 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, ops []state.Op
 	return access{}, &refusal{status: http.StatusUnauthorized, text: "log in first: this page needs an operator session (" + Prefix + "login)"}
 }
 
+// stillAllowed re-checks, for a long answer (a live stream), that the
+// request's session still holds: its token not revoked, its expiry not
+// passed (or, once no token is left, the loopback rule). Access is
+// otherwise checked once per request, and a stream lasts as long as the
+// browser keeps it open. A store that cannot be read ends the stream too:
+// its reconnect is checked afresh.
+func (h *Handler) stillAllowed(r *http.Request) bool {
+	ops, err := h.operators(r.Context())
+	if err != nil {
+		return false
+	}
+	if len(ops) == 0 {
+		return loopback(r) == nil
+	}
+	_, ok := h.session(r, ops)
+	return ok
+}
+
+// recheck is how often a stream re-checks its session at most.
+const recheck = time.Second
+
 // public are the requests that need no session: the login page and the
 // stylesheets.
 func public(r *http.Request) bool {
@@ -197,18 +218,14 @@ func overTLS(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-// A session cookie is "v1.NAME.EXPIRY.MAC": the operator's name, the
-// expiry in Unix seconds, and the HMAC-SHA256 of both keyed by the
-// operator's stored token hash.
-func sessionMAC(op state.OperatorToken, purpose, msg string) []byte {
-	m := hmac.New(sha256.New, []byte(op.Hash))
-	m.Write([]byte("sporectl " + purpose + " v1\x00" + msg))
-	return m.Sum(nil)
-}
-
-func newSession(op state.OperatorToken, expires time.Time) string {
-	msg := op.Name + "." + strconv.FormatInt(expires.Unix(), 10)
-	return "v1." + msg + "." + base64.RawURLEncoding.EncodeToString(sessionMAC(op, "session", msg))
+// A session cookie is "v2.NAME.EXPIRY.KEY": the operator's name, the
+// expiry in Unix seconds, and the session key its login derived from the
+// token (state.OperatorSessionKey), checked against the hash the store
+// keeps (OperatorToken.Session). Nothing in the store makes one: the key
+// comes only from the token. Like any bearer cookie, a copy works for its
+// holder until the token is revoked; the expiry bounds a browser's.
+func newSession(name string, key []byte, expires time.Time) string {
+	return "v2." + name + "." + strconv.FormatInt(expires.Unix(), 10) + "." + base64.RawURLEncoding.EncodeToString(key)
 }
 
 // session checks r's session cookie against the store's operator tokens.
@@ -217,39 +234,45 @@ func (h *Handler) session(r *http.Request, ops []state.OperatorToken) (access, b
 	if err != nil {
 		return access{}, false
 	}
-	name, op, ok := h.verify(c.Value, ops)
+	name, key, ok := h.verify(c.Value, ops)
 	if !ok {
 		return access{}, false
 	}
-	return access{Operator: name, session: c.Value, CSRF: csrfOf(op, c.Value)}, true
+	return access{Operator: name, session: c.Value, CSRF: csrfOf(key, c.Value)}, true
 }
 
-func (h *Handler) verify(v string, ops []state.OperatorToken) (string, state.OperatorToken, bool) {
+// verify returns the operator and session key of a session cookie that
+// is one of ops' and has not expired.
+func (h *Handler) verify(v string, ops []state.OperatorToken) (string, []byte, bool) {
 	parts := strings.Split(v, ".")
-	if len(parts) != 4 || parts[0] != "v1" || state.ValidateName("operator", parts[1]) != nil {
-		return "", state.OperatorToken{}, false
+	if len(parts) != 4 || parts[0] != "v2" || state.ValidateName("operator", parts[1]) != nil {
+		return "", nil, false
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
 	now := h.now()
 	if err != nil || exp <= now.Unix() || exp > now.Add(SessionLifetime+clockSkew).Unix() {
-		return "", state.OperatorToken{}, false
+		return "", nil, false
 	}
-	mac, err := base64.RawURLEncoding.DecodeString(parts[3])
-	if err != nil {
-		return "", state.OperatorToken{}, false
+	key, err := base64.RawURLEncoding.DecodeString(parts[3])
+	if err != nil || len(key) != sha256.Size {
+		return "", nil, false
 	}
+	got := state.SessionHash(key)
 	for _, op := range ops {
-		if op.Name == parts[1] && op.Hash.Valid() {
-			return op.Name, op, hmac.Equal(mac, sessionMAC(op, "session", parts[1]+"."+parts[2]))
+		if op.Name == parts[1] && op.Session.Valid() {
+			return op.Name, key, subtle.ConstantTimeCompare([]byte(op.Session), []byte(got)) == 1
 		}
 	}
-	return "", state.OperatorToken{}, false
+	return "", nil, false
 }
 
-// csrfOf is the CSRF token of a session: an HMAC of the cookie, so it is
-// checked without server-side state and changes with every login.
-func csrfOf(op state.OperatorToken, session string) string {
-	return base64.RawURLEncoding.EncodeToString(sessionMAC(op, "csrf", session))
+// csrfOf is the CSRF token of a session: an HMAC of the cookie keyed by
+// its session key, so it is checked without server-side state, changes
+// with every login, and cannot be made from the store.
+func csrfOf(key []byte, session string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("sporectl csrf v2\x00" + session))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // match finds the operator whose token was presented, comparing it with
@@ -371,7 +394,12 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, http.StatusBadRequest, "no operator token is configured: the page needs no login on loopback (sporectl token create --operator NAME makes one)")
 		return
 	}
-	op, ok := match(ops, strings.TrimSpace(r.PostForm.Get("token")))
+	token := strings.TrimSpace(r.PostForm.Get("token"))
+	op, ok := match(ops, token)
+	key := state.OperatorSessionKey(token)
+	if ok && subtle.ConstantTimeCompare([]byte(op.Session), []byte(state.SessionHash(key))) != 1 {
+		ok = false // a hand-edited entry whose session hash is not the token's
+	}
 	if !ok {
 		h.logger().Warn("ui: failed login", "remote", r.RemoteAddr)
 		h.render(w, r, http.StatusUnauthorized, "login.html", loginPage{Nonce: nonceOf(r), Title: "Log in", Next: next,
@@ -379,7 +407,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	expires := h.now().Add(SessionLifetime)
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: newSession(op, expires), Path: Prefix, Expires: expires,
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: newSession(op.Name, key, expires), Path: Prefix, Expires: expires,
 		MaxAge: int(SessionLifetime / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	h.logger().Info("ui: operator logged in", "operator", op.Name, "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)

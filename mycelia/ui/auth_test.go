@@ -1,9 +1,11 @@
 package ui
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -101,7 +103,8 @@ func (f *fixture) operator(name string) string {
 		s, err = tx.Settings(context.Background())
 		return err
 	}))
-	f.setOperators(append(s.OperatorTokens(), state.OperatorToken{Name: name, Hash: hash, Created: t0})...)
+	f.setOperators(append(s.OperatorTokens(), state.OperatorToken{Name: name, Hash: hash,
+		Session: state.SessionHash(state.OperatorSessionKey(tok)), Created: t0})...)
 	return tok
 }
 
@@ -233,7 +236,7 @@ func TestLogin(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, a.status, a.body)
 	require.Equal(t, "/ui/spores/lab-a", a.header.Get("Location"))
 	set := a.header.Get("Set-Cookie")
-	require.Contains(t, set, SessionCookie+"=v1.alice.")
+	require.Contains(t, set, SessionCookie+"=v2.alice.")
 	require.Contains(t, set, "; Path=/ui/")
 	require.Contains(t, set, "; Max-Age=43200")
 	require.Contains(t, set, "; HttpOnly")
@@ -356,10 +359,15 @@ func TestSessionEnds(t *testing.T) {
 		strings.Join([]string{parts[0], parts[1], "9999999999", parts[3]}, "."),
 		strings.Join([]string{parts[0], "bob", parts[2], parts[3]}, "."),
 		strings.Join([]string{parts[0], parts[1], parts[2], "AAAA"}, "."),
-		strings.Join([]string{"v2", parts[1], parts[2], parts[3]}, "."),
-		cookie.Value + ".x", "", "v1...",
-		// Signed right, but valid for longer than a session may be.
-		newSession(state.OperatorToken{Name: "alice", Hash: state.HashToken(token)}, time.Unix(later, 0)),
+		strings.Join([]string{"v1", parts[1], parts[2], parts[3]}, "."),
+		cookie.Value + ".x", "", "v2...",
+		// The right key, but valid for longer than a session may be.
+		newSession("alice", state.OperatorSessionKey(token), time.Unix(later, 0)),
+		// Made from what the store keeps: the token's hash or the session
+		// key's hash, as keys.
+		newSession("alice", unhex(t, string(state.HashToken(token))), now.Add(time.Hour)),
+		newSession("alice", unhex(t, string(state.SessionHash(state.OperatorSessionKey(token)))), now.Add(time.Hour)),
+		newSession("alice", []byte(state.HashToken(token)), now.Add(time.Hour)),
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
 		req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
@@ -479,12 +487,14 @@ func BenchmarkAccess(b *testing.B) {
 			var cookie *http.Cookie
 			if tc.ops > 0 {
 				ops := make([]state.OperatorToken, tc.ops)
+				var key []byte
 				for i := range ops {
-					_, hash, _ := state.NewOperatorToken()
-					ops[i] = state.OperatorToken{Name: fmt.Sprintf("op%d", i), Hash: hash, Created: t0}
+					tok, hash, _ := state.NewOperatorToken()
+					key = state.OperatorSessionKey(tok)
+					ops[i] = state.OperatorToken{Name: fmt.Sprintf("op%d", i), Hash: hash, Session: state.SessionHash(key), Created: t0}
 				}
 				settings = settings.WithOperators(ops)
-				cookie = &http.Cookie{Name: SessionCookie, Value: newSession(ops[len(ops)-1], t0.Add(2*time.Hour))}
+				cookie = &http.Cookie{Name: SessionCookie, Value: newSession(ops[len(ops)-1].Name, key, t0.Add(2*time.Hour))}
 			}
 			st, _, err := dirstore.Init(ctx, filepath.Join(b.TempDir(), "store"), settings, dirstore.Options{})
 			require.NoError(b, err)
@@ -535,11 +545,64 @@ func TestHandEditedOperators(t *testing.T) {
 	for _, tok := range []string{"", "spo_x"} {
 		require.Equal(t, http.StatusUnauthorized, u.post("/ui/login", url.Values{"token": {tok}}).status, tok)
 	}
-	forged := newSession(state.OperatorToken{Name: "ghost", Hash: ""}, t0.Add(2*time.Hour))
+	forged := newSession("ghost", make([]byte, 32), t0.Add(2*time.Hour))
 	req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
 	req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
 	req.AddCookie(&http.Cookie{Name: SessionCookie, Value: forged})
 	w := httptest.NewRecorder()
 	f.h.ServeHTTP(w, req)
-	require.Equal(t, http.StatusSeeOther, w.Code, "a session keyed by an empty hash is refused")
+	require.Equal(t, http.StatusSeeOther, w.Code, "a session for an entry with no session hash is refused")
+}
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	require.NoError(t, err)
+	return b
+}
+
+// TestStreamEndsWhenRevoked: an open live tail and an open fleet stream
+// end (within ui's recheck, a second) once their session's token is
+// revoked, though access is otherwise checked when a request starts.
+func TestStreamEndsWhenRevoked(t *testing.T) {
+	f := newFixture(t)
+	f.colony()
+	token := f.operator("alice")
+	f.operator("bob")
+	cookie := f.user().login(token)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	open := func(path string) *bufio.Scanner {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.ts.URL+path, nil)
+		require.NoError(t, err)
+		req.AddCookie(cookie)
+		resp, err := f.ts.Client().Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return bufio.NewScanner(resp.Body)
+	}
+	tail := open("/ui/spores/lab-a/events?after=5")
+	fleet := open("/ui/fleet/events")
+	require.True(t, tail.Scan())
+	require.True(t, fleet.Scan())
+
+	// Only bob's token is left.
+	var s state.Settings
+	require.NoError(t, f.st.Store.View(ctx, func(tx state.Tx) (err error) { s, err = tx.Settings(ctx); return }))
+	var keep []state.OperatorToken
+	for _, op := range s.OperatorTokens() {
+		if op.Name == "bob" {
+			keep = append(keep, op)
+		}
+	}
+	f.setOperators(keep...)
+	f.append("lab-a", text(30, "after the revoke"))
+	for _, sc := range []*bufio.Scanner{tail, fleet} {
+		var lines []string
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		require.Contains(t, lines, "event: ended", "the stream ended by saying so: %q", lines)
+	}
 }

@@ -119,7 +119,16 @@ func (h *Handler) fleetEvents(w http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	quiet := time.Now()
 	var sent string
+	checked := time.Now()
 	for {
+		if time.Since(checked) >= recheck {
+			if !h.stillAllowed(r) {
+				fmt.Fprint(bw, "event: ended\ndata: log in again\n\n")
+				flush()
+				return
+			}
+			checked = time.Now()
+		}
 		d, err := h.sharedFleet(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:

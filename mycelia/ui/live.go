@@ -129,8 +129,16 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(min(poll, heartbeat))
 	defer tick.Stop()
-	quiet := time.Now()
+	quiet, checked := time.Now(), time.Now()
 	for {
+		if time.Since(checked) >= recheck {
+			if !h.stillAllowed(r) {
+				fmt.Fprint(bw, "event: ended\ndata: log in again\n\n")
+				flush()
+				return
+			}
+			checked = time.Now()
+		}
 		var evs []state.Event
 		err := h.Store.View(ctx, func(tx state.Tx) error {
 			var err error

@@ -1025,8 +1025,8 @@ func testOperatorTokens(t *testing.T, s state.Store) {
 	base := get()
 	at := state.Stamp(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	ops := []state.OperatorToken{
-		{Name: "alice", Hash: state.HashToken("spo_a"), Created: at},
-		{Name: "bob", Hash: state.HashToken("spo_b"), Created: at.Add(time.Minute)},
+		{Name: "alice", Hash: state.HashToken("spo_a"), Session: state.SessionHash(state.OperatorSessionKey("spo_a")), Created: at},
+		{Name: "bob", Hash: state.HashToken("spo_b"), Session: state.SessionHash(state.OperatorSessionKey("spo_b")), Created: at.Add(time.Minute)},
 	}
 	put := func(st state.Settings) error {
 		return s.Update(ctx, func(tx state.Tx) error { return tx.PutSettings(ctx, st) })
@@ -1037,6 +1037,7 @@ func testOperatorTokens(t *testing.T, s state.Store) {
 	for i := range ops {
 		require.Equal(t, ops[i].Name, got[i].Name)
 		require.Equal(t, ops[i].Hash, got[i].Hash)
+		require.Equal(t, ops[i].Session, got[i].Session)
 		require.True(t, ops[i].Created.Equal(got[i].Created))
 	}
 	for name, bad := range map[string][]state.OperatorToken{
