@@ -49,9 +49,11 @@ func sameRecord(a, b state.Spore) bool {
 // ingested lines (with the activity they add), transition events, crash
 // bookkeeping and delivered outbox entries. Each spore is re-read inside
 // the transaction, so a wish that arrived after the snapshot is kept and
-// judged (record), and a spore deleted meanwhile is skipped. It returns
-// each spore's last seq.
-func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time) (map[string]uint64, error) {
+// judged (record), and a spore deleted meanwhile is skipped. then, when
+// not nil, runs last inside the same transaction (the summons, which must
+// be committed with the lines that raise them). It returns each spore's
+// last seq.
+func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, then func(context.Context, state.Tx) error) (map[string]uint64, error) {
 	var todo []*SporePlan
 	for _, p := range plans {
 		if p.changes(now) {
@@ -124,6 +126,9 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time) (
 					}
 				}
 			}
+		}
+		if then != nil {
+			return then(ctx, tx)
 		}
 		return nil
 	})

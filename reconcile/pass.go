@@ -165,15 +165,20 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 		return nil, err
 	}
 	ps.progress("act", n, "")
-	last, err := ps.commit(ctx, plans, now)
+	// The incidents the ingested lines made are raised once each, in the
+	// transaction that appends the lines (summons.go).
+	var raised []state.OutboxEntry
+	last, err := ps.commit(ctx, plans, now, func(ctx context.Context, tx state.Tx) (err error) {
+		raised, err = ps.summon(ctx, tx, snap, got, now)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("commit the pass: %w", err)
 	}
-	ps.progress("commit", n, "")
-	// The incidents the ingested lines made, once each (summons.go).
-	if err := ps.summon(ctx, snap, got, now); err != nil {
-		return nil, fmt.Errorf("raise the summons: %w", err)
+	for _, e := range raised {
+		ps.logger().Info("summons raised", "spore", e.Spore, "message", e.ID)
 	}
+	ps.progress("commit", n, "")
 	out.Result = result(snap, plans, last)
 	out.Orphans = orphansOf(opt, obs)
 	if opt.Project && ps.Project != nil {

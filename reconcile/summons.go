@@ -28,12 +28,14 @@ import (
 //
 // Where incidents come from, and what that costs:
 //
-//   - a pass, after its commit, looks only at the lines it ingested. When
+//   - a pass, last in its commit's transaction (so a summons is committed
+//     with the lines that raise it, or neither is), looks only at the
+//     lines it ingested. When
 //     none holds an edit tool call, a Bash push or deploy, or a failed
 //     tool result (decided on the lines in memory, a substring test
 //     before any parse), it reads nothing more: a pass that ingested
 //     nothing (a no-op pass) reads no event at all. Otherwise it reads,
-//     in one read-only transaction, the last incident.DefaultWindow of
+//     in that transaction, the last incident.DefaultWindow of
 //     events (at most incident.MaxScanEvents each, from the end of the
 //     log) of: for collisions, the spores whose record counts tool calls
 //     in the window's hours (state.Spore.Activity) and those that edited
@@ -219,9 +221,12 @@ func pruneIncidents(in []state.Incident, now time.Time) []state.Incident {
 	return out
 }
 
-// summon is the pass's step after its commit: the incidents the lines it
-// ingested may have made, raised once each (see above for what it reads).
-func (ps *Pass) summon(ctx context.Context, snap *Snapshot, got map[string]*ingested, now time.Time) error {
+// summon is the last step of the pass's commit, in its transaction: the
+// incidents the lines it ingested may have made, raised once each (see
+// above for what it reads). Being in the transaction that appends the
+// lines, a summons is never lost between the two: either both are
+// committed or neither is, and the next pass ingests the lines again.
+func (ps *Pass) summon(ctx context.Context, tx state.Tx, snap *Snapshot, got map[string]*ingested, now time.Time) ([]state.OutboxEntry, error) {
 	editors, deployers := map[string]bool{}, map[string]bool{}
 	for id, in := range got {
 		if in == nil || len(in.events) == 0 {
@@ -236,12 +241,12 @@ func (ps *Pass) summon(ctx context.Context, snap *Snapshot, got map[string]*inge
 		}
 	}
 	if len(editors) == 0 && len(deployers) == 0 {
-		return nil
+		return nil, nil
 	}
 	since := now.Add(-incident.DefaultWindow)
 	var ss []Summons
 	arch := ""
-	err := ps.Store.View(ctx, func(tx state.Tx) error {
+	err := func() error {
 		spores := snap.Spores
 		if len(snap.Spores) != len(snap.Known) {
 			// A pass over named spores: collisions are with any spore.
@@ -282,24 +287,12 @@ func (ps *Pass) summon(ctx context.Context, snap *Snapshot, got map[string]*inge
 			}
 		}
 		return nil
-	})
+	}()
 	if err != nil || len(ss) == 0 || arch == "" {
 		// No [arch] among every spore: nothing to raise, nothing written.
-		return err
+		return nil, err
 	}
-	var raised []state.OutboxEntry
-	err = ps.Store.Update(ctx, func(tx state.Tx) error {
-		var err error
-		raised, err = Summon(ctx, tx, arch, ss, now)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	for _, e := range raised {
-		ps.logger().Info("summons raised", "spore", e.Spore, "message", e.ID)
-	}
-	return nil
+	return Summon(ctx, tx, arch, ss, now)
 }
 
 // toolCallsSince reports whether sp's record counts tool calls in an
