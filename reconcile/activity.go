@@ -87,7 +87,7 @@ func countLine(line json.RawMessage) lineCounts {
 		}
 	case "result":
 		c.turns = 1
-		c.in = satAdd(nonNeg(w.Usage.InputTokens), nonNeg(w.Usage.CacheCreationInputTokens))
+		c.in = state.AddCount(nonNeg(w.Usage.InputTokens), nonNeg(w.Usage.CacheCreationInputTokens))
 		c.out = nonNeg(w.Usage.OutputTokens)
 		c.cost = micros(w.TotalCostUSD)
 	}
@@ -108,14 +108,6 @@ func micros(usd float64) int64 {
 }
 
 func nonNeg(n int64) int64 { return max(n, 0) }
-
-// satAdd adds two non-negative counts, stopping at the largest.
-func satAdd(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
-}
 
 // activityWindow is the first hour kept at now: the record holds the
 // MaxActivity hours up to and including now's.
@@ -171,11 +163,11 @@ func addActivity(hs []state.HourActivity, evs []state.Event, now time.Time, coun
 			out = slices.Insert(out, i, state.HourActivity{Hour: hour})
 		}
 		h := &out[i]
-		h.Turns = satAdd(h.Turns, c.turns)
-		h.ToolCalls = satAdd(h.ToolCalls, c.tools)
-		h.InputTokens = satAdd(h.InputTokens, c.in)
-		h.OutputTokens = satAdd(h.OutputTokens, c.out)
-		h.CostMicros = satAdd(h.CostMicros, c.cost)
+		h.Turns = state.AddCount(h.Turns, c.turns)
+		h.ToolCalls = state.AddCount(h.ToolCalls, c.tools)
+		h.InputTokens = state.AddCount(h.InputTokens, c.in)
+		h.OutputTokens = state.AddCount(h.OutputTokens, c.out)
+		h.CostMicros = state.AddCount(h.CostMicros, c.cost)
 	}
 	if len(out) == 0 {
 		return nil

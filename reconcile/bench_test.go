@@ -136,7 +136,7 @@ func (v *benchViews) Project(ctx context.Context, st state.Store, res reconcile.
 	if err != nil {
 		return err
 	}
-	w, err = v.d.Put(files, map[string]string{ui.ExportSpores: ".html", ui.ExportStatic: ".css"})
+	w, err = ui.WriteExport(v.d, files)
 	v.written.Add(int64(len(w)))
 	return err
 }

@@ -315,15 +315,18 @@ func TestSummonsConcurrentPassesRaiseOnce(t *testing.T) {
 			e.rt.BridgeOf("a").Write(edit("e1", "/r/x.go"), agentToolUse("p1", "Bash", map[string]string{"command": "make deploy"}), agentToolResult("p1", true, "boom"))
 			e.rt.BridgeOf("b").Write(edit("e2", "/r/x.go"))
 			var wg sync.WaitGroup
-			for range 8 {
+			errs := make([]error, 8)
+			for i := range errs {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, err := e.pass().Run(context.Background(), reconcile.Options{})
-					require.NoError(t, err)
+					_, errs[i] = e.pass().Run(context.Background(), reconcile.Options{})
 				}()
 			}
 			wg.Wait()
+			for _, err := range errs {
+				require.NoError(t, err)
+			}
 			got := e.summonses()
 			require.Len(t, got, 2, "one collision and one failed deploy, however many passes: %v", incidentKeys(e.spore("arch")))
 			keys := incidentKeys(e.spore("arch"))

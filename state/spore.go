@@ -146,6 +146,16 @@ type Incident struct {
 	At  time.Time `json:"at"`
 }
 
+// AddCount adds two non-negative activity counts, stopping at the
+// largest int64: a count comes from an agent's line and can be anything,
+// and a sum must never wrap to a negative one.
+func AddCount(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 // Bounds of Spore.Activity and Spore.Incidents.
 const (
 	MaxActivity    = 7 * 24 // hours

@@ -34,7 +34,7 @@ func (v viewsDir) Project(ctx context.Context, st state.Store, res reconcile.Res
 	}
 	files, xerr := ui.Export(ctx, st, res, v.now(), ui.ReadExportStamps(v.d.Path))
 	if xerr == nil {
-		_, xerr = v.d.Put(files, map[string]string{ui.ExportSpores: ".html", ui.ExportStatic: ".css"})
+		_, xerr = ui.WriteExport(v.d, files)
 	}
 	return errors.Join(err, xerr)
 }

@@ -73,26 +73,26 @@ func activityOf(sp state.Spore, now time.Time) activityView {
 	tokens := make([]int64, graphHours)
 	var sum struct{ turns, tools, in, out, cost int64 }
 	for i := range tokens {
-		tokens[i] = in[i] + out[i]
-		sum.turns += turns[i]
-		sum.tools += tools[i]
-		sum.in += in[i]
-		sum.out += out[i]
+		tokens[i] = state.AddCount(in[i], out[i])
+		sum.turns = state.AddCount(sum.turns, turns[i])
+		sum.tools = state.AddCount(sum.tools, tools[i])
+		sum.in = state.AddCount(sum.in, in[i])
+		sum.out = state.AddCount(sum.out, out[i])
 	}
 	for _, h := range sp.Activity {
 		if !h.Hour.Before(first) && !h.Hour.After(last) {
-			sum.cost += h.CostMicros
+			sum.cost = state.AddCount(sum.cost, h.CostMicros)
 		}
 	}
 
 	v := activityView{PlotX: graphLeft, PlotR: graphLeft + graphPlotW, Width: graphLeft + graphPlotW + 4}
-	if sum.turns == 0 && sum.tools == 0 && sum.in+sum.out == 0 && sum.cost == 0 {
+	if sum.turns == 0 && sum.tools == 0 && state.AddCount(sum.in, sum.out) == 0 && sum.cost == 0 {
 		v.Empty = true
 		v.Summary = "No activity in the last 7 days."
 		return v
 	}
 	v.Summary = fmt.Sprintf("Last 7 days: %s turns, %s tool calls, %s tokens (%s in, %s out), %s.",
-		count(sum.turns), count(sum.tools), count(sum.in+sum.out), count(sum.in), count(sum.out), dollars(sum.cost))
+		count(sum.turns), count(sum.tools), count(state.AddCount(sum.in, sum.out)), count(sum.in), count(sum.out), dollars(sum.cost))
 
 	series := []struct {
 		name, class string

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +100,22 @@ func TestActivityGraphSize(t *testing.T) {
 	require.NoError(t, pages.ExecuteTemplate(&b, "activity", activityOf(state.Spore{ID: "a", Activity: hs}, now)))
 	require.Less(t, b.Len(), 64<<10, "a full week is %d bytes", b.Len())
 	t.Logf("a full week's graph: %d bytes", b.Len())
+}
+
+// TestSumsNeverWrap: counts at the largest int64 (an agent's line can
+// claim anything; ingest saturates there) add up to the largest, never
+// to a negative number, in the fleet's "today" and in the graph.
+func TestSumsNeverWrap(t *testing.T) {
+	now := time.Date(2026, 11, 30, 15, 30, 0, 0, time.UTC)
+	big := int64(math.MaxInt64)
+	hs := []state.HourActivity{
+		{Hour: now.Truncate(time.Hour).Add(-time.Hour), Turns: big, ToolCalls: big, InputTokens: big, OutputTokens: big, CostMicros: big},
+		{Hour: now.Truncate(time.Hour), Turns: big, ToolCalls: big, InputTokens: big, OutputTokens: big, CostMicros: big},
+	}
+	d := todayOf(hs, now)
+	require.NotContains(t, d.Tokens+d.Cost+d.Title, "-", "%+v", d)
+	v := activityOf(state.Spore{ID: "a", Activity: hs}, now)
+	var b strings.Builder
+	require.NoError(t, pages.ExecuteTemplate(&b, "activity", v))
+	require.NotContains(t, b.String(), ">-", "a negative figure")
 }

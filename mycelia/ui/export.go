@@ -155,6 +155,32 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	return files, nil
 }
 
+// ExportDir is where an export is written (reconcile/views.Dir): files
+// written only when their bytes differ, nil contents kept, and the files
+// of each prune directory with its suffix that are not in files removed.
+type ExportDir interface {
+	Put(files map[string][]byte, prune map[string]string) ([]string, error)
+}
+
+// WriteExport writes what Export made into d and returns what changed.
+// The stamps go last, and only once every page is written: a page that
+// failed keeps its old stamp, so the next export renders it again.
+func WriteExport(d ExportDir, files map[string][]byte) ([]string, error) {
+	stamps, ok := files[ExportStamps]
+	pages := make(map[string][]byte, len(files))
+	for k, v := range files {
+		if k != ExportStamps {
+			pages[k] = v
+		}
+	}
+	written, err := d.Put(pages, map[string]string{ExportSpores: ".html", ExportStatic: ".css"})
+	if err != nil || !ok {
+		return written, err
+	}
+	w, err := d.Put(map[string][]byte{ExportStamps: stamps}, nil)
+	return append(written, w...), err
+}
+
 // ReadExportStamps reads what the export in dir last wrote to
 // ExportStamps, keeping only entries whose file is still there. Anything
 // unreadable counts as no stamps (every page is rendered again).

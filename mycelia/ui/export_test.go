@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -148,30 +149,29 @@ func TestExportIntoViews(t *testing.T) {
 	f := newFixture(t)
 	f.colony()
 	dir := &views.Dir{Path: t.TempDir()}
-	prune := map[string]string{ExportSpores: ".html", ExportStatic: ".css"}
 	files := f.export(t0)
-	written, err := dir.Put(files, prune)
+	written, err := WriteExport(dir, files)
 	require.NoError(t, err)
 	require.Len(t, written, len(files))
-	written, err = dir.Put(f.export(t0), prune)
+	written, err = WriteExport(dir, f.export(t0))
 	require.NoError(t, err)
 	require.Empty(t, written, "nothing changed, nothing written")
 	// From its stamps: nothing rendered, nothing written, nothing removed.
 	stamps := ReadExportStamps(dir.Path)
 	require.Len(t, stamps, 6, "the index and five spore pages")
-	written, err = dir.Put(f.export(t0, stamps), prune)
+	written, err = WriteExport(dir, f.export(t0, stamps))
 	require.NoError(t, err)
 	require.Empty(t, written)
 	// A page removed by hand loses its stamp, so it is made again.
 	require.NoError(t, os.Remove(filepath.Join(dir.Path, "spores", "lab-a.html")))
-	written, err = dir.Put(f.export(t0, ReadExportStamps(dir.Path)), prune)
+	written, err = WriteExport(dir, f.export(t0, ReadExportStamps(dir.Path)))
 	require.NoError(t, err)
 	require.Equal(t, []string{"spores/lab-a.html"}, written)
 
 	require.NoError(t, f.st.Store.Update(context.Background(), func(tx state.Tx) error { return tx.DeleteSpore(context.Background(), "lab-c") }))
 	// A file of someone else's is left alone.
 	require.NoError(t, os.WriteFile(filepath.Join(dir.Path, "spores", "notes.txt"), []byte("mine"), 0o600))
-	written, err = dir.Put(f.export(t0), prune)
+	written, err = WriteExport(dir, f.export(t0))
 	require.NoError(t, err)
 	require.Contains(t, written, "spores/lab-c.html")
 	require.NoFileExists(t, filepath.Join(dir.Path, "spores", "lab-c.html"))
@@ -181,4 +181,39 @@ func TestExportIntoViews(t *testing.T) {
 	require.ErrorContains(t, err, "not a path inside")
 	_, err = dir.Put(map[string][]byte{"fleet.json": nil}, nil)
 	require.ErrorContains(t, err, "views' own files")
+}
+
+// failingDir fails the Put of any set of files holding fail.
+type failingDir struct {
+	puts [][]string
+	fail string
+}
+
+func (d *failingDir) Put(files map[string][]byte, _ map[string]string) ([]string, error) {
+	var names []string
+	for k := range files {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	d.puts = append(d.puts, names)
+	if _, ok := files[d.fail]; ok {
+		return nil, errors.New("disk full")
+	}
+	return names, nil
+}
+
+// TestWriteExportStampsLast: the stamps are written after the pages, and
+// not at all when a page could not be: the failed page keeps its old
+// stamp, so the next export renders it again.
+func TestWriteExportStampsLast(t *testing.T) {
+	files := map[string][]byte{ExportIndex: []byte("i"), "spores/a.html": []byte("a"), ExportStamps: []byte("{}")}
+	d := &failingDir{}
+	_, err := WriteExport(d, files)
+	require.NoError(t, err)
+	require.Equal(t, [][]string{{ExportIndex, "spores/a.html"}, {ExportStamps}}, d.puts)
+
+	d = &failingDir{fail: "spores/a.html"}
+	_, err = WriteExport(d, files)
+	require.ErrorContains(t, err, "disk full")
+	require.Equal(t, [][]string{{ExportIndex, "spores/a.html"}}, d.puts, "no stamps after a failed page")
 }

@@ -148,11 +148,11 @@ func todayOf(hs []state.HourActivity, now time.Time) today {
 	var in, out, cost int64
 	for _, h := range hs {
 		if !h.Hour.Before(day) && !h.Hour.After(now) {
-			in, out, cost = in+h.InputTokens, out+h.OutputTokens, cost+h.CostMicros
+			in, out, cost = state.AddCount(in, h.InputTokens), state.AddCount(out, h.OutputTokens), state.AddCount(cost, h.CostMicros)
 		}
 	}
-	t := today{Tokens: count(in + out), Cost: dollars(cost)}
-	if in+out+cost > 0 {
+	t := today{Tokens: count(state.AddCount(in, out)), Cost: dollars(cost)}
+	if in > 0 || out > 0 || cost > 0 {
 		t.Title = fmt.Sprintf("since 00:00 UTC: %d input and %d output tokens, $%.6f", in, out, float64(cost)/1e6)
 	}
 	return t

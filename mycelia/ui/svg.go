@@ -56,7 +56,8 @@ func hoursOf(hs []state.HourActivity, now time.Time, n int, f func(state.HourAct
 		if h.Hour.Before(first) || h.Hour.After(last) {
 			continue
 		}
-		out[int(h.Hour.Sub(first)/time.Hour)] += f(h)
+		i := int(h.Hour.Sub(first) / time.Hour)
+		out[i] = state.AddCount(out[i], f(h))
 	}
 	return out
 }

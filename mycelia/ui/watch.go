@@ -133,12 +133,14 @@ func (b *hub) idle(ctx context.Context) error {
 }
 
 // run watches the store until ctx ends, starting Watch again (after a
-// pause that grows to watchRetry) whenever it fails; each new watch wakes
-// everyone, since changes may have been missed meanwhile.
+// pause that grows to watchRetry) whenever it fails. Each watch, the
+// first included, wakes everyone once it is established: changes may
+// have come meanwhile — before the first, between a subscriber's first
+// read and the moment the store began to listen.
 func (b *hub) run(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	delay := 100 * time.Millisecond
-	for first := true; ctx.Err() == nil; first = false {
+	for ctx.Err() == nil {
 		ch, err := b.src.Watch(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -153,9 +155,7 @@ func (b *hub) run(ctx context.Context, done chan struct{}) {
 			delay = min(2*delay, watchRetry)
 			continue
 		}
-		if !first {
-			b.wake("")
-		}
+		b.wake("")
 		delay = 100 * time.Millisecond
 		for id := range ch {
 			b.wake(id)

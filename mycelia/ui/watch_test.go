@@ -111,6 +111,18 @@ func waitWoken(t *testing.T, s *subscription) {
 	}
 }
 
+// TestHubWakesOnStart: a watch, once up, wakes its subscribers, so what
+// changed between a subscriber's first read and the moment the store
+// began to listen is read then, not at the next safety poll.
+func TestHubWakesOnStart(t *testing.T) {
+	src := &fakeChanges{}
+	h := newHub(src, slog.New(slog.DiscardHandler))
+	s, cancel := h.subscribe("a")
+	defer cancel()
+	waitWoken(t, s)
+	require.False(t, woken(s), "once")
+}
+
 func TestHubWakesTheSporesSubscribers(t *testing.T) {
 	src := &fakeChanges{}
 	h := newHub(src, slog.New(slog.DiscardHandler))
@@ -126,6 +138,13 @@ func TestHubWakesTheSporesSubscribers(t *testing.T) {
 	// each send returns when the source took it, so by the second the
 	// first's predecessor has been handled by the hub.
 	flush := func() { src.send("-"); src.send("-") }
+	// The watch's start woke those subscribed by then
+	// (TestHubWakesOnStart): clear that first.
+	flush()
+	for i := range as {
+		woken(as[i])
+		woken(bs[i])
+	}
 	src.send("a")
 	src.send("c") // nobody's
 	src.send("a") // merges with the first: one wake pending
