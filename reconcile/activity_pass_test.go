@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
-	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 // The fake bridge stamps its line n at 2026-01-01T00:00:00Z + n seconds.
@@ -38,7 +36,7 @@ func storeKinds(t *testing.T) map[string]func(t *testing.T) state.Store {
 			return ds
 		},
 		"postgres": func(t *testing.T) state.Store {
-			srv := pgServerT(t)
+			srv := pgServer(t)
 			ctx := context.Background()
 			name, url, err := srv.CreateDatabase(ctx)
 			require.NoError(t, err)
@@ -48,27 +46,6 @@ func storeKinds(t *testing.T) map[string]func(t *testing.T) state.Store {
 			return st
 		},
 	}
-}
-
-// pgServerT is the package's one PostgreSQL server (shared with the
-// benchmarks), for tests.
-func pgServerT(t *testing.T) *pgtest.Server {
-	t.Helper()
-	benchPG.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		benchPG.srv, benchPG.err = pgtest.Start(ctx)
-		if benchPG.err == nil {
-			benchCleanup.add(func() { _ = benchPG.srv.Close() })
-		}
-	})
-	if benchPG.err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL is required in CI: %v", benchPG.err)
-		}
-		t.Skipf("no PostgreSQL server: %v", benchPG.err)
-	}
-	return benchPG.srv
 }
 
 func TestPassCountsActivityInTheCommitThatIngests(t *testing.T) {

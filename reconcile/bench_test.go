@@ -83,7 +83,7 @@ var benchPG struct {
 
 // pgServer returns the server, skipping without one, or failing when CI
 // is set (as pgtest.Shared does).
-func pgServer(b *testing.B) *pgtest.Server {
+func pgServer(b testing.TB) *pgtest.Server {
 	b.Helper()
 	benchPG.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
