@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore"
-	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 // newPGEnv is newEnv over a fresh PostgreSQL database of the package's
@@ -23,27 +21,14 @@ import (
 func newPGEnv(t *testing.T, ids ...string) (*env, string) {
 	t.Helper()
 	ctx := context.Background()
-	benchPG.once.Do(func() {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		benchPG.srv, benchPG.err = pgtest.Start(sctx)
-		if benchPG.err == nil {
-			benchCleanup.add(func() { _ = benchPG.srv.Close() })
-		}
-	})
-	if benchPG.err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL is required in CI: %v", benchPG.err)
-		}
-		t.Skipf("no PostgreSQL server: %v", benchPG.err)
-	}
-	name, url, err := benchPG.srv.CreateDatabase(ctx)
+	srv := pgServer(t)
+	name, url, err := srv.CreateDatabase(ctx)
 	require.NoError(t, err)
 	st, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		_ = st.Close()
-		require.NoError(t, benchPG.srv.DropDatabase(context.Background(), name))
+		require.NoError(t, srv.DropDatabase(context.Background(), name))
 	})
 	e := &env{t: t, st: &countingStore{Store: st}, rt: reconciletest.New(), now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	for _, id := range ids {

@@ -3,7 +3,6 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
-	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 // summonsLines are when the fake bridges stamp their lines (from
@@ -45,7 +43,7 @@ func newSummonsEnv(t *testing.T, backend string, withoutArch bool, ids ...string
 		t.Cleanup(func() { ds.Close() })
 		st = ds
 	case "postgres":
-		srv := summonsPG(t)
+		srv := pgServer(t)
 		name, url, err := srv.CreateDatabase(ctx)
 		require.NoError(t, err)
 		ps, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{})
@@ -72,28 +70,6 @@ func newSummonsEnv(t *testing.T, backend string, withoutArch bool, ids ...string
 		require.NotNil(t, e.rt.BridgeOf(id), "%s started", id)
 	}
 	return e
-}
-
-// summonsPG is the package's PostgreSQL server (shared with the
-// benchmarks; removed by TestMain): a skip without one, a failure when
-// CI is set.
-func summonsPG(t *testing.T) *pgtest.Server {
-	t.Helper()
-	benchPG.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		benchPG.srv, benchPG.err = pgtest.Start(ctx)
-		if benchPG.err == nil {
-			benchCleanup.add(func() { _ = benchPG.srv.Close() })
-		}
-	})
-	if benchPG.err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("PostgreSQL is required in CI: %v", benchPG.err)
-		}
-		t.Skipf("no PostgreSQL server: %v", benchPG.err)
-	}
-	return benchPG.srv
 }
 
 func agentInit(cwd string) string {

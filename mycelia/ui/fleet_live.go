@@ -79,33 +79,13 @@ func (h *Handler) fleetEvents(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	max := h.MaxStreams
-	if max <= 0 {
-		max = DefaultMaxStreams
-	}
-	if h.streams.Add(1) > int64(max) {
-		h.streams.Add(-1)
-		w.Header().Set("Retry-After", "10")
-		h.error(w, r, http.StatusServiceUnavailable, "too many live streams at once; try again later")
+	st, done := h.startStream(w, r, "live streams")
+	if st == nil {
 		return
 	}
-	defer h.streams.Add(-1)
+	defer done()
+	bw, flush := st.Writer, st.flush
 
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{}) // as the spore tails: see events
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream; charset=utf-8")
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriter(w)
-	flush := func() bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(writeWindow))
-		if bw.Flush() != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
 	every := h.fleetLive.interval()
 	fmt.Fprintf(bw, "retry: %d\n\n", (2 * every).Milliseconds())
 	if !flush() {
@@ -119,15 +99,9 @@ func (h *Handler) fleetEvents(w http.ResponseWriter, r *http.Request) {
 	defer tick.Stop()
 	quiet := time.Now()
 	var sent string
-	checked := time.Now()
 	for {
-		if time.Since(checked) >= recheck {
-			if !h.stillAllowed(r) {
-				fmt.Fprint(bw, "event: ended\ndata: log in again\n\n")
-				flush()
-				return
-			}
-			checked = time.Now()
+		if st.ended() {
+			return
 		}
 		d, err := h.sharedFleet(ctx)
 		switch {

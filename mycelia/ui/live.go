@@ -70,37 +70,13 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 		return
 	}
-	max := h.MaxStreams
-	if max <= 0 {
-		max = DefaultMaxStreams
-	}
-	if h.streams.Add(1) > int64(max) {
-		h.streams.Add(-1)
-		w.Header().Set("Retry-After", "10")
-		h.error(w, r, http.StatusServiceUnavailable, "too many live tails at once; try again later")
+	st, done := h.startStream(w, r, "live tails")
+	if st == nil {
 		return
 	}
-	defer h.streams.Add(-1)
+	defer done()
+	bw, flush := st.Writer, st.flush
 
-	rc := http.NewResponseController(w)
-	// serve's ReadTimeout would end the stream (the server's read of the
-	// idle connection fails and cancels the request): a stream reads
-	// nothing more, so it lifts the read deadline, and each write extends
-	// the write deadline.
-	_ = rc.SetReadDeadline(time.Time{})
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream; charset=utf-8")
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriter(w)
-	flush := func() bool {
-		_ = rc.SetWriteDeadline(time.Now().Add(writeWindow))
-		if bw.Flush() != nil {
-			return false
-		}
-		return rc.Flush() == nil
-	}
 	// Take in what the spore's bridge writes while it is watched
 	// (follow.go), and subscribe before the first read, so growth after
 	// it is not missed.
@@ -129,15 +105,10 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	}
 	tick := time.NewTicker(min(poll, heartbeat))
 	defer tick.Stop()
-	quiet, checked := time.Now(), time.Now()
+	quiet := time.Now()
 	for {
-		if time.Since(checked) >= recheck {
-			if !h.stillAllowed(r) {
-				fmt.Fprint(bw, "event: ended\ndata: log in again\n\n")
-				flush()
-				return
-			}
-			checked = time.Now()
+		if st.ended() {
+			return
 		}
 		var evs []state.Event
 		err := h.Store.View(ctx, func(tx state.Tx) error {
