@@ -53,6 +53,8 @@ func (h *Handler) follow(id string) (stop func()) {
 	}
 	l := f.loops[id]
 	if l == nil {
+		// The loop outlives the request that started it (it serves every
+		// tail of the spore): its life is the last tail's, or serve's.
 		ctx, cancel := context.WithCancel(context.Background())
 		l = &followLoop{cancel: cancel}
 		f.loops[id] = l

@@ -94,6 +94,8 @@ func (b *hub) subscribe(id string) (s *subscription, cancel func()) {
 	b.subs[id][s] = struct{}{}
 	b.n++
 	if b.n == 1 {
+		// The watch outlives the request that started it: it lasts while
+		// anyone is subscribed.
 		ctx, stop := context.WithCancel(context.Background())
 		b.stop, b.done = stop, make(chan struct{})
 		go b.run(ctx, b.done)
