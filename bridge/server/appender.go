@@ -40,6 +40,19 @@ func (s *Server) release(n int) {
 	s.pendingCond.Broadcast()
 }
 
+// flushed waits until every line emitted so far has its number (is in
+// the log, fsynced). A prompt's end is recorded only after the lines of
+// its turn: otherwise a bridge killed between the two would have
+// finished the prompt in its queue journal and lost its lines, and the
+// new bridge would neither show nor run it again.
+func (s *Server) flushed() {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	for s.pendingBytes > 0 {
+		s.pendingCond.Wait()
+	}
+}
+
 // bridgeLine is a line the bridge writes about itself. Its type "bridge"
 // is one Claude Code never uses.
 func (s *Server) bridgeLine(subtype string, fields map[string]any) {

@@ -89,6 +89,7 @@ func (s *Server) pause(ctx context.Context, d time.Duration) {
 }
 
 func (s *Server) finish(ctx context.Context, id string) {
+	s.flushed() // the turn's lines first (appender.go)
 	for {
 		err := s.queue.finish(id)
 		if err == nil {
