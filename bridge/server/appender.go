@@ -92,6 +92,9 @@ func (s *Server) appender(ctx context.Context) {
 				break fill
 			}
 		}
+		if g := s.appendGate.Load(); g != nil {
+			<-*g
+		}
 		for {
 			_, _, err := s.log.Append(ctx, s.cfg.Now(), batch)
 			s.setAppendErr(err)

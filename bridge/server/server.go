@@ -94,6 +94,9 @@ type Server struct {
 	pendingCond  *sync.Cond
 	pendingBytes int // bytes emitted and not yet numbered
 	closing      atomic.Bool
+	// appendGate, when set, is received from before every append to the
+	// log: tests hold the log back with it.
+	appendGate atomic.Pointer[chan struct{}]
 
 	mu           sync.Mutex
 	sess         session
