@@ -42,6 +42,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	benchCleanup.run()
+	pgtest.StopLazy()
 	os.Exit(code)
 }
 
@@ -99,14 +100,6 @@ const (
 
 var benchFleets sync.Map // variant → *benchFleet
 
-// benchPG is the PostgreSQL server of the benchmarks, started on first
-// use.
-var benchPG struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
-
 func benchStore(b *testing.B, variant string) state.Store {
 	b.Helper()
 	ctx := context.Background()
@@ -124,21 +117,8 @@ func benchStore(b *testing.B, variant string) state.Store {
 		addCleanup(func() { _ = st.Close() })
 		return st
 	}
-	benchPG.once.Do(func() {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		defer cancel()
-		benchPG.srv, benchPG.err = pgtest.Start(sctx)
-		if benchPG.err == nil {
-			addCleanup(func() { _ = benchPG.srv.Close() })
-		}
-	})
-	if benchPG.err != nil {
-		if os.Getenv("CI") != "" {
-			b.Fatalf("PostgreSQL is required in CI: %v", benchPG.err)
-		}
-		b.Skipf("no PostgreSQL server: %v", benchPG.err)
-	}
-	name, url, err := benchPG.srv.CreateDatabase(ctx)
+	srv := pgtest.Lazy(b)
+	name, url, err := srv.CreateDatabase(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,7 +126,7 @@ func benchStore(b *testing.B, variant string) state.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	addCleanup(func() { _ = st.Close(); _ = benchPG.srv.DropDatabase(context.Background(), name) })
+	addCleanup(func() { _ = st.Close(); _ = srv.DropDatabase(context.Background(), name) })
 	return st
 }
 

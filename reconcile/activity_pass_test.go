@@ -13,6 +13,7 @@ import (
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 // The fake bridge stamps its line n at 2026-01-01T00:00:00Z + n seconds.
@@ -36,7 +37,7 @@ func storeKinds(t *testing.T) map[string]func(t *testing.T) state.Store {
 			return ds
 		},
 		"postgres": func(t *testing.T) state.Store {
-			srv := pgServer(t)
+			srv := pgtest.Lazy(t)
 			ctx := context.Background()
 			name, url, err := srv.CreateDatabase(ctx)
 			require.NoError(t, err)

@@ -40,6 +40,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	benchCleanup.run()
+	pgtest.StopLazy()
 	os.Exit(code)
 }
 
@@ -71,35 +72,6 @@ func benchTempDir(b *testing.B, pattern string) string {
 	}
 	benchCleanup.add(func() { _ = os.RemoveAll(dir) })
 	return dir
-}
-
-// benchPG is the PostgreSQL server of the Postgres benchmarks, started on
-// first use (so the package's tests never wait for initdb).
-var benchPG struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
-
-// pgServer returns the server, skipping without one, or failing when CI
-// is set (as pgtest.Shared does).
-func pgServer(b testing.TB) *pgtest.Server {
-	b.Helper()
-	benchPG.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		benchPG.srv, benchPG.err = pgtest.Start(ctx)
-		if benchPG.err == nil {
-			benchCleanup.add(func() { _ = benchPG.srv.Close() })
-		}
-	})
-	if benchPG.err != nil {
-		if os.Getenv("CI") != "" {
-			b.Fatalf("PostgreSQL is required in CI: %v", benchPG.err)
-		}
-		b.Skipf("no PostgreSQL server: %v", benchPG.err)
-	}
-	return benchPG.srv
 }
 
 // benchStore counts Update calls: a pass with nothing to do must make
@@ -229,7 +201,7 @@ func buildNoopFleet(b *testing.B, variant string) *noopFleet {
 	var err error
 	switch variant {
 	case "postgres":
-		srv := pgServer(b)
+		srv := pgtest.Lazy(b)
 		var name string
 		name, f.pgURL, err = srv.CreateDatabase(ctx)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 // newPGEnv is newEnv over a fresh PostgreSQL database of the package's
@@ -21,7 +22,7 @@ import (
 func newPGEnv(t *testing.T, ids ...string) (*env, string) {
 	t.Helper()
 	ctx := context.Background()
-	srv := pgServer(t)
+	srv := pgtest.Lazy(t)
 	name, url, err := srv.CreateDatabase(ctx)
 	require.NoError(t, err)
 	st, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{})

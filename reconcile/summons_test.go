@@ -19,6 +19,7 @@ import (
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 // summonsLines are when the fake bridges stamp their lines (from
@@ -43,7 +44,7 @@ func newSummonsEnv(t *testing.T, backend string, withoutArch bool, ids ...string
 		t.Cleanup(func() { ds.Close() })
 		st = ds
 	case "postgres":
-		srv := pgServer(t)
+		srv := pgtest.Lazy(t)
 		name, url, err := srv.CreateDatabase(ctx)
 		require.NoError(t, err)
 		ps, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{})

@@ -71,12 +71,11 @@ func BenchmarkFleetPage(b *testing.B) {
 	}
 }
 
-// benchPostgres starts a PostgreSQL server for this run (nil without
-// one, failing when CI is set).
+// benchPostgres is a fresh database on the test binary's PostgreSQL
+// server (nil without one, failing when CI is set).
 func benchPostgres(b *testing.B) state.Store {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	srv, err := pgtest.Start(ctx)
+	ctx := context.Background()
+	srv, err := pgtest.LazyServer()
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			b.Fatalf("PostgreSQL is required in CI: %v", err)
@@ -84,7 +83,6 @@ func benchPostgres(b *testing.B) state.Store {
 		b.Logf("no PostgreSQL server, its benchmark is left out: %v", err)
 		return nil
 	}
-	b.Cleanup(func() { _ = srv.Close() })
 	_, url, err := srv.CreateDatabase(ctx)
 	if err != nil {
 		b.Fatal(err)

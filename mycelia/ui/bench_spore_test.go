@@ -24,9 +24,7 @@ import (
 // log takes a while) and removed when it ends.
 var fixtures struct {
 	mu     sync.Mutex
-	dir    string // the dir stores' parent directory
-	pg     *pgtest.Server
-	pgErr  error
+	dir    string                 // the dir stores' parent directory
 	stores map[string]state.Store // by backend
 }
 
@@ -36,9 +34,7 @@ func TestMain(m *testing.M) {
 	for _, s := range fixtures.stores {
 		_ = s.Close()
 	}
-	if fixtures.pg != nil {
-		_ = fixtures.pg.Close()
-	}
+	pgtest.StopLazy()
 	if fixtures.dir != "" {
 		_ = os.RemoveAll(fixtures.dir)
 	}
@@ -47,22 +43,11 @@ func TestMain(m *testing.M) {
 }
 
 // pgDatabase makes a fresh database on the test binary's PostgreSQL
-// server, starting the server the first time; without one the caller
-// skips, or fails when $CI is set. The caller holds fixtures.mu.
+// server (pgtest.Lazy: started the first time; without one the caller
+// skips, or fails when $CI is set).
 func pgDatabase(tb testing.TB) string {
 	tb.Helper()
-	if fixtures.pg == nil && fixtures.pgErr == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		fixtures.pg, fixtures.pgErr = pgtest.Start(ctx)
-		cancel()
-	}
-	if fixtures.pgErr != nil {
-		if os.Getenv("CI") != "" {
-			tb.Fatalf("PostgreSQL is required in CI: %v", fixtures.pgErr)
-		}
-		tb.Skipf("no PostgreSQL server: %v", fixtures.pgErr)
-	}
-	_, url, err := fixtures.pg.CreateDatabase(context.Background())
+	_, url, err := pgtest.Lazy(tb).CreateDatabase(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 )
@@ -76,4 +77,48 @@ func NewDatabase(t testing.TB) string {
 		}
 	})
 	return url
+}
+
+var lazy struct {
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+// Lazy returns the test binary's server, starting it the first time a
+// test or benchmark asks, so a run that needs none starts none (unlike
+// Main, which starts it for every run of the package). Without one it
+// skips, or fails when $CI is set, as Shared does. TestMain stops it with
+// StopLazy.
+func Lazy(tb testing.TB) *Server {
+	tb.Helper()
+	srv, err := LazyServer()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			tb.Fatalf("PostgreSQL is required in CI: %v", err)
+		}
+		tb.Skipf("no PostgreSQL server: %v", err)
+	}
+	return srv
+}
+
+// LazyServer is Lazy for a caller that goes on without a server (a
+// benchmark that leaves its PostgreSQL variant out): the error says why
+// there is none.
+func LazyServer() (*Server, error) {
+	lazy.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		lazy.srv, lazy.err = Start(ctx)
+	})
+	return lazy.srv, lazy.err
+}
+
+// StopLazy stops the server Lazy started, if it did.
+func StopLazy() {
+	if lazy.srv != nil {
+		if err := lazy.srv.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: stop server: %v\n", err)
+		}
+	}
 }
