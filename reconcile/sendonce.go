@@ -36,7 +36,6 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 	entry := state.OutboxEntry{ID: entryID, Spore: m.To, From: m.From, Text: m.Text, At: now, Wake: m.Wake}
 	var out Sent
 	err := st.Update(ctx, func(tx state.Tx) error {
-		out = Sent{} // fn may run again (state.Store)
 		sp, err := tx.Spore(ctx, m.To)
 		if err != nil {
 			return err
