@@ -16,10 +16,15 @@ type Store interface {
 	// write it made becomes visible at once and survives a crash that
 	// follows Update's return; if fn returns an error, or the process dies
 	// before Update returns, none of them does. Writers are serialized at
-	// least per spore; an Update may wait for another to finish. fn runs
-	// once: a store never retries it. An *UnavailableError from Update
-	// means nothing was committed, unless its message says the outcome is
-	// unknown (a connection lost during COMMIT).
+	// least per spore; an Update may wait for another to finish. fn may
+	// run more than once: a store may roll an attempt back (a deadlock, a
+	// serialization conflict, a lock taken out of order) and run fn again
+	// in a new transaction, nothing of the abandoned attempt kept. So fn
+	// writes only through its Tx, does nothing outside it that must not
+	// happen twice, and sets every result it hands out anew on each run.
+	// An *UnavailableError from Update means nothing was committed, unless
+	// its message says the outcome is unknown (a connection lost during
+	// COMMIT).
 	Update(ctx context.Context, fn func(Tx) error) error
 	// Check verifies every invariant of the stored data without writing.
 	Check(ctx context.Context) (*CheckReport, error)

@@ -99,6 +99,7 @@ func (o *createOptions) run(ctx context.Context) error {
 		Health: string(reconcile.Paused),
 	}
 	err = st.Update(ctx, func(tx state.Tx) error {
+		sp := sp // a fresh copy on each run: fn may run again (state.Store)
 		settings, err := tx.Settings(ctx)
 		if err != nil {
 			return err

@@ -138,6 +138,7 @@ func (o *initOptions) run(ctx context.Context) error {
 	if !created {
 		action = "unchanged"
 		err := st.Update(ctx, func(tx state.Tx) error {
+			action = "unchanged" // fn may run again (state.Store)
 			cur, err := tx.Settings(ctx)
 			if err != nil {
 				return err

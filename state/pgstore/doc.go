@@ -13,6 +13,7 @@
 //
 // The package must never print, log or return the password of the store
 // URL, never build SQL from values (parameters only), never migrate a
-// schema newer than it knows, and never retry a transaction's function on
-// its own: a failed Update is reported, and the caller decides.
+// schema newer than it knows. Update takes every lock in one order
+// (lockorder.go) and runs its function again, a bounded number of times,
+// after a deadlock or serialization conflict that rolled it back.
 package pgstore

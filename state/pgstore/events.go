@@ -18,6 +18,9 @@ const copyThreshold = 64
 var eventCopyColumns = []string{"spore_id", "seq", "at", "kind", "action", "sender", "body", "bridge_seq", "line"}
 
 func (t *tx) Head(ctx context.Context, id string) (state.SporeHead, error) {
+	if err := t.orderRow(ctx, "read head of "+id, id); err != nil {
+		return state.SporeHead{}, err
+	}
 	var last int64
 	err := t.tx.QueryRow(ctx, `SELECT last_seq FROM sporectl.spores WHERE id = $1`+t.lockClause(), id).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -30,12 +33,18 @@ func (t *tx) Head(ctx context.Context, id string) (state.SporeHead, error) {
 }
 
 func (t *tx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
-	rows, err := t.tx.Query(ctx, `SELECT id, last_seq FROM sporectl.spores ORDER BY id`+t.lockClause())
+	lock := t.lockClause()
+	if lock != "" {
+		lock += t.rowsNowait()
+	}
+	all := func(w *lockSet) { w.all = true }
+	rows, err := t.tx.Query(ctx, `SELECT id, last_seq FROM sporectl.spores ORDER BY id`+lock)
 	if err != nil {
-		return nil, classify("read heads", err)
+		return nil, t.refuseRows("read heads", err, all)
 	}
 	defer rows.Close()
 	out := map[string]state.SporeHead{}
+	var ids []string
 	for rows.Next() {
 		var id string
 		var last int64
@@ -43,8 +52,13 @@ func (t *tx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
 			return nil, classify("read heads", err)
 		}
 		out[id] = state.SporeHead{LastSeq: uint64(last)}
+		ids = append(ids, id)
 	}
-	return out, classify("read heads", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, t.refuseRows("read heads", err, all)
+	}
+	t.tookAll(lock, len(ids), func(i int) string { return ids[i] })
+	return out, nil
 }
 
 // Append reserves n sequence numbers by incrementing last_seq, which locks
@@ -60,6 +74,9 @@ func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.
 		if err := checkEvent(i, &evs[i]); err != nil {
 			return nil, err
 		}
+	}
+	if err := t.orderRow(ctx, op, id); err != nil {
+		return nil, err
 	}
 	// The same statement queues a notification on EventsChannel (notify.go)
 	// naming the spore: Postgres delivers it when, and only if, the

@@ -115,7 +115,8 @@ func (s *Store) ping(ctx context.Context) error {
 		if permanentConnectCode(err) || ctx.Err() != nil || attempt == s.opts.ConnectAttempts {
 			break
 		}
-		s.opts.Logger.Warn("postgres store not reachable, retrying",
+		// Info, not Warn: a retry that succeeds is no news; -v shows it.
+		s.opts.Logger.Info("postgres store not reachable, retrying",
 			"location", s.location, "attempt", attempt, "in", delay, "err", s.red.redact(err))
 		select {
 		case <-ctx.Done():

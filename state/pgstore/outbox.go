@@ -56,8 +56,8 @@ const (
 func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error) {
 	const op = "read pending outbox entries"
 	if !t.readOnly {
-		if _, err := t.tx.Exec(ctx, pendingLockQuery); err != nil {
-			return nil, classify(op, err)
+		if err := t.lockPending(ctx, op); err != nil {
+			return nil, err
 		}
 	}
 	rows, err := t.tx.Query(ctx, pendingQuery)
@@ -79,6 +79,30 @@ func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error
 		return nil, classify(op, err)
 	}
 	return out, nil
+}
+
+// lockPending locks the rows of every spore with queued entries, in id
+// order (only tried when a row is held already: lockorder.go).
+func (t *tx) lockPending(ctx context.Context, op string) error {
+	pending := func(w *lockSet) { w.pending = true }
+	rows, err := t.tx.Query(ctx, pendingLockQuery+t.rowsNowait())
+	if err != nil {
+		return t.refuseRows(op, err, pending)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return classify(op, err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return t.refuseRows(op, err, pending)
+	}
+	t.tookAll(" FOR UPDATE", len(ids), func(i int) string { return ids[i] })
+	return nil
 }
 
 func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {

@@ -77,6 +77,9 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 }
 
 func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
+	if err := t.orderRow(ctx, "read spore "+id, id); err != nil {
+		return state.Spore{}, err
+	}
 	sp, err := scanSpore(t.tx.QueryRow(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores WHERE id = $1`+t.lockClause(), id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sp, state.SporeNotFound(id)
@@ -93,9 +96,14 @@ func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 	}
 	// id is COLLATE "C", so this order is bytewise whatever the
 	// database's locale, and it is the primary key's index order.
-	rows, err := t.tx.Query(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores ORDER BY id`+t.lockClause())
+	lock := t.lockClause()
+	if lock != "" {
+		lock += t.rowsNowait()
+	}
+	all := func(w *lockSet) { w.all = true }
+	rows, err := t.tx.Query(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores ORDER BY id`+lock)
 	if err != nil {
-		return nil, classify("list spores", err)
+		return nil, t.refuseRows("list spores", err, all)
 	}
 	defer rows.Close()
 	var out []state.Spore
@@ -106,7 +114,11 @@ func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 		}
 		out = append(out, sp)
 	}
-	return out, classify("list spores", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, t.refuseRows("list spores", err, all)
+	}
+	t.tookAll(lock, len(out), func(i int) string { return out[i].ID })
+	return out, nil
 }
 
 // sporeErr keeps typed errors (CorruptError from a row) and classifies the
@@ -185,6 +197,9 @@ func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
 	if err := checkSpore(&sp); err != nil {
 		return err
 	}
+	if err := t.orderRow(ctx, "update spore "+sp.ID, sp.ID); err != nil {
+		return err
+	}
 	tag, err := t.tx.Exec(ctx, `UPDATE sporectl.spores SET colony = $2, rank = $3, swarm = $4, role = $5, desired = $6,
 		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
 		restarts = $13, failures = $14, not_before = $15, breaker_open = $16, bridge_seq = $17,
@@ -206,6 +221,9 @@ func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 	}
 	op := "delete spore " + id
 	if err := t.lockSporeSet(ctx); err != nil {
+		return err
+	}
+	if err := t.orderRow(ctx, op, id); err != nil {
 		return err
 	}
 	// Deleting the row first takes its lock, so no writer can append to

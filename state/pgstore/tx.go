@@ -24,11 +24,18 @@ import (
 // "spore set" advisory lock: a transaction that lists the spores and then
 // creates one based on what it saw (only one arch, say) cannot interleave
 // with another doing the same. Inside View nothing is locked.
+//
+// The order those locks are taken in is kept by lockorder.go.
 type tx struct {
 	tx       pgx.Tx
 	readOnly bool
 	now      time.Time // transaction time, fetched on first need
-	setLock  bool      // the spore-set advisory lock is held
+	held     heldLocks // what the transaction has locked
+	// want is what the next attempt takes first, set when a lock out of
+	// order was refused (restart); shared by the attempts of one Update.
+	want       *lockSet
+	restart    bool
+	waitAnyway bool // the last attempt: out-of-order locks wait too
 }
 
 // sporeSetLockKey names the advisory lock over the set of spore ids
@@ -38,13 +45,22 @@ const sporeSetLockKey = 0x73706f7265736574
 // lockSporeSet takes the spore-set lock once per transaction; it is
 // released when the transaction ends.
 func (t *tx) lockSporeSet(ctx context.Context) error {
-	if t.readOnly || t.setLock {
+	if t.readOnly || t.held.set {
 		return nil
 	}
-	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(sporeSetLockKey)); err != nil {
+	if (t.held.settings || t.held.anyRow()) && t.tryOutOfOrder() {
+		// First in the lock order: holding anything else, only try it.
+		var got bool
+		if err := t.tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(sporeSetLockKey)).Scan(&got); err != nil {
+			return classify("lock the spore set", err)
+		}
+		if !got {
+			return t.refuse("the spore set", func(w *lockSet) { w.set = true })
+		}
+	} else if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(sporeSetLockKey)); err != nil {
 		return classify("lock the spore set", err)
 	}
-	t.setLock = true
+	t.held.set = true
 	return nil
 }
 
@@ -78,6 +94,9 @@ func (t *tx) txTime(ctx context.Context) (time.Time, error) {
 }
 
 func (t *tx) Settings(ctx context.Context) (state.Settings, error) {
+	if err := t.orderSettings(ctx); err != nil {
+		return state.Settings{}, err
+	}
 	var doc []byte
 	err := t.tx.QueryRow(ctx, `SELECT doc::text FROM sporectl.settings`+t.lockClause()).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -101,6 +120,9 @@ func (t *tx) PutSettings(ctx context.Context, st state.Settings) error {
 	if err != nil {
 		return err
 	}
+	if err := t.orderSettings(ctx); err != nil {
+		return err
+	}
 	_, err = t.tx.Exec(ctx, `INSERT INTO sporectl.settings (singleton, doc) VALUES (true, $1)
 		ON CONFLICT (singleton) DO UPDATE SET doc = excluded.doc`, doc)
 	return classify("put settings", err)
@@ -109,6 +131,9 @@ func (t *tx) PutSettings(ctx context.Context, st state.Settings) error {
 // lockSpore takes the spore's row lock and reports ErrNotFound when the
 // spore does not exist.
 func (t *tx) lockSpore(ctx context.Context, op, id string) error {
+	if err := t.orderRow(ctx, op, id); err != nil {
+		return err
+	}
 	var one int
 	err := t.tx.QueryRow(ctx, `SELECT 1 FROM sporectl.spores WHERE id = $1 FOR UPDATE`, id).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -131,6 +156,9 @@ func (t *tx) lockInUpdate(ctx context.Context, op, id string) error {
 // sporeExists answers without locking, for reads that found nothing and
 // must tell "no such spore" from "no rows yet".
 func (t *tx) sporeExists(ctx context.Context, op, id string) error {
+	if err := t.orderRow(ctx, op, id); err != nil {
+		return err
+	}
 	var one int
 	err := t.tx.QueryRow(ctx, `SELECT 1 FROM sporectl.spores WHERE id = $1`+t.lockClause(), id).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
