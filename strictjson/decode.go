@@ -32,7 +32,8 @@ const maxPlainName = 64
 // JSON object, nothing after it, under the rules of the package doc. On an
 // error v may be partly filled and must not be used.
 func Decode(b []byte, v any) error {
-	dec := jsontext.NewDecoder(bytes.NewReader(b))
+	// A bytes.Buffer is parsed in place, not copied.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(b))
 	if k := dec.PeekKind(); k != '{' {
 		if _, err := dec.ReadValue(); err != nil {
 			return problem(b, err)

@@ -121,3 +121,29 @@ func FuzzDecode(f *testing.F) {
 		require.Equal(t, old, v)
 	})
 }
+
+// BenchmarkDecode: a tell's body of 1 KiB, strictly and as encoding/json
+// (with DisallowUnknownFields) decoded it before.
+func BenchmarkDecode(b *testing.B) {
+	in := []byte(`{"text":"` + strings.Repeat("a message — ", 80) + `","wake":true}`)
+	b.Run("strictjson", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var v body
+			if err := Decode(in, &v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var v body
+			dec := stdjson.NewDecoder(strings.NewReader(string(in)))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&v); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
