@@ -148,14 +148,14 @@ func (s *Server) deploys(c *call) (int, any, error) {
 // deployed (or failed to), as a lifecycle event in its own log.
 func (s *Server) report(c *call) (int, any, error) {
 	var req ReportRequest
-	raw, err := decodeBody(c.w, c.r, &req)
+	err := decodeBody(c.w, c.r, &req)
 	if err != nil {
 		return 0, nil, err
 	}
 	if req.Kind != ReportPush && req.Kind != ReportDeploy {
 		return 0, nil, errorf(http.StatusBadRequest, CodeBadRequest, "kind must be %q or %q", ReportPush, ReportDeploy)
 	}
-	if err := checkText("text", req.Text, raw); err != nil {
+	if err := checkText("text", req.Text); err != nil {
 		return 0, nil, err
 	}
 	action := incident.ReportAction(req.Kind, req.Failed)

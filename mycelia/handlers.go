@@ -31,11 +31,11 @@ func (s *Server) healthz(c *call) (int, any, error) {
 // waking it if it sleeps.
 func (s *Server) summons(c *call) (int, any, error) {
 	var req AskRequest
-	raw, err := decodeBody(c.w, c.r, &req)
+	err := decodeBody(c.w, c.r, &req)
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := checkText("text", req.Text, raw); err != nil {
+	if err := checkText("text", req.Text); err != nil {
 		return 0, nil, err
 	}
 	all, err := s.allSpores(c.ctx())
@@ -56,11 +56,11 @@ func (s *Server) tell(c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	var req TellRequest
-	raw, err := decodeBody(c.w, c.r, &req)
+	err = decodeBody(c.w, c.r, &req)
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := checkText("text", req.Text, raw); err != nil {
+	if err := checkText("text", req.Text); err != nil {
 		return 0, nil, err
 	}
 	checked := "forced"
@@ -85,14 +85,14 @@ func (s *Server) tell(c *call) (int, any, error) {
 // swarmTell: POST /api/swarm/tell — to a teammate by role, waking it.
 func (s *Server) swarmTell(c *call) (int, any, error) {
 	var req SwarmTellRequest
-	raw, err := decodeBody(c.w, c.r, &req)
+	err := decodeBody(c.w, c.r, &req)
 	if err != nil {
 		return 0, nil, err
 	}
 	if err := checkName("role", req.Role); err != nil {
 		return 0, nil, err
 	}
-	if err := checkText("text", req.Text, raw); err != nil {
+	if err := checkText("text", req.Text); err != nil {
 		return 0, nil, err
 	}
 	all, err := s.allSpores(c.ctx())
@@ -111,7 +111,7 @@ func (s *Server) swarmTell(c *call) (int, any, error) {
 // record, recorded and delivered by reconcile (reconcile/upkeep.go).
 func (s *Server) swarmLoop(c *call) (int, any, error) {
 	var req LoopRequest
-	if _, err := decodeBody(c.w, c.r, &req); err != nil {
+	if err := decodeBody(c.w, c.r, &req); err != nil {
 		return 0, nil, err
 	}
 	var every time.Duration
@@ -168,7 +168,7 @@ func (s *Server) swarmLoop(c *call) (int, any, error) {
 // a teammate's context through its bridge.
 func (s *Server) swarmCompact(c *call) (int, any, error) {
 	var req CompactRequest
-	if _, err := decodeBody(c.w, c.r, &req); err != nil {
+	if err := decodeBody(c.w, c.r, &req); err != nil {
 		return 0, nil, err
 	}
 	if err := checkName("role", req.Role); err != nil {

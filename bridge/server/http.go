@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/strictjson"
 )
 
 // maxEventsBytes bounds the lines of one page of events.
@@ -270,25 +271,30 @@ func parseUint(v string, def uint64) (uint64, error) {
 
 // decode reads a JSON body of at most limit bytes, within the read
 // deadline guard set (BodyTimeout): a body that is not all there by then
-// is answered 408.
+// is answered 408. It decodes it strictly (package strictjson): one object
+// of v's fields, no name twice or in another case, valid UTF-8 and no
+// escape of a lone surrogate, nothing after it; else 400.
 func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	err := json.NewDecoder(r.Body).Decode(v)
+	// Read to its end (within the limit and the deadline), so the server
+	// reads nothing more of it after the handler.
+	b, err := io.ReadAll(r.Body)
 	if err == nil {
-		// Read to its end (within the limit and the deadline), so the
-		// server reads nothing more of it after the handler.
-		_, err = io.Copy(io.Discard, r.Body)
+		err = strictjson.Decode(b, v)
 	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
+		var bad *strictjson.Error
 		switch {
 		case errors.As(err, &tooBig):
 			writeError(w, http.StatusRequestEntityTooLarge, "request body over %d bytes", limit)
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			w.Header().Set("Connection", "close")
 			writeError(w, http.StatusRequestTimeout, "request body not received in time")
+		case errors.As(err, &bad):
+			writeError(w, http.StatusBadRequest, "request body: %v", bad)
 		default:
-			writeError(w, http.StatusBadRequest, "request body: %v", err)
+			writeError(w, http.StatusBadRequest, "request body could not be read")
 		}
 		return false
 	}

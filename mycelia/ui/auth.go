@@ -380,8 +380,8 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
-	if err := r.ParseForm(); err != nil {
-		h.error(w, r, http.StatusBadRequest, "the login form could not be read")
+	if err := parseForm(r); err != nil {
+		h.error(w, r, http.StatusBadRequest, "the login form could not be read: "+err.Error())
 		return
 	}
 	ops, err := h.operators(r.Context())
@@ -428,8 +428,8 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxLoginBody)
-	if err := r.ParseForm(); err != nil {
-		h.error(w, r, http.StatusBadRequest, "the form could not be read")
+	if err := parseForm(r); err != nil {
+		h.error(w, r, http.StatusBadRequest, "the form could not be read: "+err.Error())
 		return
 	}
 	if err := checkCSRF(r, a); err != nil {

@@ -70,13 +70,13 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxPromptForm)
-	if err := r.ParseForm(); err != nil {
+	if err := parseForm(r); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			h.error(w, r, http.StatusRequestEntityTooLarge, "the prompt is too long: at most 256 KiB")
 			return
 		}
-		h.error(w, r, http.StatusBadRequest, "the form could not be read")
+		h.error(w, r, http.StatusBadRequest, "the form could not be read: "+err.Error())
 		return
 	}
 	if err := checkCSRF(r, a); err != nil {
