@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sporectl/sporectl/kube"
+	"github.com/sporectl/sporectl/reconcile"
 )
 
 // Logs passes RBAC (pods/log) and reaches the point where the API server
@@ -22,7 +23,7 @@ func TestLogsIsAllowedAndRefusesForeignPods(t *testing.T) {
 	require.NoError(t, e.kubelet.Schedule(ctx, "spore-chatty"))
 	require.NoError(t, e.kubelet.Run(ctx, "spore-chatty", true))
 	var buf bytes.Buffer
-	err := e.rt.Logs(ctx, "chatty", &buf)
+	err := e.rt.Logs(ctx, "chatty", reconcile.LogOptions{}, &buf)
 	require.Error(t, err, "no kubelet serves logs here")
 	assert.False(t, apierrors.IsForbidden(err), "the Role allows pods/log: %v", err)
 	assert.Contains(t, err.Error(), "logs of spore chatty")
@@ -33,5 +34,5 @@ func TestLogsIsAllowedAndRefusesForeignPods(t *testing.T) {
 	_, err = e.admin.CoreV1().Pods(e.ns).Create(ctx, foreign, metav1.CreateOptions{})
 	require.NoError(t, err)
 	var notOwned *kube.NotOwnedError
-	require.ErrorAs(t, e.rt.Logs(ctx, "quiet", &buf), &notOwned)
+	require.ErrorAs(t, e.rt.Logs(ctx, "quiet", reconcile.LogOptions{}, &buf), &notOwned)
 }
