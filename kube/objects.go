@@ -120,7 +120,11 @@ func (o Options) PodFor(s state.Spore) (*corev1.Pod, error) {
 				Image:      spec.Image,
 				Command:    []string{"sporectl", "bridge", "--agent", o.agent()},
 				WorkingDir: HomePath,
-				Ports:      []corev1.ContainerPort{{Name: "bridge", ContainerPort: BridgePort, Protocol: corev1.ProtocolTCP}},
+				// A bridge that exits on an error says why on its last
+				// line of stderr; the kubelet keeps the log's end as the
+				// termination message, which status shows.
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+				Ports:                    []corev1.ContainerPort{{Name: "bridge", ContainerPort: BridgePort, Protocol: corev1.ProtocolTCP}},
 				Env: []corev1.EnvVar{
 					{Name: "HOME", Value: HomePath},
 					{Name: "SPORECTL_SPORE_ID", Value: s.ID},

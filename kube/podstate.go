@@ -30,6 +30,7 @@ func podObservation(id string, p *corev1.Pod) reconcile.PodObservation {
 		Restarts: restarts(p),
 		Reason:   lastReason(p),
 	}
+	o.Exited, o.ExitLog = exited(p)
 	switch {
 	case p.DeletionTimestamp != nil:
 		o.State = reconcile.PodTerminating
@@ -84,4 +85,35 @@ func lastReason(p *corev1.Pod) string {
 		}
 	}
 	return ""
+}
+
+// maxTerminationMessage bounds what is taken of a container's termination
+// message (the kubelet keeps at most 4 KiB of it, or of the log's end with
+// FallbackToLogsOnError).
+const maxTerminationMessage = 4 << 10
+
+// exited reports whether the bridge container's process ended and no
+// new one runs yet: terminated, or waiting to be restarted after it
+// terminated (CrashLoopBackOff). msg is the end of its termination message:
+// with terminationMessagePolicy FallbackToLogsOnError, the end of its log
+// when it failed, where the bridge's fatal error is its last line.
+func exited(p *corev1.Pod) (bool, string) {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name != containerName {
+			continue
+		}
+		t := c.State.Terminated
+		if t == nil && c.State.Waiting != nil {
+			t = c.LastTerminationState.Terminated
+		}
+		if t == nil {
+			return false, ""
+		}
+		msg := t.Message
+		if len(msg) > maxTerminationMessage {
+			msg = msg[len(msg)-maxTerminationMessage:]
+		}
+		return true, msg
+	}
+	return false, ""
 }

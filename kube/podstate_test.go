@@ -1,12 +1,14 @@
 package kube
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
 )
 
@@ -67,4 +69,51 @@ func TestOwnedNeedsEveryMark(t *testing.T) {
 		spoil(&m)
 		assert.False(t, Owned(m, "a"), name)
 	}
+}
+
+// A container that ended is Exited with the end of its termination
+// message (with FallbackToLogsOnError, its log's end); a running one is
+// not, whatever it went through before.
+func TestPodObservationExited(t *testing.T) {
+	words := "level=INFO msg=start\nerror: no claude executable\nRun 'sporectl --help' for usage.\n"
+	long := strings.Repeat("x", 10<<10) + "\nerror: the end\n"
+	term := func(msg string) *corev1.ContainerStateTerminated {
+		return &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: msg}
+	}
+	cases := []struct {
+		name   string
+		cs     corev1.ContainerStatus
+		exited bool
+		log    string
+	}{
+		{"terminated", corev1.ContainerStatus{Name: containerName, State: corev1.ContainerState{Terminated: term(words)}}, true, words},
+		{"crash loop", corev1.ContainerStatus{Name: containerName,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+			LastTerminationState: corev1.ContainerState{Terminated: term(words)}}, true, words},
+		{"running after an old crash", corev1.ContainerStatus{Name: containerName,
+			State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+			LastTerminationState: corev1.ContainerState{Terminated: term(words)}}, false, ""},
+		{"waiting for its first start", corev1.ContainerStatus{Name: containerName,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}, false, ""},
+		{"a long message keeps its end", corev1.ContainerStatus{Name: containerName, State: corev1.ContainerState{Terminated: term(long)}}, true, long[len(long)-maxTerminationMessage:]},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{c.cs}}}
+			got := podObservation("x", p)
+			assert.Equal(t, c.exited, got.Exited)
+			assert.Equal(t, c.log, got.ExitLog)
+		})
+	}
+	assert.Equal(t, "the end", bridge.FatalError(podObservation("x", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: term(long)}}}}}).ExitLog))
+}
+
+// logOptions are kubectl logs' flags on the bridge container.
+func TestLogOptions(t *testing.T) {
+	three := int64(3)
+	assert.Equal(t, &corev1.PodLogOptions{Container: containerName}, logOptions(reconcile.LogOptions{}))
+	assert.Equal(t, &corev1.PodLogOptions{Container: containerName}, logOptions(reconcile.LogOptions{Tail: -1}))
+	assert.Equal(t, &corev1.PodLogOptions{Container: containerName, Follow: true, Previous: true, TailLines: &three},
+		logOptions(reconcile.LogOptions{Tail: 3, Follow: true, Previous: true}))
 }

@@ -20,9 +20,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/flock"
 )
@@ -153,7 +155,10 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 	if err != nil {
 		return fmt.Errorf("start %s: %w", s.ID, err)
 	}
-	logf, err := os.OpenFile(r.runPath(s.ID, ".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err := r.rotateLog(s.ID); err != nil {
+		return err
+	}
+	logf, err := os.OpenFile(r.runPath(s.ID, logExt), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("open log of %s: %w", s.ID, err)
 	}
@@ -223,7 +228,10 @@ func (r *Runtime) WaitReady(ctx context.Context, id string, timeout time.Duratio
 		case !ok && rf == nil:
 			return fmt.Errorf("bridge of %s is not running: %w", id, state.ErrNotFound)
 		case !ok:
-			return fmt.Errorf("bridge of %s exited; see %s", id, r.runPath(id, ".log"))
+			if msg := bridge.FatalError(r.exitLog(id)); msg != "" {
+				return fmt.Errorf("bridge of %s exited: %s (see %s)", id, transcript.Sanitize(msg), r.runPath(id, logExt))
+			}
+			return fmt.Errorf("bridge of %s exited; see %s", id, r.runPath(id, logExt))
 		}
 		if r.answers(wctx, addr) {
 			return nil
@@ -359,7 +367,8 @@ func (r *Runtime) Delete(ctx context.Context, id string, purgeHome bool) error {
 	if err := r.stopLocked(ctx, id); err != nil {
 		return err
 	}
-	_ = os.Remove(r.runPath(id, ".log"))
+	_ = os.Remove(r.runPath(id, logExt))
+	_ = os.Remove(r.runPath(id, previousLogExt))
 	if purgeHome {
 		if err := os.RemoveAll(r.home(id)); err != nil {
 			return fmt.Errorf("purge home of %s: %w", id, err)
@@ -487,7 +496,8 @@ func (r *Runtime) unrecorded(id string, rf *runFile, tree *markedTree) (po recon
 		// Started and not stopped, but its bridge is gone: it exited or
 		// the machine rebooted. Leftovers of it (tools) are ended by the
 		// next Start or Stop.
-		po.State, po.Reason = reconcile.PodFailed, "Exited"
+		po.State, po.Reason, po.Exited = reconcile.PodFailed, "Exited", true
+		po.ExitLog = r.exitLog(id)
 		return po, "", true
 	}
 	return po, "", false
@@ -500,20 +510,6 @@ func (r *Runtime) unrecorded(id string, rf *runFile, tree *markedTree) (po recon
 func (r *Runtime) starting(rf *runFile, now time.Time) bool {
 	since := now.Sub(rf.Started)
 	return !rf.Started.IsZero() && since >= 0 && since < r.cfg.StartTimeout
-}
-
-// Logs copies the bridge's own log (not the conversation) to w.
-func (r *Runtime) Logs(ctx context.Context, id string, w io.Writer) error {
-	f, err := os.Open(r.runPath(id, ".log"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("logs of %s: %w", id, state.ErrNotFound)
-	}
-	if err != nil {
-		return fmt.Errorf("logs of %s: %w", id, err)
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
 }
 
 // Bridge says how to reach the spore's bridge: loopback, at the address in

@@ -440,7 +440,7 @@ func TestBridgeExitsAtOnce(t *testing.T) {
 	require.ErrorContains(t, err, "exited")
 	require.ErrorContains(t, err, filepath.Join("run", "broken.log"))
 	var logs strings.Builder
-	require.NoError(t, r.Logs(ctx, "broken", &logs))
+	require.NoError(t, r.Logs(ctx, "broken", reconcile.LogOptions{}, &logs))
 	require.Contains(t, logs.String(), "cannot bind")
 	require.Empty(t, marked("broken"), "no process is left of it")
 }

@@ -72,19 +72,19 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 	switch o.Pod {
 	case PodAbsent:
 		if o.LastTermination != "" {
-			return v(Dead, o.LastTermination, string(o.LastTermination))
+			return v(Dead, o.LastTermination, o.termination())
 		}
 		return v(Dead, ReasonNothingRunning, "nothing running")
 	case PodFailed:
 		if o.LastTermination != "" {
-			return v(Dead, o.LastTermination, string(o.LastTermination))
+			return v(Dead, o.LastTermination, o.termination())
 		}
 		return v(Dead, ReasonFailed, "failed")
 	case PodTerminating:
 		return v(Diverged, ReasonTerminating, "terminating while desired Running")
 	case PodPending:
 		if o.LastTermination != "" {
-			return v(Suspect, o.LastTermination, "pending after "+string(o.LastTermination))
+			return v(Suspect, o.LastTermination, "pending after "+o.termination())
 		}
 		return v(Suspect, ReasonPending, "pending")
 	}
@@ -107,7 +107,7 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 		if o.LastTermination != "" {
 			// Came back after a crash and not answering yet: the crash is
 			// the telling part.
-			return v(Suspect, o.LastTermination, string(o.LastTermination))
+			return v(Suspect, o.LastTermination, o.termination())
 		}
 		switch o.BridgeProblem {
 		case ReasonBridgeRefused:
@@ -118,4 +118,14 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 		return v(Suspect, ReasonBridgeNotAnswer, "bridge not answering")
 	}
 	return v(Suspect, ReasonBridgeUnknown, "bridge state unknown")
+}
+
+// termination is the last termination for a person: its reason, and the
+// bridge's own words when it said why it exited ("Exited: no claude
+// executable: …").
+func (o Observed) termination() string {
+	if o.Message == "" {
+		return string(o.LastTermination)
+	}
+	return string(o.LastTermination) + ": " + o.Message
 }

@@ -27,6 +27,9 @@ func TestHealth(t *testing.T) {
 		{"nothing running", state.Running, Observed{Pod: PodAbsent, Bridge: BridgeDown}, false, Dead, ReasonNothingRunning, "nothing running"},
 		{"oom killed", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonOOMKilled}, false, Dead, ReasonOOMKilled, "OOMKilled"},
 		{"exited locally", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonExited}, false, Dead, ReasonExited, "Exited"},
+		{"exited, with the bridge's own words", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonExited, Exited: true, Message: "no claude executable"}, false, Dead, ReasonExited, "Exited: no claude executable"},
+		{"crash loop, with the container's message", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1, LastTermination: "Error", Exited: true, Message: "listen on :8080: address in use"}, false, Suspect, "Error", "Error: listen on :8080: address in use"},
+		{"pending after a crash that said why", state.Running, Observed{Pod: PodPending, Bridge: BridgeUnknown, Pods: 1, LastTermination: "Error", Message: "boom"}, false, Suspect, "Error", "pending after Error: boom"},
 		{"failed without a reason", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown}, false, Dead, ReasonFailed, "failed"},
 		{"bridge down", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1}, false, Suspect, ReasonBridgeNotAnswer, "bridge not answering"},
 		{"bridge refused by the proxy", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1, BridgeProblem: ReasonBridgeRefused}, false, Suspect, ReasonBridgeRefused, "the way to the bridge refused the call"},
@@ -64,5 +67,19 @@ func TestHealth(t *testing.T) {
 				t.Errorf("verdict (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestExitMessage(t *testing.T) {
+	cases := []struct{ tail, want string }{
+		{"", ""},
+		{"level=WARN msg=x\n", ""},
+		{"error: no claude executable: use --agent echo\nRun 'sporectl --help' for usage.\n", "no claude executable: use --agent echo"},
+		{"error: a\x1b[31mb\x07c\n", `a\x1b[31mb\x07c`},
+	}
+	for _, c := range cases {
+		if got := exitMessage(c.tail); got != c.want {
+			t.Errorf("exitMessage(%q) = %q, want %q", c.tail, got, c.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/transcript"
 )
 
 // DefaultObserveDeadline bounds the asking of every bridge in a pass,
@@ -59,7 +60,8 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 			out.spores[id] = Observed{Pod: PodAbsent, Bridge: BridgeDown}
 			continue
 		}
-		o := Observed{Pod: po.State, Restarts: po.Restarts, Pods: po.Count, LastTermination: Reason(po.Reason)}
+		o := Observed{Pod: po.State, Restarts: po.Restarts, Pods: po.Count, LastTermination: Reason(po.Reason),
+			Exited: po.Exited, Message: exitMessage(po.ExitLog)}
 		switch {
 		case po.Count > 1:
 			o.Bridge = BridgeUnknown
@@ -109,6 +111,12 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 		out.spores[id] = o
 	}
 	return out, nil
+}
+
+// exitMessage is the bridge's fatal error in the end of its stderr, one
+// line with every control character written visibly (an ESC as \x1b).
+func exitMessage(tail string) string {
+	return transcript.Sanitize(bridge.FatalError(tail))
 }
 
 // bridgeProblem names why a bridge call failed. A call the way to the

@@ -46,6 +46,11 @@ type Observed struct {
 	// Reason is the most telling observed reason (docs/health.md): the
 	// last termination, else what is wrong with the bridge. "" when none.
 	Reason Reason `json:"reason"`
+	// Message is the bridge's own last words when it exited: the fatal
+	// error it wrote (local: the last error line of its run log; kube: the
+	// container's termination message), one line, bounded. "" when it did
+	// not exit or said nothing.
+	Message string `json:"message,omitempty"`
 
 	// Pods counts pods (process trees) found for the spore; more than one
 	// is reported, never guessed at.
@@ -53,6 +58,11 @@ type Observed struct {
 	// LastTermination is why the pod's (tree's) last process ended, as
 	// the runtime says it: OOMKilled, Evicted, Exited, Error, …
 	LastTermination Reason `json:"-"`
+	// Exited is set when the bridge's process ended and nothing has
+	// replaced it yet (local: Failed/Exited; kube: the container is
+	// terminated or waiting to restart after it terminated): not a bridge
+	// that is slow to answer.
+	Exited bool `json:"-"`
 	// BridgeProblem says why the bridge is not Up, or what ails it while
 	// Up (BridgeUnhealthy: it cannot append to its log).
 	BridgeProblem Reason `json:"-"`
@@ -104,8 +114,14 @@ type PodObservation struct {
 	Ready    bool // the bridge's readiness as the runtime sees it
 	Restarts int
 	Reason   string // last termination reason
-	Owned    bool   // carries sporectl's ownership marks
-	Count    int    // pods found for this spore; >1 is reported, never guessed
+	// ExitLog is the end of the bridge's stderr when it exited (bounded
+	// by the runtime, a few KiB): the pass takes the bridge's fatal error
+	// from it (bridge.FatalError). Never a secret: the bridge writes none.
+	ExitLog string
+	// Exited: the bridge's process ended and nothing replaced it yet.
+	Exited bool
+	Owned  bool // carries sporectl's ownership marks
+	Count  int  // pods found for this spore; >1 is reported, never guessed
 }
 
 // FleetObservation is one observation of the whole fleet: every object
@@ -142,6 +158,18 @@ type BridgeEndpoint struct {
 	Client  *http.Client
 }
 
+// LogOptions say which of a spore's runtime logs to copy, as kubectl
+// logs does.
+type LogOptions struct {
+	// Tail is the number of last lines to copy; 0 or less copies all.
+	Tail int
+	// Follow keeps copying what is written until ctx ends.
+	Follow bool
+	// Previous copies the log of the bridge before the current one (kube:
+	// the previous container; local: the run before the last start).
+	Previous bool
+}
+
 // Runtime is where spores run. Implementations observe, they never
 // remember: every answer comes from Kubernetes or the OS.
 type Runtime interface {
@@ -155,8 +183,10 @@ type Runtime interface {
 	Stop(ctx context.Context, id string) error
 	// Delete removes everything of the spore; the home only with purgeHome.
 	Delete(ctx context.Context, id string, purgeHome bool) error
-	// Logs copies the spore's runtime logs (not its conversation) to w.
-	Logs(ctx context.Context, id string, w io.Writer) error
+	// Logs copies the spore's runtime logs (the bridge's and the agent's
+	// stderr, not its conversation) to w, as opt says. A spore with no
+	// logs at all is state.ErrNotFound.
+	Logs(ctx context.Context, id string, opt LogOptions, w io.Writer) error
 	// Bridge says how to reach the spore's bridge.
 	Bridge(ctx context.Context, id string) (BridgeEndpoint, error)
 }

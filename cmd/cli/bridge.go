@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -92,16 +93,9 @@ func (o *bridgeOptions) starter() (agent.Starter, error) {
 	if o.Agent == agent.KindEcho {
 		return agent.Echo{}, nil
 	}
-	bin := o.ClaudeBin
-	if bin == "" {
-		bin = o.f.Getenv(EnvClaudeBin)
-	}
-	if bin == "" {
-		p, err := exec.LookPath("claude")
-		if err != nil {
-			return nil, usageErrorf("no claude executable: pass --claude-bin, set $%s, or use --agent echo", EnvClaudeBin)
-		}
-		bin = p
+	bin, err := findClaude(o.ClaudeBin, o.f.Getenv)
+	if err != nil {
+		return nil, err
 	}
 	var args []string
 	if o.PermissionMode != "" {
@@ -112,11 +106,43 @@ func (o *bridgeOptions) starter() (agent.Starter, error) {
 		// runtime that started it.
 		args = append(args, "--append-system-prompt", id)
 	}
-	return &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.f.Logger()}, nil
+	return &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.logger()}, nil
+}
+
+// findClaude is the claude executable the bridge runs: flag (--claude-bin),
+// else $SPORECTL_CLAUDE_BIN, else claude on $PATH. init looks the same
+// way to warn before a spore fails to start.
+func findClaude(flag string, getenv func(string) string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if bin := getenv(EnvClaudeBin); bin != "" {
+		return bin, nil
+	}
+	for _, dir := range filepath.SplitList(getenv("PATH")) {
+		if dir == "" {
+			continue // not the working directory, as exec.LookPath
+		}
+		p := filepath.Join(dir, "claude")
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", usageErrorf("no claude executable: pass --claude-bin, set $%s, or use --agent echo", EnvClaudeBin)
+}
+
+// logger is the bridge's: its stderr is its log (the local runtime's run
+// log, the container's), read by 'sporectl logs', so it logs at info
+// unless -v asks for more — its agent's stderr lines are info.
+func (o *bridgeOptions) logger() *slog.Logger {
+	if o.f.Global.Verbose > 0 {
+		return o.f.Logger()
+	}
+	return slog.New(slog.NewTextHandler(o.f.IO.ErrOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 func (o *bridgeOptions) run(ctx context.Context) error {
-	logger := o.f.Logger()
+	logger := o.logger()
 	ag, err := o.starter()
 	if err != nil {
 		return err

@@ -70,7 +70,7 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 	}
 	idArgs := map[string]int{
 		"status": 0, "wake": 0, "sleep": 0, "stop": 0, "delete": 0, "reset": 0, "reconcile": 0,
-		"events": 1, "chat": 1, "prompt": 1,
+		"events": 1, "chat": 1, "prompt": 1, "logs": 1,
 	}
 	for _, cmd := range root.Commands() {
 		if n, ok := idArgs[cmd.Name()]; ok {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -135,6 +136,7 @@ func (o *initOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	action := "created"
+	final := o.settings()
 	if !created {
 		action = "unchanged"
 		err := st.Update(ctx, func(tx state.Tx) error {
@@ -144,6 +146,7 @@ func (o *initOptions) run(ctx context.Context) error {
 				return err
 			}
 			next := o.merge(cur)
+			final = next
 			if err := next.Recovery.Validate(); err != nil {
 				return usageErrorf("%v (flag --%s, with the store's other recovery settings)", err, recoveryFlag(err))
 			}
@@ -157,7 +160,26 @@ func (o *initOptions) run(ctx context.Context) error {
 			return fmt.Errorf("update store settings: %w", err)
 		}
 	}
-	return o.f.Print(actionResults{Results: []actionResult{{Kind: "store", ID: st.Info().Location, Action: action}}})
+	if err := o.f.Print(actionResults{Results: []actionResult{{Kind: "store", ID: st.Info().Location, Action: action}}}); err != nil {
+		return err
+	}
+	o.warnAgent(final)
+	return nil
+}
+
+// warnAgent says on stderr, before any spore fails to start for it, that
+// the local bridges will find no Claude Code where they look (the same
+// lookup: $SPORECTL_CLAUDE_BIN, then $PATH), and how to fix it. On kube
+// the agent is in the spore image, not here.
+func (o *initOptions) warnAgent(s state.Settings) {
+	if s.Runtime != "local" || cmp.Or(s.Agent, agent.Default) != agent.KindClaude {
+		return
+	}
+	if _, err := findClaude("", o.f.Getenv); err == nil {
+		return
+	}
+	fmt.Fprintf(o.f.IO.ErrOut, "warning: the agent is claude, but no claude executable is on $PATH and $%s is not set: spores will not start. "+
+		"Install Claude Code, set $%s in the environment of the commands that wake spores, or use the demo agent: sporectl init --agent echo\n", EnvClaudeBin, EnvClaudeBin)
 }
 
 // merge applies the flags the user gave to the stored settings.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,11 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: desired %s is recorded, but its circuit breaker is open; run 'sporectl reset %s'", o.verb, id, o.desired, id)})
 		default:
 			res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: o.action})
+			if o.desired == state.Running && p.Observed.Exited && p.Observed.Message != "" {
+				// Woken again after its bridge died saying why: the person
+				// should hear it now, not only from status.
+				fmt.Fprintf(o.f.IO.ErrOut, "warning: the bridge of %s had exited: %s (see 'sporectl logs --previous %s')\n", id, p.Observed.Message, id)
+			}
 		}
 	}
 	if len(res.Results) > 0 {
@@ -160,6 +166,10 @@ func waitUp(ctx context.Context, f *Factory, st state.Store, ids []string, timeo
 			}
 			return err
 		}
+		if err := exitedBridges(out.Spores); err != nil {
+			// Dead already: waiting longer would only say less.
+			return err
+		}
 		if !slices.ContainsFunc(out.Spores, func(s reconcile.SporeHealth) bool { return s.Observed.Bridge != reconcile.BridgeUp }) {
 			return nil
 		}
@@ -174,4 +184,23 @@ func waitUp(ctx context.Context, f *Factory, st state.Store, ids []string, timeo
 		return err
 	}
 	return &UnhealthyError{Msg: fmt.Sprintf("bridges not answering after %s; see 'sporectl status'", timeout)}
+}
+
+// exitedBridges is the runtime error (exit 9) of the spores whose bridge
+// exited instead of coming up, each with the bridge's own reason when it
+// gave one; nil when none did.
+func exitedBridges(spores []reconcile.SporeHealth) error {
+	var errs []error
+	for _, s := range spores {
+		if s.Observed.Bridge == reconcile.BridgeUp || !s.Observed.Exited {
+			continue
+		}
+		why := string(s.Observed.LastTermination)
+		if s.Observed.Message != "" {
+			why = s.Observed.Message
+		}
+		errs = append(errs, &RuntimeError{Op: fmt.Sprintf("wake %s: its bridge exited at start", s.ID),
+			Err: fmt.Errorf("%s (see 'sporectl logs %s')", cmp.Or(why, "no reason given"), s.ID)})
+	}
+	return errors.Join(errs...)
 }

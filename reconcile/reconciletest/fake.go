@@ -156,7 +156,7 @@ func (r *Runtime) Delete(ctx context.Context, id string, purgeHome bool) error {
 	return nil
 }
 
-func (r *Runtime) Logs(ctx context.Context, id string, w io.Writer) error {
+func (r *Runtime) Logs(ctx context.Context, id string, opt reconcile.LogOptions, w io.Writer) error {
 	_, err := fmt.Fprintf(w, "fake logs of %s\n", id)
 	return err
 }

@@ -43,7 +43,7 @@ func (r *Static) Delete(context.Context, string, bool) error {
 	return errors.New("the static runtime deletes nothing")
 }
 
-func (r *Static) Logs(context.Context, string, io.Writer) error { return nil }
+func (r *Static) Logs(context.Context, string, reconcile.LogOptions, io.Writer) error { return nil }
 
 func (r *Static) Bridge(_ context.Context, id string) (reconcile.BridgeEndpoint, error) {
 	ep, ok := r.Endpoints[id]
