@@ -122,6 +122,16 @@ func newBrowser(t *testing.T) *browser {
 	return b
 }
 
+// login logs the browser in as the fixture's operator through the login
+// form, as a person would: every page needs a session.
+func (b *browser) login(f *fixture) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(f.ts.URL+"/ui/login"), chromedp.WaitVisible(chromedp.ID("token")))
+	b.do(chromedp.SendKeys(chromedp.ID("token"), fixtureToken), chromedp.Click(chromedp.CSS(`form.login button`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.ID("strip")))
+	require.Equal(b.t, fixtureOperator, run(b, chromedp.Text(chromedp.CSS("header form.logout .as"))))
+}
+
 func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	require.NoError(b.t, chromedp.Do(b.ctx, steps...))
@@ -214,6 +224,7 @@ func TestPageInABrowser(t *testing.T) {
 		text(2, xssScript),
 		text(3, xssImg))
 	b := newBrowser(t)
+	b.login(f)
 
 	// The fleet shows every spore, grouped by colony, with a link each.
 	b.do(chromedp.Navigate(f.ts.URL+"/ui/"), chromedp.WaitVisible(chromedp.ID("strip")))
