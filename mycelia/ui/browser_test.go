@@ -123,12 +123,15 @@ func newBrowser(t *testing.T) *browser {
 }
 
 // login logs the browser in as the fixture's operator through the login
-// form, as a person would: every page needs a session.
+// form, as a person would: every page needs a session. It lands on the
+// log-out page, which runs no live stream, so the test's first page is
+// the first the browser follows live.
 func (b *browser) login(f *fixture) {
 	b.t.Helper()
-	b.do(chromedp.Navigate(f.ts.URL+"/ui/login"), chromedp.WaitVisible(chromedp.ID("token")))
+	b.do(chromedp.Navigate(f.ts.URL+"/ui/login?next=%2Fui%2Flogout"), chromedp.WaitVisible(chromedp.ID("token")))
 	b.do(chromedp.SendKeys(chromedp.ID("token"), fixtureToken), chromedp.Click(chromedp.CSS(`form.login button`), chromedp.NodeVisible),
-		chromedp.WaitVisible(chromedp.ID("strip")))
+		chromedp.WaitVisible(chromedp.CSS("main .as")))
+	require.Equal(b.t, f.ts.URL+"/ui/logout", run(b, chromedp.Location()))
 	require.Equal(b.t, fixtureOperator, run(b, chromedp.Text(chromedp.CSS("header form.logout .as"))))
 }
 
