@@ -20,7 +20,7 @@ step() { printf '\n$ sporectl %s\n' "$*"; "$bin" "$@"; }
 say() { printf '\n# %s\n' "$*"; }
 pid_of() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SPORECTL_STORE/run/$1.json"; }
 
-step init --runtime local --agent echo --backoff-initial 1s
+step init --runtime local --agent echo --backoff-initial 1s --no-operator
 for s in "${spores[@]}"; do step create "$s" --colony lab --wake; done
 step wake "${spores[@]}" --wait 20s
 step prompt worker-1 "hello, worker-1"

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -200,8 +201,8 @@ func TestHelpTouchesNothing(t *testing.T) {
 
 func TestInitIsIdempotentAndConfigures(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "s")
-	require.Equal(t, "store "+store+" created\n", mustRun(t, store, "init"))
-	require.Equal(t, "store "+store+" unchanged\n", mustRun(t, store, "init"))
+	require.Regexp(t, "^store "+regexp.QuoteMeta(store)+" created\nspo_[A-Za-z0-9_-]+\n$", mustRun(t, store, "init"), "the store, then its first operator's token")
+	require.Equal(t, "store "+store+" unchanged\n", mustRun(t, store, "init"), "no second token")
 	require.Equal(t, "store "+store+" configured\n", mustRun(t, store, "init", "--agent", "echo"))
 	mustRun(t, store, "create", "a")
 	out := mustRun(t, store, "list", "-o", "json")

@@ -31,6 +31,7 @@ const (
 	ExitUnauthorized = 12 // serve refused the caller's spore id and token (401)
 	ExitForbidden    = 13 // serve refused the call for the caller's rank or reach (403)
 	ExitAPI          = 14 // serve could not be reached, or failed (5xx), after the client's retries
+	ExitListen       = 15 // serve could not listen on its address: taken, or not permitted
 	ExitInterrupted  = 130
 )
 
@@ -66,7 +67,7 @@ func (e *UnhealthyError) Error() string { return e.Msg }
 // exitCode classifies err. A joined error (several spores failing for
 // different reasons) gets the code of its most telling part, in this
 // order: usage, interrupted, outcome unknown, incompatible, corrupt,
-// store, runtime, not found, conflict, asleep, unhealthy
+// store, runtime, listen, not found, conflict, asleep, unhealthy
 // (docs/exit-codes.md).
 func exitCode(err error) int {
 	var (
@@ -81,6 +82,7 @@ func exitCode(err error) int {
 		apiErr   *mycelia.Error
 		apiCfg   *mycelia.ConfigError
 		apiDown  *mycelia.UnreachableError
+		listen   *ListenError
 	)
 	switch {
 	case err == nil:
@@ -105,6 +107,8 @@ func exitCode(err error) int {
 		return ExitStore
 	case errors.As(err, &rterr):
 		return ExitRuntime
+	case errors.As(err, &listen):
+		return ExitListen
 	case errors.Is(err, state.ErrNotFound):
 		return ExitNotFound
 	case errors.Is(err, state.ErrExists), errors.Is(err, storecopy.ErrNotEmpty):

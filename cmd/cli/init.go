@@ -24,7 +24,11 @@ type initOptions struct {
 	Storage      string
 	APIURL       string
 	Recovery     recoveryFlags
-	changed      func(string) bool
+	// Operator names the first operator, whose login token init makes
+	// (default $USER); NoOperator makes none.
+	Operator   string
+	NoOperator bool
+	changed    func(string) bool
 }
 
 // recoveryFlags tune crash recovery (docs/recovery.md); unset flags keep
@@ -40,7 +44,14 @@ func newCmdInit(f *Factory) *cobra.Command {
 		Use:   "init",
 		Short: "Create a store, or update the settings of an existing one",
 		Long: `Create the store named by --store (or $SPORECTL_STORE, or the default directory).
-On an existing store, init changes only the settings whose flags are given.`,
+On an existing store, init changes only the settings whose flags are given.
+
+A new store gets its first operator: init makes a login token for the page that
+'sporectl serve' mounts at /ui/, for --operator NAME (default $USER), and prints
+it once on standard output, as 'sporectl token create --operator NAME' does.
+Every page needs a login; --no-operator makes no token (then nobody can log in
+until 'token create' makes one). On an existing store without an operator
+token, --operator NAME makes the first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.changed = cmd.Flags().Changed
@@ -64,6 +75,8 @@ On an existing store, init changes only the settings whose flags are given.`,
 	fl.IntVar(&o.Recovery.BreakerFailures, "breaker-failures", state.DefaultBreakerFailures, "crashes inside --breaker-window that open the circuit breaker")
 	fl.DurationVar(&o.Recovery.BreakerWindow, "breaker-window", state.DefaultBreakerWindow, "window in which crashes are counted")
 	fl.DurationVar(&o.Recovery.HealthyAfter, "healthy-after", state.DefaultHealthyAfter, "time without a crash after which a spore's crash count starts over")
+	fl.StringVar(&o.Operator, "operator", "", "the first operator's name, whose login token to the page init prints once (default $USER)")
+	fl.BoolVar(&o.NoOperator, "no-operator", false, "make no operator token (nobody can log in to the page until 'token create --operator' makes one)")
 	return cmd
 }
 
@@ -87,6 +100,21 @@ func (o *initOptions) validate() error {
 	}
 	if err := o.recovery(state.RecoveryPolicy{}).Validate(); err != nil {
 		return usageErrorf("%v (flag --%s)", err, recoveryFlag(err))
+	}
+	return o.validateOperator()
+}
+
+// validateOperator checks --operator and --no-operator; an unset
+// --operator is $USER, or "operator" when that is not a valid name.
+func (o *initOptions) validateOperator() error {
+	if o.NoOperator && o.changed("operator") {
+		return usageErrorf("--operator and --no-operator exclude each other")
+	}
+	if !o.changed("operator") {
+		o.Operator = userName(o.f.Getenv)
+	}
+	if err := state.ValidateName("operator name", o.Operator); err != nil {
+		return usageErrorf("invalid value %q for --operator: %v", o.Operator, err)
 	}
 	return nil
 }
@@ -130,7 +158,17 @@ func (o *initOptions) settings() state.Settings {
 }
 
 func (o *initOptions) run(ctx context.Context) error {
-	st, created, err := o.f.InitStore(ctx, o.settings())
+	// A new store is created with its first operator in it: no moment
+	// where it exists without one, and no second transaction to fail.
+	first, err := o.firstOperator()
+	if err != nil {
+		return err
+	}
+	settings := o.settings()
+	if first != nil {
+		settings = settings.WithOperators([]state.OperatorToken{first.entry})
+	}
+	st, created, err := o.f.InitStore(ctx, settings)
 	if err != nil {
 		return err
 	}
@@ -150,6 +188,17 @@ func (o *initOptions) run(ctx context.Context) error {
 			if err := next.Recovery.Validate(); err != nil {
 				return usageErrorf("%v (flag --%s, with the store's other recovery settings)", err, recoveryFlag(err))
 			}
+			// An existing store gets a first operator only when asked
+			// for one by name, and never a second (token create's job).
+			if first != nil && (!o.changed("operator") || len(cur.OperatorTokens()) > 0) {
+				if o.changed("operator") {
+					fmt.Fprintf(o.f.IO.ErrOut, "The store has operator tokens already; no token made (sporectl token create --operator %s makes one).\n", o.Operator)
+				}
+				first = nil
+			}
+			if first != nil {
+				next = next.WithOperators([]state.OperatorToken{first.entry})
+			}
 			if next == cur {
 				return nil
 			}
@@ -160,11 +209,64 @@ func (o *initOptions) run(ctx context.Context) error {
 			return fmt.Errorf("update store settings: %w", err)
 		}
 	}
-	if err := o.f.Print(actionResults{Results: []actionResult{{Kind: "store", ID: st.Info().Location, Action: action}}}); err != nil {
+	res := initResult{Results: []actionResult{{Kind: "store", ID: st.Info().Location, Action: action}}}
+	if first != nil {
+		res.Operator = &first.printed
+		operatorNotice(o.f.IO.ErrOut, o.Operator)
+	}
+	if err := o.f.Print(res); err != nil {
 		return err
 	}
 	o.warnAgent(final)
 	return nil
+}
+
+// newOperator is an operator token init makes: the entry the store keeps
+// and what is printed once.
+type newOperator struct {
+	entry   state.OperatorToken
+	printed operatorCreated
+}
+
+// firstOperator makes --operator's token, unless --no-operator.
+func (o *initOptions) firstOperator() (*newOperator, error) {
+	if o.NoOperator {
+		return nil, nil
+	}
+	token, hash, err := state.NewOperatorToken()
+	if err != nil {
+		return nil, fmt.Errorf("make the first operator token: %w", err)
+	}
+	now := o.f.Now().UTC().Truncate(time.Second)
+	return &newOperator{
+		entry:   state.OperatorToken{Name: o.Operator, Hash: hash, Session: state.SessionHash(state.OperatorSessionKey(token)), Created: now},
+		printed: operatorCreated{Operator: o.Operator, Token: token, Created: now},
+	}, nil
+}
+
+// initResult is what init prints: the store's line, then, when it made
+// the first operator's token, that token alone on a line, as token create
+// prints it (-o json: under "operator").
+type initResult struct {
+	Results  []actionResult   `json:"results"`
+	Operator *operatorCreated `json:"operator,omitempty"`
+}
+
+func (r initResult) Table(wide bool) ([]string, [][]string) {
+	_, rows := actionResults{Results: r.Results}.Table(wide)
+	if r.Operator != nil {
+		_, tok := r.Operator.Table(wide)
+		rows = append(rows, tok...)
+	}
+	return nil, rows
+}
+
+func (r initResult) Names() []string {
+	names := actionResults{Results: r.Results}.Names()
+	if r.Operator != nil {
+		names = append(names, r.Operator.Names()...)
+	}
+	return names
 }
 
 // warnAgent says on stderr, before any spore fails to start for it, that

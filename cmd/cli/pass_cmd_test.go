@@ -35,7 +35,7 @@ func newFakeColony(t *testing.T) *fakeColony {
 		b, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]string{"type": "text", "text": "echo: " + p.Text}}}})
 		return []string{string(b)}
 	}
-	c.ok("init", "--backoff-initial", "1s")
+	c.ok("init", "--backoff-initial", "1s", "--no-operator")
 	return c
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/mycelia/ui"
+	"github.com/sporectl/sporectl/state"
 )
 
 type serveOptions struct {
@@ -42,8 +43,17 @@ func newCmdServe(f *Factory, runF func(context.Context, *serveOptions) error) *c
 	o := &serveOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the API spores call: summons, tell, spores, swarm messages (docs/mycologists.md)",
-		Long: `Serve the mycelia API, the only endpoint spore pods reach. Callers authenticate
+		Short: "Serve the operators' page (/ui/) and the API spores call: summons, tell, spores, swarm messages",
+		Long: `Serve the operators' page and the mycelia API on one address.
+
+The page is at /ui/ (http://` + defaultServeAddr + `/ui/ by default; GET / redirects a
+browser there): the fleet, each spore's conversation, live, and a box to prompt
+a spore (docs/page.md). Every page needs an operator's login, loopback included:
+log in with the token 'sporectl init' or 'sporectl token create --operator NAME'
+printed. serve's first line names the page's address, and says so when the
+store has no operator token yet.
+
+The mycelia API is the only endpoint spore pods reach (docs/mycologists.md). Callers authenticate
 with their spore id and token; rank and reach come from the store. Every
 accepted message is committed to the store before the answer, then delivered at
 once when its target is awake (otherwise by the next reconcile). Nothing is kept
@@ -113,6 +123,44 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// ListenError is a listen that failed: the address is taken, or not
+// permitted. Its message names the address once (net's own error names
+// it again).
+type ListenError struct {
+	Addr string
+	Err  error
+}
+
+func (e *ListenError) Error() string {
+	return "serve could not listen on " + e.Addr + ": " + e.Err.Error()
+}
+func (e *ListenError) Unwrap() error { return e.Err }
+
+func listenError(addr string, err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		err = op.Err // "bind: address already in use", without the address
+	}
+	return &ListenError{Addr: addr, Err: err}
+}
+
+// noOperator reports whether the store has no operator token, so that
+// nobody can log in to the page yet. A store that cannot be read now is
+// not a reason not to serve: the page answers 503 until it can be.
+func noOperator(ctx context.Context, st state.Store, log *slog.Logger) bool {
+	var s state.Settings
+	err := st.View(ctx, func(tx state.Tx) error {
+		var err error
+		s, err = tx.Settings(ctx)
+		return err
+	})
+	if err != nil {
+		log.Warn("serve: could not read the operator tokens", "err", err)
+		return false
+	}
+	return len(s.OperatorTokens()) == 0
+}
+
 func (o *serveOptions) run(ctx context.Context) error {
 	var certs []tls.Certificate
 	if o.TLSCert != "" {
@@ -146,7 +194,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", o.Addr, err)
+		return listenError(o.Addr, err)
 	}
 	scheme := "http"
 	if certs != nil {
@@ -154,6 +202,12 @@ func (o *serveOptions) run(ctx context.Context) error {
 		hs.TLSConfig = &tls.Config{Certificates: certs, MinVersion: tls.VersionTLS12}
 		ln = tls.NewListener(ln, hs.TLSConfig)
 	}
+	// The page's address first: it is what a person opens.
+	page := fmt.Sprintf("serving the page on %s://%s%s", scheme, ln.Addr(), ui.Prefix)
+	if noOperator(ctx, st, log) {
+		page += ": " + ui.NoOperatorText
+	}
+	fmt.Fprintln(o.f.IO.ErrOut, page)
 	fmt.Fprintf(o.f.IO.ErrOut, "serving the mycelia API on %s://%s (address check: %s)\n", scheme, ln.Addr(), checkName)
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()

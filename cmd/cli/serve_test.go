@@ -25,6 +25,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/mycelia/ui"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -217,4 +218,89 @@ func TestServeTLS(t *testing.T) {
 	r := c.run("", "serve", "--tls-cert", filepath.Join(dir, "none.pem"), "--tls-key", keyFile)
 	require.Equal(t, ExitError, r.code)
 	require.Contains(t, r.err, "load --tls-cert and --tls-key")
+}
+
+// startServe runs `serve --addr 127.0.0.1:0` over c's store until the
+// test ends, and returns its base URL and its standard error.
+func startServe(t *testing.T, c *fakeColony) (string, *lockedBuffer) {
+	t.Helper()
+	var errOut lockedBuffer
+	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut})
+	f.Getenv = func(k string) string {
+		if k == EnvStore {
+			return c.store
+		}
+		return ""
+	}
+	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
+	f.Dial = c.rt.Dial
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- RunWith(ctx, f, []string{"serve", "--addr", "127.0.0.1:0"}) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	api := regexp.MustCompile(`serving the mycelia API on (http://127\.0\.0\.1:\d+)`)
+	var base string
+	require.Eventually(t, func() bool {
+		if m := api.FindStringSubmatch(errOut.String()); m != nil {
+			base = m[1]
+		}
+		return base != ""
+	}, 10*time.Second, 10*time.Millisecond, "serve did not start: %s", errOut.String())
+	return base, &errOut
+}
+
+// TestServeNamesThePage: serve's first line is the page's address (and,
+// while the store has no operator token, how to make one); GET / sends a
+// browser there; serve --help speaks of the page.
+func TestServeNamesThePage(t *testing.T) {
+	c := newFakeColony(t)
+	base, errOut := startServe(t, c)
+	first, _, _ := strings.Cut(errOut.String(), "\n")
+	require.Equal(t, "serving the page on "+base+"/ui/: "+ui.NoOperatorText, first)
+
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(base + "/")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusFound, resp.StatusCode)
+	require.Equal(t, "/ui/", resp.Header.Get("Location"))
+	resp, err = client.Get(base + "/ui/")
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Contains(t, string(b), "no operator exists: run `sporectl token create --operator NAME`")
+
+	c.ok("token", "create", "--operator", "alice")
+	base, errOut = startServe(t, c)
+	first, _, _ = strings.Cut(errOut.String(), "\n")
+	require.Equal(t, "serving the page on "+base+"/ui/", first, "an operator exists: nothing to say")
+
+	help := c.ok("serve", "--help")
+	require.Contains(t, help, "operators' page")
+	require.Contains(t, help, "http://127.0.0.1:7070/ui/")
+	require.Contains(t, help, "GET / redirects")
+}
+
+// TestServePortTaken: a taken port (any listen failure) is exit 15,
+// Listen, and the address is printed once.
+func TestServePortTaken(t *testing.T) {
+	c := newFakeColony(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	addr := ln.Addr().String()
+	r := c.run("", "serve", "--addr", addr)
+	require.Equal(t, ExitListen, r.code, r.err)
+	require.Equal(t, 15, r.code, "documented in docs/exit-codes.md")
+	require.Equal(t, 1, strings.Count(r.err, addr), "the address once: %q", r.err)
+	require.Equal(t, "error: serve could not listen on "+addr+": bind: address already in use\n", r.err)
+	require.Empty(t, r.out)
 }

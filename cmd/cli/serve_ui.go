@@ -13,19 +13,24 @@ import (
 // API: the page over the same store, with its own pass, the one `sporectl
 // prompt` builds (it observes read-only, and delivers the prompt box's
 // prompts as prompt does). Live tails end when ctx does (SIGTERM), so a
-// graceful stop is not held up. On loopback without operator tokens the
-// prompt box sends as this machine's user, as `sporectl prompt` would.
+// graceful stop is not held up. Every page needs an operator's session.
+// A browser sent to serve's bare address (GET / exactly) is redirected to
+// the page; every other path, and any other method on /, goes to the API
+// as before (none of its routes is /).
 func (o *serveOptions) withUI(ctx context.Context, api http.Handler, st state.Store) http.Handler {
 	page := &ui.Handler{Store: st, Pass: o.f.Pass(st), Now: o.f.Now, Logger: o.f.Logger(), Shutdown: ctx,
-		LocalSender: "user:" + userName(o.f.Getenv), FollowEvery: o.FollowWatched}
+		FollowEvery: o.FollowWatched}
 	if o.FollowWatched <= 0 {
 		page.FollowEvery = -1 // the flag's 0: never
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, ui.Prefix) {
+		switch {
+		case r.URL.Path == "/" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+			http.Redirect(w, r, ui.Prefix, http.StatusFound)
+		case r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, ui.Prefix):
 			page.ServeHTTP(w, r)
-			return
+		default:
+			api.ServeHTTP(w, r)
 		}
-		api.ServeHTTP(w, r)
 	})
 }

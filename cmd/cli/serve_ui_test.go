@@ -20,7 +20,8 @@ import (
 	"github.com/sporectl/sporectl/state/dirstore"
 )
 
-// TestServeMountsUI: /ui/ goes to the page, everything else to the API.
+// TestServeMountsUI: /ui/ goes to the page, a browser's GET / (exactly)
+// is sent to it, everything else goes to the API.
 func TestServeMountsUI(t *testing.T) {
 	ctx := context.Background()
 	st, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}, dirstore.Options{})
@@ -31,33 +32,48 @@ func TestServeMountsUI(t *testing.T) {
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api "+r.URL.Path) })
 	ts := httptest.NewServer(o.withUI(ctx, api, st))
 	t.Cleanup(ts.Close)
-	get := func(p string) (int, http.Header, string) {
-		resp, err := ts.Client().Get(ts.URL + p)
+	client := *ts.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	do := func(method, p string) (int, http.Header, string) {
+		req, err := http.NewRequest(method, ts.URL+p, nil)
+		require.NoError(t, err)
+		resp, err := client.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		return resp.StatusCode, resp.Header, string(b)
 	}
+	get := func(p string) (int, http.Header, string) { return do(http.MethodGet, p) }
 	code, hdr, body := get("/ui/static/ui.css")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, hdr.Get("Content-Security-Policy"), "default-src 'none'")
+	// The store has no operator token: the page says how to make one.
 	code, _, body = get("/ui/spores/nobody")
-	require.Equal(t, http.StatusNotFound, code)
-	require.Contains(t, body, "no such spore")
-	code, _, body = get("/ui")
-	require.Equal(t, http.StatusOK, code, "redirected to /ui/")
-	require.Contains(t, body, "No spores.")
-	for _, p := range []string{"/healthz", "/api/spores", "/uix", "/"} {
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, body, "no operator exists: run `sporectl token create --operator NAME`")
+	code, hdr, _ = get("/ui")
+	require.Equal(t, http.StatusMovedPermanently, code)
+	require.Equal(t, "/ui/", hdr.Get("Location"))
+	for _, m := range []string{http.MethodGet, http.MethodHead} {
+		code, hdr, _ = do(m, "/")
+		require.Equal(t, http.StatusFound, code, m)
+		require.Equal(t, "/ui/", hdr.Get("Location"), m)
+	}
+	for _, p := range []string{"/healthz", "/api/spores", "/uix", "/healthz/"} {
 		_, hdr, body := get(p)
 		require.Equal(t, "api "+p, body)
-		require.Empty(t, hdr.Get("Content-Security-Policy"))
+		require.Empty(t, hdr.Get("Content-Security-Policy"), p)
 	}
+	code, _, body = do(http.MethodPost, "/")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "api /", body, "only a browser's GET / is redirected")
 }
 
-// TestServeUIOperators: with an operator token made by `token create`,
-// serve's page asks for a login (loopback too), takes the token, and its
-// prompt box sends as the operator; without one it sends as $USER.
+// TestServeUIOperators: without an operator token serve's page answers
+// 403 saying how to make one (loopback too); with one made by `token
+// create` it asks for a login, takes the token, and its prompt box sends
+// as the operator; once every token is revoked it is closed again.
 func TestServeUIOperators(t *testing.T) {
 	c := newFakeColony(t)
 	c.ok("create", "a", "--wake")
@@ -101,8 +117,9 @@ func TestServeUIOperators(t *testing.T) {
 		return resp.StatusCode, resp.Header, string(b)
 	}
 	code, _, body := do(http.MethodGet, "/ui/spores/a", nil)
-	require.Equal(t, http.StatusOK, code, body)
-	require.Contains(t, body, `sent as <span class="as">user:dora</span>`)
+	require.Equal(t, http.StatusForbidden, code, body)
+	require.Contains(t, body, "no operator exists: run `sporectl token create --operator NAME`")
+	require.NotContains(t, body, "<form")
 
 	token := strings.TrimSpace(c.ok("token", "create", "--operator", "alice"))
 	code, hdr, _ := do(http.MethodGet, "/ui/", nil)
@@ -145,8 +162,9 @@ func TestServeUIOperators(t *testing.T) {
 	c.ok("token", "revoke", "--operator", "alice")
 	code, _, _ = do(http.MethodGet, "/ui/spores/a", nil)
 	require.Equal(t, http.StatusSeeOther, code, "revoked: the session ended")
-	// With no operator token left, loopback needs no login again.
+	// With no operator token left, the page is closed to everyone.
 	c.ok("token", "revoke", "--operator", "bob")
-	code, _, _ = do(http.MethodGet, "/ui/spores/a", nil)
-	require.Equal(t, http.StatusOK, code)
+	code, _, body = do(http.MethodGet, "/ui/spores/a", nil)
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, body, "no operator exists")
 }

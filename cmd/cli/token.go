@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -53,9 +54,9 @@ func newCmdTokenCreate(f *Factory) *cobra.Command {
 so nobody can show it again. Keep it in a password manager; revoke it and make
 another if it is lost.
 
-Once a store has one operator token, the page asks everyone to log in,
-loopback callers included; with none it answers loopback callers only. A name
-has one token at a time: revoke it first to replace it (exit 5 otherwise).`,
+Every page needs a login, loopback callers included; with no operator token
+in the store nobody can log in ('sporectl init' makes the first). A name has
+one token at a time: revoke it first to replace it (exit 5 otherwise).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := operatorName(cmd, o.Name); err != nil {
@@ -94,8 +95,15 @@ func (o *operatorOptions) create(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.f.IO.ErrOut, "operator/%s created. Its token is shown only now and cannot be shown again: keep it in a password manager.\n", o.Name)
+	operatorNotice(o.f.IO.ErrOut, o.Name)
 	return o.f.Print(operatorCreated{Operator: o.Name, Token: token, Created: now})
+}
+
+// operatorNotice is what token create and init say on standard error
+// next to a token they print: that it is shown once, and how to log in.
+func operatorNotice(w io.Writer, name string) {
+	fmt.Fprintf(w, "operator/%s created. Its token is shown only now and cannot be shown again: keep it in a password manager.\n", name)
+	fmt.Fprintf(w, "Log in to the page with it: run 'sporectl serve' and open http://%s/ui/ (or the address serve names).\n", defaultServeAddr)
 }
 
 func newCmdTokenRevoke(f *Factory) *cobra.Command {

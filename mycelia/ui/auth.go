@@ -8,7 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,9 +18,11 @@ import (
 )
 
 // Operator access (docs/security.md "Operator tokens", docs/page.md
-// "Access"). A store with no operator token is read on loopback only; once
-// it has one, every request needs a session, which POST /ui/login makes
-// from a token. A session is a cookie that names the operator and its
+// "Access"). Every request but the login form and the stylesheets needs a
+// session, from any address, loopback included: on the local runtime every
+// spore is a loopback process, so loopback proves nothing. POST /ui/login
+// makes a session from an operator token; a store with none yet answers
+// 403 saying how to make one. A session is a cookie that names the operator and its
 // expiry, signed with an HMAC keyed by the stored hash of the operator's
 // token: any serve replica checks it against the store alone, and
 // revoking (or replacing) the token ends every session it made.
@@ -31,13 +32,6 @@ const (
 	SessionCookie = "sporectl_session"
 	// SessionLifetime bounds a session: log in again after it.
 	SessionLifetime = 12 * time.Hour
-	// localCookie holds, on loopback without operator tokens, the random
-	// seed of the prompt box's CSRF token (a double-submit cookie: there
-	// is no session to derive it from, and no server-side state).
-	localCookie = "sporectl_local"
-	// DefaultLocalSender is who the prompt box sends as on loopback
-	// without operator tokens, when Handler.LocalSender is empty.
-	DefaultLocalSender = "user:local"
 	// maxLoginBody bounds a login form.
 	maxLoginBody = 4 << 10
 	// clockSkew is how far past SessionLifetime a session's expiry may lie
@@ -47,8 +41,8 @@ const (
 
 // access is what ServeHTTP decided about a request, for its handlers.
 type access struct {
-	// Operator is the logged-in operator; "" on loopback without
-	// operator tokens.
+	// Operator is the logged-in operator; "" only on the public routes
+	// (the login form, the stylesheets) before a login.
 	Operator string
 	// CSRF is the token the request's forms must carry back; "" when
 	// there is none (a login page before the session exists).
@@ -68,15 +62,10 @@ func accessOf(r *http.Request) (access, bool) {
 }
 
 // sender is who a prompt from this request is from, the form `sporectl
-// prompt` records for a person.
+// prompt` records for a person: the logged-in operator, always (a request
+// without a session never reaches the prompt box).
 func (h *Handler) sender(a access) string {
-	if a.Operator != "" {
-		return "user:" + a.Operator
-	}
-	if h.LocalSender != "" {
-		return h.LocalSender
-	}
-	return DefaultLocalSender
+	return "user:" + a.Operator
 }
 
 // operators reads the store's operator tokens; each request reads them
@@ -102,25 +91,28 @@ type refusal struct {
 	redirect string
 }
 
-// allowed is the access rule (docs/page.md "Access"). With no operator
-// token in the store the page answers loopback clients only, and only
-// when they name a loopback host (so a web page that rebinds its own name
-// to 127.0.0.1 cannot read it). Once the store has one, every request
-// needs a valid session, from anywhere, loopback included (kubectl
-// port-forward and any local proxy arrive on loopback too) — except the
-// login page and the stylesheets it needs. Pages without a session
-// redirect to the login page; the live tail and forms answer 401.
-func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, ops []state.OperatorToken) (access, *refusal) {
-	if len(ops) == 0 {
-		if err := loopback(r); err != nil {
-			return access{}, &refusal{status: http.StatusForbidden, text: err.Error()}
-		}
-		return h.localAccess(w, r), nil
-	}
+// NoOperatorText is what the page answers (403) while the store has no
+// operator token, and what serve's first line says then.
+const NoOperatorText = "no operator exists: run `sporectl token create --operator NAME`, then log in to the page with the token it prints"
+
+// allowed is the access rule (docs/page.md "Access"). Every request needs
+// a valid session, from anywhere, loopback included: a spore of the local
+// runtime, kubectl port-forward and any local proxy all arrive on loopback.
+// Only the stylesheets answer without one, and the login page once an
+// operator token exists. While the store has none, nobody can log in, and
+// every other request gets 403 saying how to make one. Pages without a
+// session redirect to the login page; the live tails and forms answer 401.
+func (h *Handler) allowed(r *http.Request, ops []state.OperatorToken) (access, *refusal) {
 	if a, ok := h.session(r, ops); ok {
 		return a, nil
 	}
-	if public(r) {
+	if static(r) {
+		return access{}, nil
+	}
+	if len(ops) == 0 {
+		return access{}, &refusal{status: http.StatusForbidden, text: NoOperatorText}
+	}
+	if r.URL.Path == Prefix+"login" {
 		return access{}, nil
 	}
 	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !stream(r) {
@@ -131,17 +123,13 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request, ops []state.Op
 
 // stillAllowed re-checks, for a long answer (a live stream), that the
 // request's session still holds: its token not revoked, its expiry not
-// passed (or, once no token is left, the loopback rule). Access is
-// otherwise checked once per request, and a stream lasts as long as the
-// browser keeps it open. A store that cannot be read ends the stream too:
-// its reconnect is checked afresh.
+// passed. Access is otherwise checked once per request, and a stream
+// lasts as long as the browser keeps it open. A store that cannot be read
+// ends the stream too: its reconnect is checked afresh.
 func (h *Handler) stillAllowed(r *http.Request) bool {
 	ops, err := h.operators(r.Context())
 	if err != nil {
 		return false
-	}
-	if len(ops) == 0 {
-		return loopback(r) == nil
 	}
 	_, ok := h.session(r, ops)
 	return ok
@@ -150,65 +138,16 @@ func (h *Handler) stillAllowed(r *http.Request) bool {
 // recheck is how often a stream re-checks its session at most.
 const recheck = time.Second
 
-// public are the requests that need no session: the login page and the
-// stylesheets.
-func public(r *http.Request) bool {
-	return r.URL.Path == Prefix+"login" || strings.HasPrefix(r.URL.Path, Prefix+"static/")
+// static reports whether r asks for a stylesheet, which every page needs,
+// the login and refusal pages included, and which says nothing about the
+// fleet.
+func static(r *http.Request) bool {
+	return strings.HasPrefix(r.URL.Path, Prefix+"static/")
 }
 
 // stream reports whether r asks for a live tail (Server-Sent Events).
 func stream(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/event-stream") || strings.HasSuffix(r.URL.Path, "/events")
-}
-
-func loopback(r *http.Request) error {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
-	if ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("the page answers only on loopback (no operator token is configured: sporectl token create --operator NAME)")
-	}
-	name := r.Host
-	if hn, _, err := net.SplitHostPort(name); err == nil {
-		name = hn
-	}
-	name = strings.TrimSuffix(strings.TrimPrefix(name, "["), "]")
-	if !loopbackName(name) {
-		return fmt.Errorf("the page answers only to a loopback host name (127.0.0.1, [::1], localhost), not %q", r.Host)
-	}
-	return nil
-}
-
-// localAccess is loopback without operator tokens: the CSRF token comes
-// from a random cookie the browser sends back (set here when it has none).
-func (h *Handler) localAccess(w http.ResponseWriter, r *http.Request) access {
-	seed := ""
-	if c, err := r.Cookie(localCookie); err == nil && validSeed(c.Value) {
-		seed = c.Value
-	} else {
-		// Two nonces: 256 random bits (and fixed when a test fixes Nonce).
-		seed = h.nonce() + h.nonce()
-		http.SetCookie(w, &http.Cookie{Name: localCookie, Value: seed, Path: Prefix, HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
-	}
-	sum := sha256.Sum256([]byte("sporectl local csrf v1\x00" + seed))
-	return access{CSRF: base64.RawURLEncoding.EncodeToString(sum[:])}
-}
-
-// validSeed accepts what localAccess sets: 32 to 128 characters of
-// base64.
-func validSeed(v string) bool {
-	if len(v) < 32 || len(v) > 128 {
-		return false
-	}
-	for _, c := range v {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // overTLS reports whether the browser reached us over HTTPS: serve's own
@@ -333,8 +272,6 @@ type loginPage struct {
 	Next string
 	// Error says why the last try failed.
 	Error string
-	// NoOperators: the store has no operator token; nobody logs in.
-	NoOperators bool
 	// Operator is set when the browser is logged in already.
 	Operator string
 	CSRF     string
@@ -361,13 +298,8 @@ func safeNext(next string) string {
 
 func (h *Handler) loginForm(w http.ResponseWriter, r *http.Request) {
 	a, _ := accessOf(r)
-	ops, err := h.operators(r.Context())
-	if err != nil {
-		h.internal(w, r, err)
-		return
-	}
 	h.render(w, r, http.StatusOK, "login.html", loginPage{Nonce: nonceOf(r), Title: "Log in", Next: safeNext(r.URL.Query().Get("next")),
-		NoOperators: len(ops) == 0, Operator: a.Operator, CSRF: a.CSRF})
+		Operator: a.Operator, CSRF: a.CSRF})
 }
 
 // login is POST /ui/login: the token in the form's body (never a URL)
@@ -390,10 +322,6 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
-	if len(ops) == 0 {
-		h.error(w, r, http.StatusBadRequest, "no operator token is configured: the page needs no login on loopback (sporectl token create --operator NAME makes one)")
-		return
-	}
 	token := strings.TrimSpace(r.PostForm.Get("token"))
 	op, ok := match(ops, token)
 	key := state.OperatorSessionKey(token)
@@ -416,7 +344,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) logoutForm(w http.ResponseWriter, r *http.Request) {
 	a, _ := accessOf(r)
 	h.render(w, r, http.StatusOK, "login.html", loginPage{Nonce: nonceOf(r), Title: "Log out", Next: Prefix,
-		NoOperators: a.Operator == "", Operator: a.Operator, CSRF: a.CSRF})
+		Operator: a.Operator, CSRF: a.CSRF})
 }
 
 // logout is POST /ui/logout: the browser forgets its session. (A copy of

@@ -395,7 +395,14 @@ func TestSessionEnds(t *testing.T) {
 		s, err = tx.Settings(context.Background())
 		return err
 	}))
-	f.setOperators(s.OperatorTokens()[1:]...)
+	var kept []state.OperatorToken
+	for _, op := range s.OperatorTokens() {
+		if op.Name != "alice" {
+			kept = append(kept, op)
+		}
+	}
+	require.Len(t, kept, len(s.OperatorTokens())-1)
+	f.setOperators(kept...)
 	require.Equal(t, http.StatusSeeOther, serve(f.h))
 	require.Equal(t, http.StatusSeeOther, serve(other))
 	require.Equal(t, http.StatusUnauthorized, u.post("/ui/login", url.Values{"token": {token}}).status)
@@ -429,20 +436,29 @@ func TestLogout(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, u.get("/ui/").status)
 }
 
-// TestNoOperators: without operator tokens nothing changes for loopback
-// (no login), and the login page says why.
+// TestNoOperators: while the store has no operator token nobody can log
+// in, so every page, stream and form answers 403 saying how to make one,
+// to loopback clients as to any other; only the stylesheets answer.
 func TestNoOperators(t *testing.T) {
 	f := newFixture(t)
 	f.colony()
-	u := f.user()
-	a := u.get("/ui/")
-	require.Equal(t, http.StatusOK, a.status)
-	require.Contains(t, a.body, `<header class="top"><a class="home" href="/ui/">sporectl</a></header>`, "nobody to log out")
-	a = u.get("/ui/login")
-	require.Equal(t, http.StatusOK, a.status)
-	require.Contains(t, a.body, "No operator token is configured")
-	require.NotContains(t, a.body, "<form")
-	require.Equal(t, http.StatusBadRequest, u.post("/ui/login", url.Values{"token": {"spo_x"}}).status)
+	f.setOperators()
+	for _, u := range []*user{f.user(), {t: t, f: f, c: f.ts.Client()}} { // a new browser, and one with an old session
+		for _, p := range []string{"/ui/", "/ui/spores/lab-a", "/ui/login", "/ui/logout", "/ui/nope"} {
+			a := u.get(p)
+			require.Equal(t, http.StatusForbidden, a.status, p)
+			require.Contains(t, a.body, "no operator exists: run `sporectl token create --operator NAME`", p)
+			require.NotContains(t, a.body, "lab-a</", p)
+			require.NotContains(t, a.body, "<form", p)
+		}
+		a := u.get("/ui/spores/lab-a/events", "Accept", "text/event-stream")
+		require.Equal(t, http.StatusForbidden, a.status)
+		require.Equal(t, NoOperatorText+"\n", a.body)
+		require.Equal(t, http.StatusForbidden, u.post("/ui/login", url.Values{"token": {fixtureToken}}).status)
+		require.Equal(t, http.StatusForbidden, u.post("/ui/spores/lab-a/prompt", url.Values{"text": {"hi"}}).status)
+		require.Equal(t, http.StatusOK, u.get("/ui/static/ui.css").status)
+	}
+	require.Nil(t, f.user().cookie())
 	req := httptest.NewRequest(http.MethodGet, "/ui/login", nil)
 	req.RemoteAddr, req.Host = "192.0.2.7:4444", "colony.example"
 	w := httptest.NewRecorder()
@@ -473,14 +489,14 @@ func (failingStore) View(context.Context, func(state.Tx) error) error {
 }
 
 // BenchmarkAccess is the access rule's cost per request, on the cheapest
-// route (a stylesheet): loopback without operator tokens (the baseline),
+// route (a stylesheet): no session and no operator token (the baseline),
 // a session checked against 1 and against MaxOperators tokens, and a
 // login compared with MaxOperators hashes.
 func BenchmarkAccess(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		ops  int
-	}{{"loopback", 0}, {"session-1op", 1}, {"session-256ops", state.MaxOperators}} {
+	}{{"no-session", 0}, {"session-1op", 1}, {"session-256ops", state.MaxOperators}} {
 		b.Run(tc.name, func(b *testing.B) {
 			ctx := context.Background()
 			settings := state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}

@@ -45,6 +45,7 @@ func BenchmarkFleetPage(b *testing.B) {
 			continue
 		}
 		h := benchFleet(b, st, spores)
+		session := benchSession(b, st)
 		// The baseline: the read-only pass the page runs first, alone.
 		b.Run(name+"/pass", func(b *testing.B) {
 			for b.Loop() {
@@ -58,6 +59,7 @@ func BenchmarkFleetPage(b *testing.B) {
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
 				req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
+				req.AddCookie(session)
 				w := httptest.NewRecorder()
 				h.ServeHTTP(w, req)
 				if w.Code != http.StatusOK {
@@ -155,6 +157,7 @@ func benchFleet(b *testing.B, st state.Store, n int) *Handler {
 	h := &Handler{Store: st, Pass: pass, Now: func() time.Time { return now }}
 	req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
 	req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
+	req.AddCookie(benchSession(b, st))
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
 	if w.Code != http.StatusOK {

@@ -152,11 +152,13 @@ func BenchmarkSporePage(b *testing.B) {
 	for _, backend := range []string{"dir", "postgres"} {
 		for _, id := range []string{"small", "big"} {
 			b.Run(backend+"/"+strconv.Itoa(benchSpores[id]), func(b *testing.B) {
-				h := benchHandler(benchStore(b, backend))
+				st := benchStore(b, backend)
+				h, session := benchHandler(st), benchSession(b, st)
 				var size int
 				for b.Loop() {
 					req := httptest.NewRequest(http.MethodGet, "/ui/spores/"+id, nil)
 					req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
+					req.AddCookie(session)
 					w := httptest.NewRecorder()
 					h.ServeHTTP(w, req)
 					if w.Code != http.StatusOK {
@@ -193,6 +195,7 @@ func BenchmarkSSEFanout(b *testing.B) {
 			ts := httptest.NewServer(h)
 			defer ts.Close()
 			defer cancel() // before ts.Close: the streams end first
+			session := benchSession(b, s)
 			var head state.SporeHead
 			if err := s.View(ctx, func(tx state.Tx) (err error) { head, err = tx.Head(ctx, "watched"); return }); err != nil {
 				b.Fatal(err)
@@ -204,6 +207,7 @@ func BenchmarkSSEFanout(b *testing.B) {
 			recv := make(chan got, watchers*4)
 			for range watchers {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/ui/spores/watched/events?after="+strconv.FormatUint(head.LastSeq, 10), nil)
+				req.AddCookie(session)
 				resp, err := ts.Client().Do(req)
 				if err != nil {
 					b.Fatal(err)

@@ -45,6 +45,7 @@ func TestDeathAndRestartInABrowser(t *testing.T) {
 	seen := head()
 
 	b := newBrowser(t)
+	b.login(f)
 	b.do(chromedp.Navigate(f.ts.URL+"/ui/spores/lab-r"),
 		chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(15*time.Second)))
 	// The agent's markdown is markup on the page, made by the server.
@@ -118,6 +119,7 @@ func TestFleetDeathAndRestartInABrowser(t *testing.T) {
 			return a !== null && a.closest("tr").className === "b-`+want+`"; })()`, chromedp.WithPollingTimeout(15*time.Second))
 	}
 	b := newBrowser(t)
+	b.login(f)
 	b.do(chromedp.Navigate(f.ts.URL+"/ui/"), row("lab-r", "idle"), row("lab-s", "idle"))
 	b.do(chromedp.Evaluate[chromedp.Void](`window.__sameDocument = true`))
 

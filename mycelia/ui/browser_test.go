@@ -122,6 +122,19 @@ func newBrowser(t *testing.T) *browser {
 	return b
 }
 
+// login logs the browser in as the fixture's operator through the login
+// form, as a person would: every page needs a session. It lands on the
+// log-out page, which runs no live stream, so the test's first page is
+// the first the browser follows live.
+func (b *browser) login(f *fixture) {
+	b.t.Helper()
+	b.do(chromedp.Navigate(f.ts.URL+"/ui/login?next=%2Fui%2Flogout"), chromedp.WaitVisible(chromedp.ID("token")))
+	b.do(chromedp.SendKeys(chromedp.ID("token"), fixtureToken), chromedp.Click(chromedp.CSS(`form.login button`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS("main .as")))
+	require.Equal(b.t, f.ts.URL+"/ui/logout", run(b, chromedp.Location()))
+	require.Equal(b.t, fixtureOperator, run(b, chromedp.Text(chromedp.CSS("header form.logout .as"))))
+}
+
 func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	require.NoError(b.t, chromedp.Do(b.ctx, steps...))
@@ -214,6 +227,7 @@ func TestPageInABrowser(t *testing.T) {
 		text(2, xssScript),
 		text(3, xssImg))
 	b := newBrowser(t)
+	b.login(f)
 
 	// The fleet shows every spore, grouped by colony, with a link each.
 	b.do(chromedp.Navigate(f.ts.URL+"/ui/"), chromedp.WaitVisible(chromedp.ID("strip")))

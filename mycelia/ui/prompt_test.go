@@ -221,39 +221,3 @@ func TestPromptXSS(t *testing.T) {
 	require.NotContains(t, page.body, "<img")
 	require.Contains(t, page.body, "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;")
 }
-
-// TestPromptLocal: on loopback without operator tokens the box works with
-// a double-submit cookie and sends as the local user.
-func TestPromptLocal(t *testing.T) {
-	f := newFixture(t)
-	f.colony()
-	f.h.LocalSender = "user:carol"
-	f.h.Nonce = nil // random: each browser gets a cookie of its own
-	u := f.user()
-	page := u.get("/ui/spores/lab-a")
-	require.Contains(t, page.header.Get("Set-Cookie"), localCookie+"=")
-	require.Contains(t, page.header.Get("Set-Cookie"), "HttpOnly")
-	require.Contains(t, page.header.Get("Set-Cookie"), "SameSite=Strict")
-	csrf := csrfOn(t, page.body)
-	require.Contains(t, page.body, `sent as <span class="as">user:carol</span>`)
-	require.Empty(t, u.get("/ui/spores/lab-a").header.Get("Set-Cookie"), "the cookie is kept")
-	require.Equal(t, csrf, csrfOn(t, u.get("/ui/spores/lab-a").body))
-
-	before := f.written("lab-a")
-	a := u.post("/ui/spores/lab-a/prompt", url.Values{"text": {"hi"}, "csrf": {"forged"}})
-	require.Equal(t, http.StatusForbidden, a.status)
-	a = f.user().post("/ui/spores/lab-a/prompt", url.Values{"text": {"hi"}, "csrf": {csrf}})
-	require.Equal(t, http.StatusForbidden, a.status, "another browser has another cookie")
-	require.Equal(t, before, f.written("lab-a"))
-
-	a = u.post("/ui/spores/lab-a/prompt", url.Values{"text": {"hi"}, "csrf": {csrf}})
-	require.Equal(t, http.StatusSeeOther, a.status, a.body)
-	evs := f.prompts("lab-a", before.head)
-	require.Len(t, evs, 1)
-	require.Equal(t, "user:carol", evs[0].From)
-
-	f.h.LocalSender = ""
-	u.post("/ui/spores/lab-a/prompt", url.Values{"text": {"again"}, "csrf": {csrf}})
-	evs = f.prompts("lab-a", before.head)
-	require.Equal(t, DefaultLocalSender, evs[1].From)
-}

@@ -9,7 +9,6 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -81,15 +80,9 @@ type Handler struct {
 	// Shutdown, when done, ends every live tail (serve's SIGTERM: a
 	// stream never ends by itself, and a graceful stop waits for it).
 	Shutdown context.Context
-	// Nonce makes each page's script nonce and, on loopback without
-	// operator tokens, the seed of a browser's CSRF cookie (two nonces);
-	// default 128 random bits each. Tests fix it.
+	// Nonce makes each page's script nonce; default 128 random bits.
+	// Tests fix it.
 	Nonce func() string
-	// LocalSender is who the prompt box sends as on loopback without
-	// operator tokens (default DefaultLocalSender); serve sets what
-	// `sporectl prompt` would record on its machine, "user:$USER".
-	// A logged-in operator sends as "user:NAME".
-	LocalSender string
 	// WakeWait is how long a prompt with "wake it" waits for the woken
 	// spore's bridge before the page answers; it then stays in the outbox
 	// and the next reconcile delivers it (default DefaultWakeWait).
@@ -123,6 +116,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hdr.Set("Cross-Origin-Resource-Policy", "same-origin")
 	r = r.WithContext(context.WithValue(r.Context(), nonceKey{}, nonce))
+	if r.URL.Path == "/ui" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		// Before the access check: the session cookie's Path is /ui/, so
+		// a browser sends none here, and the redirect says nothing.
+		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
+		return
+	}
 	ops, err := h.operators(r.Context())
 	if err != nil {
 		// Fail closed: without the operator tokens nobody can be let in.
@@ -130,7 +129,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, http.StatusServiceUnavailable, "the store could not be read; see serve's log")
 		return
 	}
-	a, no := h.allowed(w, r, ops)
+	a, no := h.allowed(r, ops)
 	if no != nil {
 		if no.redirect != "" {
 			http.Redirect(w, r, no.redirect, http.StatusSeeOther)
@@ -142,10 +141,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && writes(r.URL.Path)) {
 		hdr.Set("Allow", "GET, HEAD")
 		h.error(w, r, http.StatusMethodNotAllowed, "the page only reads (GET), but for its forms")
-		return
-	}
-	if r.URL.Path == "/ui" {
-		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
@@ -220,14 +215,6 @@ func (h *Handler) nonce() string {
 	return base64.RawStdEncoding.EncodeToString(b)
 }
 
-func loopbackName(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 func (h *Handler) now() time.Time {
 	if h.Now != nil {
 		return h.Now().UTC()
@@ -249,8 +236,7 @@ func (h *Handler) logger() *slog.Logger {
 const accountMark = "<!--account-->"
 
 // withAccount fills the header's account mark: the operator's name and a
-// log-out button for a session, nothing on loopback without operator
-// tokens. The pages' own data need not know about sessions.
+// log-out button for a session, nothing on the login and refusal pages. The pages' own data need not know about sessions.
 func withAccount(page string, r *http.Request) string {
 	a, _ := accessOf(r)
 	fill := ""

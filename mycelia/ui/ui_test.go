@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -81,6 +82,8 @@ type fixture struct {
 	rt *reconciletest.Runtime
 	h  *Handler
 	ts *httptest.Server
+	// session is the fixture operator's cookie.
+	session *http.Cookie
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -102,7 +105,73 @@ func newFixture(t *testing.T) *fixture {
 		Nonce: func() string { return "TESTNONCE" }, FollowEvery: -1}
 	f.ts = httptest.NewServer(f.h)
 	t.Cleanup(f.ts.Close)
+	f.session = f.loginAs(f.ts.Client(), fixtureOperator, fixtureToken)
 	return f
+}
+
+// The fixture's operator: its token is fixed, so the session cookie and
+// the CSRF token on the golden pages are too. Every request of f.get and
+// f.ts.Client() carries its session; f.user() is a browser without one.
+const (
+	fixtureOperator = "tester"
+	fixtureToken    = "spo_the-fixture-operator-token-fixed-for-goldens"
+)
+
+// loginAs stores name's token (next to any others) and gives client a
+// session cookie for it, as POST /ui/login would (expiring an hour after
+// the fixture's clock).
+func (f *fixture) loginAs(client *http.Client, name, token string) *http.Cookie {
+	f.t.Helper()
+	ctx := context.Background()
+	key := state.OperatorSessionKey(token)
+	require.NoError(f.t, f.h.Store.Update(ctx, func(tx state.Tx) error {
+		s, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		ops := append(s.OperatorTokens(), state.OperatorToken{Name: name, Hash: state.HashToken(token), Session: state.SessionHash(key), Created: t0})
+		return tx.PutSettings(ctx, s.WithOperators(ops))
+	}))
+	c := &http.Cookie{Name: SessionCookie, Value: newSession(name, key, t0.Add(2*time.Hour)), Path: Prefix}
+	jar, err := cookiejar.New(nil)
+	require.NoError(f.t, err)
+	base, err := url.Parse(f.ts.URL + Prefix)
+	require.NoError(f.t, err)
+	jar.SetCookies(base, []*http.Cookie{c})
+	client.Jar = jar
+	return c
+}
+
+// benchSession stores the fixture operator's token in st (once) and
+// returns its session cookie, for benchmarks that build their own handler.
+func benchSession(tb testing.TB, st state.Store) *http.Cookie {
+	tb.Helper()
+	ctx := context.Background()
+	key := state.OperatorSessionKey(fixtureToken)
+	err := st.Update(ctx, func(tx state.Tx) error {
+		s, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		for _, op := range s.OperatorTokens() {
+			if op.Name == fixtureOperator {
+				return nil
+			}
+		}
+		ops := append(s.OperatorTokens(), state.OperatorToken{Name: fixtureOperator, Hash: state.HashToken(fixtureToken), Session: state.SessionHash(key), Created: t0})
+		return tx.PutSettings(ctx, s.WithOperators(ops))
+	})
+	require.NoError(tb, err)
+	return &http.Cookie{Name: SessionCookie, Value: newSession(fixtureOperator, key, t0.Add(2*time.Hour)), Path: Prefix}
+}
+
+// request is a request straight to the handler, from loopback, with the
+// fixture's session.
+func (f *fixture) request(method, target string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, target, body)
+	req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
+	req.AddCookie(f.session)
+	return req
 }
 
 // add creates sp (created at t0) with evs in its log; awake ones are
@@ -390,48 +459,60 @@ func TestXSS(t *testing.T) {
 	require.NotContains(t, b.String(), "<script")
 }
 
+// TestAccess: a session works from any address and host name (an
+// Ingress, a port-forward); without one every page is refused, loopback
+// and loopback host names included; only the stylesheets answer.
 func TestAccess(t *testing.T) {
 	f := newFixture(t)
 	f.colony()
+	addrs := []struct{ remote, host string }{
+		{"127.0.0.1:5555", "127.0.0.1:7070"},
+		{"127.0.0.1:5555", "localhost:7070"},
+		{"[::1]:5555", "[::1]:7070"},
+		{"192.0.2.1:5555", "127.0.0.1:7070"},
+		{"10.0.0.3:5555", "serve.lab:7070"},
+		{"garbage", "127.0.0.1:7070"},
+		{"127.0.0.1:5555", "evil.example:7070"},
+	}
+	paths := []string{"/ui/", "/ui/spores/lab-a", "/ui/spores/lab-a/events?after=bad", "/ui/fleet/events?state=bad", "/ui/static/ui.css"}
 	for _, tc := range []struct {
-		remote, host string
-		want         int
+		name    string
+		session bool
+		// want is the status of a page, a stream and a stylesheet.
+		page, stream int
 	}{
-		{"127.0.0.1:5555", "127.0.0.1:7070", http.StatusOK},
-		{"127.0.0.1:5555", "localhost:7070", http.StatusOK},
-		{"[::1]:5555", "[::1]:7070", http.StatusOK},
-		{"127.0.0.9:5555", "LOCALHOST", http.StatusOK},
-		{"192.0.2.1:5555", "127.0.0.1:7070", http.StatusForbidden},
-		{"10.0.0.3:5555", "serve.lab:7070", http.StatusForbidden},
-		{"[2001:db8::1]:5555", "[::1]:7070", http.StatusForbidden},
-		{"garbage", "127.0.0.1:7070", http.StatusForbidden},
-		// A web page that rebinds its own name to 127.0.0.1.
-		{"127.0.0.1:5555", "evil.example:7070", http.StatusForbidden},
-		{"127.0.0.1:5555", "127.0.0.1.evil.example", http.StatusForbidden},
+		{"session", true, http.StatusOK, http.StatusBadRequest},
+		{"no session", false, http.StatusSeeOther, http.StatusUnauthorized},
 	} {
-		for _, p := range []string{"/ui/", "/ui/spores/lab-a", "/ui/spores/lab-a/events?after=bad", "/ui/static/ui.css"} {
-			req := httptest.NewRequest(http.MethodGet, p, nil)
-			req.RemoteAddr, req.Host = tc.remote, tc.host
-			w := httptest.NewRecorder()
-			f.h.ServeHTTP(w, req)
-			want := tc.want
-			if want == http.StatusOK && strings.Contains(p, "bad") {
-				want = http.StatusBadRequest
-			}
-			require.Equal(t, want, w.Code, "%s from %s to %s: %s", p, tc.remote, tc.host, w.Body)
-			require.Equal(t, "nosniff", w.Header().Get("X-Content-Type-Options"))
-			require.NotEmpty(t, w.Header().Get("Content-Security-Policy"))
-			if want == http.StatusForbidden {
-				require.NotContains(t, w.Body.String(), "lab-a")
+		for _, ad := range addrs {
+			for _, p := range paths {
+				req := httptest.NewRequest(http.MethodGet, p, nil)
+				req.RemoteAddr, req.Host = ad.remote, ad.host
+				if tc.session {
+					req.AddCookie(f.session)
+				}
+				w := httptest.NewRecorder()
+				f.h.ServeHTTP(w, req)
+				want := tc.page
+				switch {
+				case strings.HasPrefix(p, "/ui/static/"):
+					want = http.StatusOK
+				case strings.Contains(p, "bad"):
+					want = tc.stream
+				}
+				require.Equal(t, want, w.Code, "%s: %s from %s to %s: %s", tc.name, p, ad.remote, ad.host, w.Body)
+				require.Equal(t, "nosniff", w.Header().Get("X-Content-Type-Options"))
+				require.NotEmpty(t, w.Header().Get("Content-Security-Policy"))
+				if !tc.session {
+					require.NotContains(t, w.Body.String(), "lab-a</")
+				}
 			}
 		}
 	}
 	// The page only reads.
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
-		req := httptest.NewRequest(m, "/ui/", strings.NewReader("x"))
-		req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
 		w := httptest.NewRecorder()
-		f.h.ServeHTTP(w, req)
+		f.h.ServeHTTP(w, f.request(m, "/ui/", strings.NewReader("x")))
 		require.Equal(t, http.StatusMethodNotAllowed, w.Code)
 	}
 }
@@ -552,8 +633,7 @@ func TestLiveTailEndsOnShutdown(t *testing.T) {
 	f.add(state.Spore{ID: "quiet", Colony: "lab", Rank: state.RankSpore}, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.h.Shutdown = ctx
-	req := httptest.NewRequest(http.MethodGet, "/ui/spores/quiet/events", nil)
-	req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
+	req := f.request(http.MethodGet, "/ui/spores/quiet/events", nil)
 	done := make(chan struct{})
 	go func() {
 		f.h.ServeHTTP(httptest.NewRecorder(), req)

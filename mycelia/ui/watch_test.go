@@ -359,6 +359,7 @@ func TestLivePushPostgres(t *testing.T) {
 	f := &fixture{t: t, h: &Handler{Store: s, Now: func() time.Time { return t0.Add(time.Hour) }, Poll: time.Hour}}
 	f.ts = httptest.NewServer(f.h)
 	defer f.ts.Close()
+	f.session = f.loginAs(f.ts.Client(), fixtureOperator, fixtureToken)
 	require.NotNil(t, f.h.hub(), "the PostgreSQL store is a Changes")
 	var scs []*bufio.Scanner
 	for range 3 {
