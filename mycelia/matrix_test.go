@@ -185,9 +185,9 @@ var matrix = map[string]matrixRow{
 			return "/api/mycologist/summons", map[string]any{"text": "please look", "to": "far-myco"}
 		},
 		in: map[state.Rank]cell{
-			state.RankSpore:  messageTo("lab-myco", "[from spore lab-a] please look at my failing test"),
-			state.RankSwarm:  messageTo("lab-myco", "[from the [swarm] mycologist lab-lead of colony lab]"),
-			state.RankColony: messageTo("arch", "[from the [colony] mycologist lab-myco of colony lab]"),
+			state.RankSpore:  messageTo("lab-myco", "[from spore lab-a]\nplease look at my failing test"),
+			state.RankSwarm:  messageTo("lab-myco", "[from the [swarm] mycologist lab-lead of colony lab]\n"),
+			state.RankColony: messageTo("arch", "[from the [colony] mycologist lab-myco of colony lab]\n"),
 			state.RankArch:   denied(http.StatusForbidden),
 		},
 		out: map[state.Rank]cell{
@@ -203,9 +203,9 @@ var matrix = map[string]matrixRow{
 		},
 		in: map[state.Rank]cell{
 			state.RankSpore:  denied(http.StatusForbidden),
-			state.RankSwarm:  messageTo("lab-a", "[from the [swarm] mycologist] how is it going?"),
-			state.RankColony: messageTo("lab-a", "[from the [colony] mycologist] how is it going?"),
-			state.RankArch:   messageTo("far-x", "[from the [arch] mycologist] how is it going?"),
+			state.RankSwarm:  messageTo("lab-a", "[from the [swarm] mycologist]\nhow is it going?"),
+			state.RankColony: messageTo("lab-a", "[from the [colony] mycologist]\nhow is it going?"),
+			state.RankArch:   messageTo("far-x", "[from the [arch] mycologist]\nhow is it going?"),
 		},
 		out: allRanksGet(denied(http.StatusForbidden)),
 	},
@@ -246,8 +246,8 @@ var matrix = map[string]matrixRow{
 			return "/api/swarm/tell", map[string]any{"role": role, "text": "your turn"}
 		},
 		in: map[state.Rank]cell{
-			state.RankSpore:  messageTo("lab-b", "[from swarm teammate coder] your turn"),
-			state.RankSwarm:  messageTo("lab-b", "[from swarm teammate lead] your turn"),
+			state.RankSpore:  messageTo("lab-b", "[from swarm teammate coder]\nyour turn"),
+			state.RankSwarm:  messageTo("lab-b", "[from swarm teammate lead]\nyour turn"),
 			state.RankColony: denied(http.StatusForbidden),
 			state.RankArch:   denied(http.StatusForbidden),
 		},

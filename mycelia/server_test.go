@@ -46,7 +46,7 @@ func TestTellToASleepingSporeNeedsWake(t *testing.T) {
 	require.Len(t, p, 1)
 	require.Equal(t, res.ID, p[0].ID)
 	require.Equal(t, "spore:lab-myco", p[0].From)
-	require.True(t, strings.HasPrefix(p[0].Text, "[from the [colony] mycologist] wake up!"))
+	require.True(t, strings.HasPrefix(p[0].Text, "[from the [colony] mycologist]\nwake up!"))
 	require.Contains(t, p[0].Text, "`mycologist spore lab-b`", "a message says how to answer")
 }
 
@@ -239,7 +239,7 @@ func TestSummonsGoesOneRankUp(t *testing.T) {
 	require.Equal(t, Delivered, res.State)
 	p := h.prompts("arch")
 	require.Len(t, p, 1)
-	require.Equal(t, "[from spore alone] anyone?\n\n(alone summons you. Read its conversation: `mycologist spore alone --turns 5`. Answer it: `mycologist tell alone \"…\"`.)", p[0].Text)
+	require.Equal(t, "[from spore alone]\nanyone?\n\n(alone summons you. Read its conversation: `mycologist spore alone --turns 5`. Answer it: `mycologist tell alone \"…\"`.)", p[0].Text)
 
 	h2 := newHarness(t)
 	h2.add(state.Spore{ID: "alone", Colony: "empty", Rank: state.RankSpore}, true)
