@@ -111,8 +111,8 @@ func TestMycologistCommands(t *testing.T) {
 	c.ok("reconcile")
 	p := c.rt.BridgeOf("myco").Prompts()
 	require.Len(t, p, 1)
-	require.True(t, strings.HasPrefix(p[0].Text, "[from spore a] my tests fail, please look"), p[0].Text)
-	require.Contains(t, c.ok("chat", "myco"), "[spore:a] [from spore a] my tests fail")
+	require.True(t, strings.HasPrefix(p[0].Text, "[from spore a]\nmy tests fail, please look"), p[0].Text)
+	require.Regexp(t, `> \[spore:a\] \[from spore a\]\n +my tests fail`, c.ok("chat", "myco"))
 
 	var list mycelia.SporeList
 	require.NoError(t, json.Unmarshal([]byte(c.asOK("myco", "mycologist", "spores", "-o", "json")), &list))
@@ -166,7 +166,7 @@ func TestMycologistCommands(t *testing.T) {
 	require.Contains(t, out, "spore/b")
 	c.ok("reconcile")
 	last := c.rt.BridgeOf("b").Prompts()
-	require.Equal(t, "[from swarm teammate coder] your turn\n\n(Answer it: `swarm tell coder \"…\"`.)", last[len(last)-1].Text)
+	require.Equal(t, "[from swarm teammate coder]\nyour turn\n\n(Answer it: `swarm tell coder \"…\"`.)", last[len(last)-1].Text)
 	out = c.asOK("lead", "swarm", "compact", "coder")
 	require.Regexp(t, `^compact/compact-\S+ queued at position 0 by spore/a\n$`, out)
 }
