@@ -67,6 +67,7 @@ func TestTellToAWorkingSporeIsQueuedAtItsBridge(t *testing.T) {
 // first was still in the outbox or delivered already.
 func TestRetriedRequestIsRecordedOnce(t *testing.T) {
 	h := newHarness(t).colony()
+	h.setDesired("lab-myco", state.Paused) // the summons wakes it
 	ask := func(reqID string) SendResponse {
 		t.Helper()
 		r := h.do("lab-a", "POST", "/api/mycologist/summons", AskRequest{Text: "help"}, HeaderRequestID, reqID)
@@ -354,8 +355,12 @@ func TestFollowWoken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h.srv.Background, h.srv.FollowWoken = ctx, 10*time.Second
+	h.setDesired("lab-myco", state.Paused)
 	r := h.do("lab-a", "POST", "/api/mycologist/summons", AskRequest{Text: "help"})
 	require.Equal(t, http.StatusAccepted, r.status)
+	var res SendResponse
+	r.decode(t, &res)
+	require.True(t, res.Woke, "the summons woke it")
 	require.Eventually(t, func() bool { return len(h.prompts("lab-myco")) == 1 }, 10*time.Second, 20*time.Millisecond)
 	cancel()
 	h.srv.Wait()
@@ -472,6 +477,7 @@ func TestRateLimitHoldsAcrossServers(t *testing.T) {
 	}
 	require.Equal(t, 3, sent)
 	// Another spore has its own count.
+	h.setDesired("lab-b", state.Running)
 	r := h.do("lab-b", "POST", "/api/swarm/tell", SwarmTellRequest{Role: "lead", Text: "me too"})
 	require.Equal(t, http.StatusAccepted, r.status)
 }
