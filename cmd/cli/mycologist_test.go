@@ -43,7 +43,7 @@ func newAPIColony(t *testing.T) *apiColony {
 	c.ok("create", "a", "--colony", "lab", "--swarm", "red", "--role", "coder", "--wake")
 	c.ok("create", "b", "--colony", "lab", "--swarm", "red", "--role", "tester")
 	c.ok("create", "lead", "--colony", "lab", "--rank", "swarm", "--swarm", "red", "--role", "lead", "--wake")
-	c.ok("create", "x", "--colony", "far")
+	c.ok("create", "x", "--colony", "far", "--wake")
 	st, err := dirstore.Open(context.Background(), c.store, dirstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
@@ -216,9 +216,15 @@ func TestProgramArgs(t *testing.T) {
 
 func TestMycologistAddressCollisionsDeploys(t *testing.T) {
 	c := newAPIColony(t)
+	// A sleeping spore may not call serve: its mycologist is woken first.
+	r := c.as("myco", nil, "mycologist", "spores")
+	require.Equal(t, ExitForbidden, r.code, r.err)
+	require.Contains(t, r.err, "spore myco is asleep (desired Paused)")
+	c.ok("wake", "myco")
+	c.newToken("myco") // its start issued it one of its own
 	// The fallback check (serve without a key): a tell naming another
 	// spore in reach and not its target is refused, exit 5, naming it.
-	r := c.as("myco", nil, "mycologist", "tell", "a", "b: rerun the suite")
+	r = c.as("myco", nil, "mycologist", "tell", "a", "b: rerun the suite")
 	require.Equal(t, ExitConflict, r.code, r.err)
 	require.Contains(t, r.err, "meant for spore b, not a")
 	require.Contains(t, r.err, "--force")
