@@ -46,7 +46,7 @@ func (s *Server) summons(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.send(c, to, summonsText(c.caller, req.Text), true)
+	return s.send(c, to, summonsLetter(c.caller), req.Text, true)
 }
 
 // tell: POST /spores/{id}/prompt — a mycologist to a spore in its reach.
@@ -74,7 +74,7 @@ func (s *Server) tell(c *call) (int, any, error) {
 		}
 		checked = v.By
 	}
-	status, body, err := s.send(c, to, tellText(c.caller, to, req.Text), req.Wake)
+	status, body, err := s.send(c, to, tellLetter(c.caller, to), req.Text, req.Wake)
 	if res, ok := body.(SendResponse); ok {
 		res.AddressCheck = checked
 		body = res
@@ -103,7 +103,7 @@ func (s *Server) swarmTell(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.send(c, to, swarmText(c.caller, req.Text), true)
+	return s.send(c, to, swarmLetter(c.caller), req.Text, true)
 }
 
 // swarmLoop: POST /api/swarm/loop — the [swarm] mycologist starts,
@@ -329,11 +329,12 @@ func (s *Server) reachable(c *call) (state.Spore, error) {
 	return state.Spore{}, err
 }
 
-// send records the message (once per request id) and delivers it now
-// when the target is up; a target it woke is followed in the background.
-func (s *Server) send(c *call, to state.Spore, text string, wake bool) (int, any, error) {
+// send records the caller's text framed by l (once per request id) and
+// delivers it now when the target is up; a target it woke is followed in
+// the background.
+func (s *Server) send(c *call, to state.Spore, l letter, text string, wake bool) (int, any, error) {
 	id := messageID(c.caller.ID, to.ID, c.requestID)
-	m := reconcile.Message{To: to.ID, From: From(c.caller), Kind: state.KindMessage, Text: text, Wake: wake}
+	m := reconcile.Message{To: to.ID, From: From(c.caller), Kind: state.KindMessage, Mark: l.mark, Text: text, Note: l.note, Wake: wake}
 	sent, err := reconcile.SendOnce(c.ctx(), s.Store, m, reconcile.Once{ID: id, Window: DedupWindow, KeepStopped: true,
 		Sender: c.caller.ID, Limit: s.RateLimit, Per: s.ratePer()}, s.now())
 	if err != nil {

@@ -189,7 +189,7 @@ func (h *harness) add(sp state.Spore, awake bool) {
 // The colony every test of the API starts from:
 //
 //	arch       [arch]    colony lab                    awake
-//	lab-myco   [colony]  colony lab                    asleep
+//	lab-myco   [colony]  colony lab                    awake
 //	lab-lead   [swarm]   colony lab, swarm red, lead   awake
 //	lab-a      spore     colony lab, swarm red, coder  awake
 //	lab-b      spore     colony lab, swarm red, tester asleep
@@ -198,7 +198,7 @@ func (h *harness) add(sp state.Spore, awake bool) {
 //	far-x      spore     colony far, swarm red, scout  awake
 func (h *harness) colony() *harness {
 	h.add(state.Spore{ID: "arch", Colony: "lab", Rank: state.RankArch}, true)
-	h.add(state.Spore{ID: "lab-myco", Colony: "lab", Rank: state.RankColony}, false)
+	h.add(state.Spore{ID: "lab-myco", Colony: "lab", Rank: state.RankColony}, true)
 	h.add(state.Spore{ID: "lab-lead", Colony: "lab", Rank: state.RankSwarm, Swarm: "red", Role: "lead"}, true)
 	h.add(state.Spore{ID: "lab-a", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "coder"}, true)
 	h.add(state.Spore{ID: "lab-b", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "tester"}, false)
@@ -327,4 +327,25 @@ func toolUseLine(id, name string, input any) string {
 func toolResultLine(id string, isError bool, content string) string {
 	b, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "is_error": isError, "content": content}}}})
 	return string(b)
+}
+
+// setDesired records id's desired state (not counted as a request's
+// write) and starts or stops it on the fake runtime to match.
+func (h *harness) setDesired(id string, d state.Desired) {
+	h.t.Helper()
+	ctx := context.Background()
+	var sp state.Spore
+	require.NoError(h.t, h.st.Store.Update(ctx, func(tx state.Tx) error {
+		var err error
+		if sp, err = tx.Spore(ctx, id); err != nil {
+			return err
+		}
+		sp.Desired, sp.Updated = d, time.Now().UTC()
+		return tx.UpdateSpore(ctx, sp)
+	}))
+	if d == state.Running {
+		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_test"}))
+		return
+	}
+	require.NoError(h.t, h.rt.Stop(ctx, id))
 }

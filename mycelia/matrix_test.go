@@ -185,9 +185,9 @@ var matrix = map[string]matrixRow{
 			return "/api/mycologist/summons", map[string]any{"text": "please look", "to": "far-myco"}
 		},
 		in: map[state.Rank]cell{
-			state.RankSpore:  messageTo("lab-myco", "[from spore lab-a] please look at my failing test"),
-			state.RankSwarm:  messageTo("lab-myco", "[from the [swarm] mycologist lab-lead of colony lab]"),
-			state.RankColony: messageTo("arch", "[from the [colony] mycologist lab-myco of colony lab]"),
+			state.RankSpore:  messageTo("lab-myco", "[from spore lab-a]\nplease look at my failing test"),
+			state.RankSwarm:  messageTo("lab-myco", "[from the [swarm] mycologist lab-lead of colony lab]\n"),
+			state.RankColony: messageTo("arch", "[from the [colony] mycologist lab-myco of colony lab]\n"),
 			state.RankArch:   denied(http.StatusForbidden),
 		},
 		out: map[state.Rank]cell{
@@ -203,9 +203,9 @@ var matrix = map[string]matrixRow{
 		},
 		in: map[state.Rank]cell{
 			state.RankSpore:  denied(http.StatusForbidden),
-			state.RankSwarm:  messageTo("lab-a", "[from the [swarm] mycologist] how is it going?"),
-			state.RankColony: messageTo("lab-a", "[from the [colony] mycologist] how is it going?"),
-			state.RankArch:   messageTo("far-x", "[from the [arch] mycologist] how is it going?"),
+			state.RankSwarm:  messageTo("lab-a", "[from the [swarm] mycologist]\nhow is it going?"),
+			state.RankColony: messageTo("lab-a", "[from the [colony] mycologist]\nhow is it going?"),
+			state.RankArch:   messageTo("far-x", "[from the [arch] mycologist]\nhow is it going?"),
 		},
 		out: allRanksGet(denied(http.StatusForbidden)),
 	},
@@ -246,8 +246,8 @@ var matrix = map[string]matrixRow{
 			return "/api/swarm/tell", map[string]any{"role": role, "text": "your turn"}
 		},
 		in: map[state.Rank]cell{
-			state.RankSpore:  messageTo("lab-b", "[from swarm teammate coder] your turn"),
-			state.RankSwarm:  messageTo("lab-b", "[from swarm teammate lead] your turn"),
+			state.RankSpore:  messageTo("lab-b", "[from swarm teammate coder]\nyour turn"),
+			state.RankSwarm:  messageTo("lab-b", "[from swarm teammate lead]\nyour turn"),
 			state.RankColony: denied(http.StatusForbidden),
 			state.RankArch:   denied(http.StatusForbidden),
 		},
@@ -557,4 +557,57 @@ func TestUnknownRoutes(t *testing.T) {
 		}
 	}
 	require.Zero(t, h.st.updates.Load())
+}
+
+// TestAsleepCallerIsRefused: the matrix's rows for a caller whose desired
+// state is Paused or Stopped. On every route, with its right token, it
+// gets 403 caller_asleep and nothing is written; with a wrong token the
+// same 401 as anyone (authenticated first, refused after). Woken, it gets
+// the matrix's answer again.
+func TestAsleepCallerIsRefused(t *testing.T) {
+	for i := range routes {
+		rt := &routes[i]
+		if rt.public {
+			continue
+		}
+		row := matrix[rt.name]
+		for _, rank := range allRanks {
+			for _, d := range []state.Desired{state.Paused, state.Stopped} {
+				t.Run(fmt.Sprintf("%s/%s/%s", rt.name, rank, d), func(t *testing.T) {
+					h := newHarness(t).colony()
+					if row.setup != nil {
+						row.setup(h)
+					}
+					caller := callers[rank]
+					h.setDesired(caller, d)
+					h.st.updates.Store(0)
+					path, body := row.request(caller, true)
+
+					r := h.do(caller, rt.method, path, body)
+					require.Equal(t, http.StatusForbidden, r.status, "answer: %s", r.body)
+					var e Error
+					r.decode(t, &e)
+					require.Equal(t, CodeCallerAsleep, e.Code)
+					require.Contains(t, e.Message, fmt.Sprintf("spore %s is asleep (desired %s)", caller, d))
+					wrong := h.do("", rt.method, path, body, "Authorization", "Bearer spt_wrong", HeaderSpore, caller)
+					require.Equal(t, http.StatusUnauthorized, wrong.status, "a wrong token learns nothing of the state: %s", wrong.body)
+					require.NotContains(t, string(wrong.body), string(d))
+					require.Zero(t, h.st.updates.Load(), "a refused caller wrote to the store")
+					for id := range h.tokens {
+						require.Empty(t, h.messages(id), "a refused caller sent a message to %s", id)
+					}
+					require.Zero(t, h.compactsOf("lab-a"))
+
+					h.setDesired(caller, state.Running)
+					h.st.updates.Store(0)
+					c := row.in[rank]
+					r = h.do(caller, rt.method, path, body)
+					require.Equal(t, c.status, r.status, "woken: %s", r.body)
+					if c.check != nil {
+						c.check(t, h, r)
+					}
+				})
+			}
+		}
+	}
 }

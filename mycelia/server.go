@@ -117,7 +117,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // authenticate finds the caller from its id and token. Every failure is
-// the same 401, whatever was wrong, so nothing is learnt from it.
+// the same 401, whatever was wrong, so nothing is learnt from it. A right
+// token of a spore whose desired state is not Running is then refused
+// with 403 caller_asleep.
 func (s *Server) authenticate(ctx context.Context, r *http.Request) (state.Spore, error) {
 	unauthorized := errorf(http.StatusUnauthorized, CodeUnauthorized, "unauthorized: send Authorization: Bearer <token> and %s: <spore id>", HeaderSpore)
 	ids, auths := r.Header.Values(HeaderSpore), r.Header.Values("Authorization")
@@ -149,8 +151,19 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (state.Spore
 	if !hash.Matches(token) {
 		return state.Spore{}, unauthorized
 	}
+	// Only once the token is proven: nothing of a sleeping spore runs, so
+	// a call with its token is not the spore's, and a stopped one must
+	// not act. Told only to whoever holds the token.
+	if sp.Desired != state.Running {
+		return state.Spore{}, errorf(http.StatusForbidden, CodeCallerAsleep,
+			"spore %s is asleep (desired %s): a sleeping or stopped spore may not call serve; nothing was done (it may call again once woken)", sp.ID, sp.Desired)
+	}
 	return sp, nil
 }
+
+// CodeCallerAsleep: the caller's own desired state is Paused or Stopped
+// (403): its token is right, but it may not act until it is woken.
+const CodeCallerAsleep = "caller_asleep"
 
 // noHash is compared against when there is no stored hash.
 var noHash = state.HashToken("")

@@ -46,7 +46,7 @@ func TestTellToASleepingSporeNeedsWake(t *testing.T) {
 	require.Len(t, p, 1)
 	require.Equal(t, res.ID, p[0].ID)
 	require.Equal(t, "spore:lab-myco", p[0].From)
-	require.True(t, strings.HasPrefix(p[0].Text, "[from the [colony] mycologist] wake up!"))
+	require.True(t, strings.HasPrefix(p[0].Text, "[from the [colony] mycologist]\nwake up!"))
 	require.Contains(t, p[0].Text, "`mycologist spore lab-b`", "a message says how to answer")
 }
 
@@ -67,6 +67,7 @@ func TestTellToAWorkingSporeIsQueuedAtItsBridge(t *testing.T) {
 // first was still in the outbox or delivered already.
 func TestRetriedRequestIsRecordedOnce(t *testing.T) {
 	h := newHarness(t).colony()
+	h.setDesired("lab-myco", state.Paused) // the summons wakes it
 	ask := func(reqID string) SendResponse {
 		t.Helper()
 		r := h.do("lab-a", "POST", "/api/mycologist/summons", AskRequest{Text: "help"}, HeaderRequestID, reqID)
@@ -240,7 +241,7 @@ func TestSummonsGoesOneRankUp(t *testing.T) {
 	require.Equal(t, Delivered, res.State)
 	p := h.prompts("arch")
 	require.Len(t, p, 1)
-	require.Equal(t, "[from spore alone] anyone?\n\n(alone summons you. Read its conversation: `mycologist spore alone --turns 5`. Answer it: `mycologist tell alone \"…\"`.)", p[0].Text)
+	require.Equal(t, "[from spore alone]\nanyone?\n\n(alone summons you. Read its conversation: `mycologist spore alone --turns 5`. Answer it: `mycologist tell alone \"…\"`.)", p[0].Text)
 
 	h2 := newHarness(t)
 	h2.add(state.Spore{ID: "alone", Colony: "empty", Rank: state.RankSpore}, true)
@@ -355,8 +356,12 @@ func TestFollowWoken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h.srv.Background, h.srv.FollowWoken = ctx, 10*time.Second
+	h.setDesired("lab-myco", state.Paused)
 	r := h.do("lab-a", "POST", "/api/mycologist/summons", AskRequest{Text: "help"})
 	require.Equal(t, http.StatusAccepted, r.status)
+	var res SendResponse
+	r.decode(t, &res)
+	require.True(t, res.Woke, "the summons woke it")
 	require.Eventually(t, func() bool { return len(h.prompts("lab-myco")) == 1 }, 10*time.Second, 20*time.Millisecond)
 	cancel()
 	h.srv.Wait()
@@ -473,6 +478,7 @@ func TestRateLimitHoldsAcrossServers(t *testing.T) {
 	}
 	require.Equal(t, 3, sent)
 	// Another spore has its own count.
+	h.setDesired("lab-b", state.Running)
 	r := h.do("lab-b", "POST", "/api/swarm/tell", SwarmTellRequest{Role: "lead", Text: "me too"})
 	require.Equal(t, http.StatusAccepted, r.status)
 }

@@ -38,7 +38,17 @@ type Message struct {
 	// Kind is state.KindPrompt for a person's prompt, state.KindMessage
 	// for one from a spore.
 	Kind state.EventKind
+	// Mark is the sender's mark, the first line of what the agent reads
+	// ("[from spore x]", …): chosen by the sending program from who sent
+	// it (serve: the authenticated caller), never from the text. Empty
+	// for a person's prompt.
+	Mark string
+	// Text is the sender's own words; Compose rewrites every mark-shaped
+	// token in it.
 	Text string
+	// Note, when set, follows the text: how to answer, written by the
+	// sending program.
+	Note string
 	// Wake sets desired Running on a sleeping target (with an event);
 	// without it a sleeping target is refused with *AsleepError.
 	Wake bool
@@ -55,7 +65,7 @@ func NewMessageID() string {
 // Send records m in one transaction and returns its outbox entry.
 func Send(ctx context.Context, st state.Store, m Message, now time.Time) (state.OutboxEntry, error) {
 	now = now.UTC()
-	entry := state.OutboxEntry{ID: NewMessageID(), Spore: m.To, From: m.From, Text: m.Text, At: now, Wake: m.Wake}
+	entry := m.entry(NewMessageID(), now)
 	err := st.Update(ctx, func(tx state.Tx) error {
 		sp, err := tx.Spore(ctx, m.To)
 		if err != nil {
@@ -67,10 +77,17 @@ func Send(ctx context.Context, st state.Store, m Message, now time.Time) (state.
 	return entry, err
 }
 
+// entry is m's outbox entry under id: its text is what the agent reads
+// (Compose), and the message event keeps the same text.
+func (m Message) entry(id string, now time.Time) state.OutboxEntry {
+	return state.OutboxEntry{ID: id, Spore: m.To, From: m.From, Text: Compose(m), At: now, Wake: m.Wake}
+}
+
 // record writes a message inside tx, for Send and SendOnce: a wake (desired
 // Running, a new generation, an event) when the target sleeps and m.Wake
 // allows it, else *AsleepError; the message event (its Action the given
-// one); the outbox entry. It reports whether it woke the target.
+// one, its text entry's); the outbox entry. It reports whether it woke
+// the target.
 func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry state.OutboxEntry, action string, now time.Time) (woke bool, err error) {
 	kind := m.Kind
 	if kind == "" {
@@ -90,7 +107,7 @@ func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry s
 		evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", At: now, Text: fmt.Sprintf("desired %s → Running, to deliver %s", prev, entry.ID)})
 		woke = true
 	}
-	evs = append(evs, state.Event{Kind: kind, Action: action, From: m.From, At: now, Text: m.Text})
+	evs = append(evs, state.Event{Kind: kind, Action: action, From: m.From, At: now, Text: entry.Text})
 	if _, err := tx.Append(ctx, m.To, evs); err != nil {
 		return false, err
 	}

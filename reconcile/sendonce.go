@@ -33,7 +33,7 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 	if kind == "" {
 		kind = state.KindPrompt
 	}
-	entry := state.OutboxEntry{ID: entryID, Spore: m.To, From: m.From, Text: m.Text, At: now, Wake: m.Wake}
+	entry := m.entry(entryID, now)
 	var out Sent
 	err := st.Update(ctx, func(tx state.Tx) error {
 		sp, err := tx.Spore(ctx, m.To)

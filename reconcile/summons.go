@@ -64,8 +64,8 @@ import (
 // failed result of its spore; an earlier failed report is not raised
 // (`mycologist deploys` still shows it).
 
-// SummonsFrom is the sender a summons is recorded with; SummonsMark
-// starts its text.
+// SummonsFrom is the sender a summons is recorded with; SummonsMark is
+// its mark, the first line of its text.
 const (
 	SummonsFrom = "sporectl:summons"
 	SummonsMark = "[from sporectl: automatic summons]"
@@ -76,7 +76,10 @@ const IncidentKeep = 2 * incident.DefaultWindow
 
 // Summons is one incident to raise: its key and the message's text.
 type Summons struct {
-	Key  string
+	Key string
+	// Text follows SummonsMark. It quotes what spores wrote (a path, a
+	// command, a report), so Summon composes it as every message is
+	// (Compose): a mark-shaped token in it is rewritten.
 	Text string
 	// By is the one spore whose incident it is (a failed deploy's), ""
 	// for several (a collision). The [arch] is not summoned about its own
@@ -95,9 +98,9 @@ func CollisionSummons(c incident.Collision) Summons {
 		who = append(who, fmt.Sprintf("%s (%s, last at %s)", fe.ID, edits, fe.LastAt.UTC().Format(time.RFC3339)))
 		look = append(look, fmt.Sprintf("`mycologist spore %s`", fe.ID))
 	}
-	text := fmt.Sprintf("%s Collision: %d spores edited the same file %s in the last %s: %s. "+
+	text := fmt.Sprintf("Collision: %d spores edited the same file %s in the last %s: %s. "+
 		"Look: `mycologist collisions`, %s; steer them with `mycologist tell ID \"…\"`. No answer is expected.",
-		SummonsMark, len(c.Spores), show(c.Path), incident.DefaultWindow, strings.Join(who, ", "), strings.Join(look, ", "))
+		len(c.Spores), show(c.Path), incident.DefaultWindow, strings.Join(who, ", "), strings.Join(look, ", "))
 	return Summons{Key: incident.CollisionKey(c), Text: text}
 }
 
@@ -107,9 +110,9 @@ func DeploySummons(d incident.Deploy) Summons {
 	if d.Source == incident.SourceReport {
 		what = fmt.Sprintf("it reported %s", show(d.What))
 	}
-	text := fmt.Sprintf("%s Failed %s: spore %s, at %s (event %d of its log): %s. "+
+	text := fmt.Sprintf("Failed %s: spore %s, at %s (event %d of its log): %s. "+
 		"Look: `mycologist deploys`, `mycologist spore %s`; steer it with `mycologist tell %s \"…\"`. No answer is expected.",
-		SummonsMark, d.Kind, d.Spore, d.At.UTC().Format(time.RFC3339), d.Seq, what, d.Spore, d.Spore)
+		d.Kind, d.Spore, d.At.UTC().Format(time.RFC3339), d.Seq, what, d.Spore, d.Spore)
 	return Summons{Key: incident.DeployKey(d), Text: text, By: d.Spore}
 }
 
@@ -167,8 +170,8 @@ func Summon(ctx context.Context, tx state.Tx, arch string, ss []Summons, now tim
 	}
 	var out []state.OutboxEntry
 	for _, s := range todo {
-		e := state.OutboxEntry{ID: NewMessageID(), Spore: sp.ID, From: SummonsFrom, Text: s.Text, At: now, Wake: true}
-		m := Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Text: s.Text, Wake: true}
+		m := Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Mark: SummonsMark, Text: s.Text, Wake: true}
+		e := m.entry(NewMessageID(), now)
 		woke, err := record(ctx, tx, sp, m, e, e.ID, now)
 		if err != nil {
 			return nil, fmt.Errorf("record the summons %s for %s: %w", s.Key, sp.ID, err)

@@ -342,7 +342,7 @@ func TestSummonsPrunesOldKeys(t *testing.T) {
 		sp.Incidents = []state.Incident{{Key: "failed:a:1", At: old}, {Key: "failed:a:2", At: e.now.Add(-time.Hour)}}
 	})
 	require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error {
-		_, err := reconcile.Summon(ctx, tx, "arch", []reconcile.Summons{{Key: "failed:a:3", Text: reconcile.SummonsMark + " x"}}, e.now)
+		_, err := reconcile.Summon(ctx, tx, "arch", []reconcile.Summons{{Key: "failed:a:3", Text: "x"}}, e.now)
 		return err
 	}))
 	require.Equal(t, []string{"failed:a:2", "failed:a:3"}, incidentKeys(e.spore("arch")))

@@ -43,7 +43,7 @@ func newAPIColony(t *testing.T) *apiColony {
 	c.ok("create", "a", "--colony", "lab", "--swarm", "red", "--role", "coder", "--wake")
 	c.ok("create", "b", "--colony", "lab", "--swarm", "red", "--role", "tester")
 	c.ok("create", "lead", "--colony", "lab", "--rank", "swarm", "--swarm", "red", "--role", "lead", "--wake")
-	c.ok("create", "x", "--colony", "far")
+	c.ok("create", "x", "--colony", "far", "--wake")
 	st, err := dirstore.Open(context.Background(), c.store, dirstore.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { st.Close() })
@@ -111,8 +111,8 @@ func TestMycologistCommands(t *testing.T) {
 	c.ok("reconcile")
 	p := c.rt.BridgeOf("myco").Prompts()
 	require.Len(t, p, 1)
-	require.True(t, strings.HasPrefix(p[0].Text, "[from spore a] my tests fail, please look"), p[0].Text)
-	require.Contains(t, c.ok("chat", "myco"), "[spore:a] [from spore a] my tests fail")
+	require.True(t, strings.HasPrefix(p[0].Text, "[from spore a]\nmy tests fail, please look"), p[0].Text)
+	require.Regexp(t, `> \[spore:a\] \[from spore a\]\n +my tests fail`, c.ok("chat", "myco"))
 
 	var list mycelia.SporeList
 	require.NoError(t, json.Unmarshal([]byte(c.asOK("myco", "mycologist", "spores", "-o", "json")), &list))
@@ -166,7 +166,7 @@ func TestMycologistCommands(t *testing.T) {
 	require.Contains(t, out, "spore/b")
 	c.ok("reconcile")
 	last := c.rt.BridgeOf("b").Prompts()
-	require.Equal(t, "[from swarm teammate coder] your turn\n\n(Answer it: `swarm tell coder \"…\"`.)", last[len(last)-1].Text)
+	require.Equal(t, "[from swarm teammate coder]\nyour turn\n\n(Answer it: `swarm tell coder \"…\"`.)", last[len(last)-1].Text)
 	out = c.asOK("lead", "swarm", "compact", "coder")
 	require.Regexp(t, `^compact/compact-\S+ queued at position 0 by spore/a\n$`, out)
 }
@@ -216,9 +216,15 @@ func TestProgramArgs(t *testing.T) {
 
 func TestMycologistAddressCollisionsDeploys(t *testing.T) {
 	c := newAPIColony(t)
+	// A sleeping spore may not call serve: its mycologist is woken first.
+	r := c.as("myco", nil, "mycologist", "spores")
+	require.Equal(t, ExitForbidden, r.code, r.err)
+	require.Contains(t, r.err, "spore myco is asleep (desired Paused)")
+	c.ok("wake", "myco")
+	c.newToken("myco") // its start issued it one of its own
 	// The fallback check (serve without a key): a tell naming another
 	// spore in reach and not its target is refused, exit 5, naming it.
-	r := c.as("myco", nil, "mycologist", "tell", "a", "b: rerun the suite")
+	r = c.as("myco", nil, "mycologist", "tell", "a", "b: rerun the suite")
 	require.Equal(t, ExitConflict, r.code, r.err)
 	require.Contains(t, r.err, "meant for spore b, not a")
 	require.Contains(t, r.err, "--force")

@@ -43,7 +43,10 @@ starts it and delivers once its bridge answers (waiting up to --timeout; after
 that it stays in the outbox and the next reconcile delivers it).
 
 TEXT "-" reads the prompt from standard input. Prompts must be valid UTF-8,
-not empty, and at most 256 KiB.`,
+not empty, and at most 256 KiB. --from names the sender in the store only: the
+agent reads the text alone, with no sender's mark, and a part of it shaped like
+one ("[from …") is rewritten as "[quoted: from …", so a prompt cannot pass for
+a message from a spore.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageErrorf("%s takes a spore id and the prompt text (or - for stdin), got %d argument(s)", cmd.CommandPath(), len(args))
@@ -134,6 +137,7 @@ func (o *promptOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
+	// A person's prompt has no Mark; Send composes what the agent reads.
 	entry, err := reconcile.Send(ctx, st, reconcile.Message{To: o.ID, From: o.From, Kind: state.KindPrompt, Text: o.Text, Wake: o.Wake}, o.f.Now())
 	if err != nil {
 		return err

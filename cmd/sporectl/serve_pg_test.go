@@ -149,7 +149,7 @@ func (s *servePG) sent(sender string) int {
 // from a mycologist of rank whose text starts with text.
 func (s *servePG) echoes(id string, rank state.Rank, text string) int {
 	s.r.t.Helper()
-	return strings.Count(s.r.ok("chat", id), fmt.Sprintf("echo: [from the [%s] mycologist] %s", rank, text))
+	return strings.Count(s.r.ok("chat", id), fmt.Sprintf("echo: [from the [%s] mycologist]\n        %s", rank, text))
 }
 
 // mycoSpores runs `mycologist spores -o json` (through argv[0]) as id
@@ -411,7 +411,7 @@ func TestServePGTwoReplicasAreOne(t *testing.T) {
 	chat := r.ok("chat", target)
 	for i := range burst {
 		require.Equal(t, 1, s.messages(target, myco, burstText(i)), "burst %d recorded once", i)
-		require.Equal(t, 1, strings.Count(chat, "echo: [from the [colony] mycologist] "+burstText(i)), "burst %d reached the bridge once:\n%s", i, chat)
+		require.Equal(t, 1, strings.Count(chat, "echo: [from the [colony] mycologist]\n        "+burstText(i)), "burst %d reached the bridge once:\n%s", i, chat)
 	}
 	require.Equal(t, 2+1+burst, s.sent(myco), "the colony mycologist's messages, each counted once")
 

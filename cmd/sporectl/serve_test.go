@@ -185,14 +185,14 @@ func TestServeAskWakesTheMycologistOnceAcrossASIGKILL(t *testing.T) {
 	require.Regexp(t, `^message/m-[0-9a-f]{24} .*spore/myco.*\(sent before; not sent again\)\n$`, askOut.String())
 
 	// The woken mycologist's bridge takes it (serve follows it up).
-	echo := "echo: [from spore asker] my build is red: please look"
+	echo := "echo: [from spore asker]\n        my build is red: please look"
 	require.Eventually(t, func() bool {
 		return strings.Count(string(runOK(t, store, "chat", "myco")), echo) == 1
 	}, 60*time.Second, 200*time.Millisecond, "the message never reached the mycologist: %s", secondLog)
 	runOK(t, store, "reconcile")
 	chat := string(runOK(t, store, "chat", "myco"))
 	require.Equal(t, 1, strings.Count(chat, echo), "answered more than once:\n%s", chat)
-	require.Equal(t, 1, strings.Count(chat, "> [spore:asker] [from spore asker] my build is red"), "in the conversation more than once:\n%s", chat)
+	require.Equal(t, 1, strings.Count(chat, "> [spore:asker] [from spore asker]\n                        my build is red"), "in the conversation more than once:\n%s", chat)
 	require.Equal(t, 1, serveMessages(t, store, "myco", "spore:asker"))
 	require.Contains(t, chat, "`mycologist spore asker --turns 5`", "the summons says how to read the asker")
 

@@ -98,6 +98,8 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 	}
 	wake := r.PostForm.Get("wake") != ""
 	from := h.sender(a)
+	// The operator's name stays in the store (From): a person's prompt has
+	// no Mark, and Send rewrites a mark-shaped part of the text.
 	entry, err := reconcile.Send(ctx, h.Store, reconcile.Message{To: id, From: from, Kind: state.KindPrompt, Text: text, Wake: wake}, h.now())
 	var asleep *reconcile.AsleepError
 	switch {
