@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/sporectl/sporectl/state"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -225,12 +223,4 @@ func treeHash(t *testing.T, root string) string {
 		return nil
 	})
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func TestEventSummaryIsSafeForTerminals(t *testing.T) {
-	e := state.Event{Kind: state.KindAgent, Line: []byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"hi \u001b[2J\u001b]0;pwned\u0007 there"}]}}`)}
-	got := summary(e, true)
-	require.NotContains(t, got, "\x1b")
-	require.NotContains(t, got, "\x07")
-	require.Equal(t, "assistant: hi [2J ]0;pwned there", got)
 }
