@@ -187,7 +187,7 @@ func TestCheckReportsCorruption(t *testing.T) {
 
 func TestHelpTouchesNothing(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "never")
-	for _, args := range [][]string{{"--help"}, {"status", "--help"}, {"completion", "bash"}, {"version"}} {
+	for _, args := range [][]string{{"--help"}, {"status", "--help"}, {"completion", "bash"}, {"version"}, {"--version"}} {
 		r := run(t, store, args...)
 		require.Equal(t, ExitOK, r.code, "%v: %s", args, r.err)
 		require.NotEmpty(t, r.out)
@@ -223,4 +223,16 @@ func treeHash(t *testing.T, root string) string {
 		return nil
 	})
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestVersionFlag: --version prints what the version command prints.
+func TestVersionFlag(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "never")
+	want := mustRun(t, store, "version")
+	require.True(t, strings.HasPrefix(want, "sporectl "+version+" ("), want)
+	for _, args := range [][]string{{"--version"}, {"-v", "--version"}} {
+		r := run(t, store, args...)
+		require.Equal(t, ExitOK, r.code, "%v: %s", args, r.err)
+		require.Equal(t, want, r.out, "%v", args)
+	}
 }

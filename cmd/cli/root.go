@@ -88,6 +88,7 @@ decided in one transaction, and exits.`,
 		newCmdSwarm(f),
 		newCmdToken(f),
 	)
+	setVersionFlag(root, f)
 	registerCompletions(root, f)
 	return root
 }
