@@ -16,8 +16,8 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
-step() { printf '\n$ sporectl %s\n' "$*"; "$bin" "$@"; }
-say() { printf '\n# %s\n' "$*"; }
+# step (the command line as a shell needs it typed, then run) and say.
+source "$(dirname "${BASH_SOURCE[0]}")/demo-steps.sh"
 pid_of() { sed -n 's/.*"pid":\([0-9]*\).*/\1/p' "$SPORECTL_STORE/run/$1.json"; }
 
 step init --runtime local --agent echo --backoff-initial 1s --no-operator

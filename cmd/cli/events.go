@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 
@@ -134,15 +133,12 @@ func summary(e state.Event, wide bool) string {
 	default:
 		s = e.Text
 	}
-	// An agent's text is untrusted: no control character (an escape
-	// sequence, say) reaches the terminal.
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
+	// A summary is one line: runs of ordinary white space (spaces, tabs,
+	// line breaks) become one space. Every other control character stays,
+	// for the printer to show as a visible escape (ESC as \x1b, BEL as
+	// \x07, docs/cli.md): blanking it would hide that an agent's text held
+	// an escape sequence.
+	s = strings.Join(strings.FieldsFunc(s, isBlank), " ")
 	if !wide && len(s) > 80 {
 		cut := 77
 		for cut > 0 && !isRuneStart(s[cut]) {
@@ -154,6 +150,10 @@ func summary(e state.Event, wide bool) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// isBlank is the white space a summary folds: not every unicode.IsSpace
+// (NEL U+0085 and the line separators are controls the printer escapes).
+func isBlank(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
 
 // agentSummary names the line's type; the bridge package parses lines
 // fully, this only needs a label.

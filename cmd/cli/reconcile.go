@@ -116,13 +116,15 @@ func actionsOf(plans []*reconcile.SporePlan, dry bool) []passAction {
 		case p.OpenBreaker:
 			add(p, "open-breaker", fmt.Sprintf("%d crashes inside the window; run 'sporectl reset %s'", len(p.Failures), p.Spore.ID), nil)
 		case p.Start && p.Crash:
-			add(p, "restart", "after "+p.Verdict.Text+"; next respawn not before "+p.NotBefore.Format("15:04:05Z"), p.StartErr)
+			// Restarted now: nothing is held back, so no "next respawn"
+			// time (that is the wait case's, below, and the event's).
+			add(p, "restart", "after "+p.Verdict.Text, p.StartErr)
 		case p.Start:
 			add(p, "start", "desired Running, nothing running", p.StartErr)
 		case p.Stop:
 			add(p, "stop", p.Verdict.Text, p.StopErr)
 		case !p.Due.IsZero():
-			add(p, "wait", "backing off; next respawn at "+p.Due.Format("15:04:05Z"), nil)
+			add(p, "wait", "backing off; next respawn at "+p.Due.UTC().Format("15:04:05Z"), nil)
 		}
 		if dry {
 			if len(p.Deliver) > 0 {

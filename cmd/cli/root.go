@@ -53,9 +53,7 @@ decided in one transaction, and exits.`,
 			return validateOutput(f.Global.Output)
 		},
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &UsageError{Msg: err.Error()}
-	})
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.Global.Store, "store", "", "store location: a directory or postgres://… URL (env "+EnvStore+")")
 	pf.StringVarP(&f.Global.Output, "output", "o", "table", "output format: table|wide|json|yaml|name")
@@ -89,6 +87,7 @@ decided in one transaction, and exits.`,
 		newCmdSwarm(f),
 		newCmdToken(f),
 	)
+	setVersionFlag(root, f)
 	registerCompletions(root, f)
 	return root
 }

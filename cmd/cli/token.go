@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -169,35 +170,106 @@ func (o *operatorOptions) updateOperators(ctx context.Context, change func([]sta
 func newCmdTokenList(f *Factory) *cobra.Command {
 	var operators bool
 	cmd := &cobra.Command{
-		Use:   "list --operator",
-		Short: "List the operators who have a login token for the page (never a token or its hash)",
-		Args:  cobra.NoArgs,
+		Use:   "list [--operator]",
+		Short: "List who has a token: every spore's API token state and the operators' logins (never a token or its hash)",
+		Long: `List every spore with the state of its API token (set: the store holds a hash
+serve accepts; none: serve refuses every call as that spore until its next
+start) and every operator with a login token for the page, with its time.
+With --operator, only the operators. Never a token or a hash.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !operators {
-				return usageErrorf("%s needs --operator: only operators' tokens are listed (a spore's is made on its start)", cmd.CommandPath())
-			}
-			st, err := f.Store(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			var s state.Settings
-			if err := st.View(cmd.Context(), func(tx state.Tx) error {
-				var err error
-				s, err = tx.Settings(cmd.Context())
-				return err
-			}); err != nil {
-				return err
-			}
-			l := operatorList{Operators: []operatorRow{}}
-			for _, op := range s.OperatorTokens() {
-				l.Operators = append(l.Operators, operatorRow{Name: op.Name, Created: op.Created.UTC()})
-			}
-			return f.Print(l)
+			return listTokens(cmd.Context(), f, operators)
 		},
 	}
-	cmd.Flags().BoolVar(&operators, "operator", false, "list operators' tokens")
+	cmd.Flags().BoolVar(&operators, "operator", false, "list only operators' tokens")
 	return cmd
+}
+
+// listTokens reads, in one snapshot, the operators' tokens and (unless
+// onlyOperators) whether each spore has an API token's hash.
+func listTokens(ctx context.Context, f *Factory, onlyOperators bool) error {
+	st, err := f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ops := operatorList{Operators: []operatorRow{}}
+	all := tokenList{Spores: []sporeTokenRow{}}
+	err = st.View(ctx, func(tx state.Tx) error {
+		s, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		for _, op := range s.OperatorTokens() {
+			ops.Operators = append(ops.Operators, operatorRow{Name: op.Name, Created: op.Created.UTC()})
+		}
+		if onlyOperators {
+			return nil
+		}
+		spores, err := tx.Spores(ctx)
+		if err != nil {
+			return err
+		}
+		for _, sp := range spores {
+			row := sporeTokenRow{ID: sp.ID, Token: tokenNone}
+			h, err := tx.TokenHash(ctx, sp.ID)
+			switch {
+			case errors.Is(err, state.ErrNotFound):
+			case err != nil:
+				return fmt.Errorf("read the token hash of spore %s: %w", sp.ID, err)
+			case h.Valid():
+				row.Token = tokenSet
+			}
+			all.Spores = append(all.Spores, row)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if onlyOperators {
+		return f.Print(ops)
+	}
+	all.Operators = ops.Operators
+	return f.Print(all)
+}
+
+// A spore's API token state in token list: whether serve would accept a
+// token for it (the one it got on its last start, or none after rotate).
+const (
+	tokenSet  = "set"
+	tokenNone = "none"
+)
+
+// sporeTokenRow is one spore in token list: its token's state only.
+type sporeTokenRow struct {
+	ID    string `json:"id"`
+	Token string `json:"token"` // set | none
+}
+
+// tokenList is token list without --operator.
+type tokenList struct {
+	Spores    []sporeTokenRow `json:"spores"`
+	Operators []operatorRow   `json:"operators"`
+}
+
+func (l tokenList) Table(bool) ([]string, [][]string) {
+	rows := make([][]string, 0, len(l.Spores)+len(l.Operators))
+	for _, sp := range l.Spores {
+		rows = append(rows, []string{"spore", sp.ID, sp.Token, "-"})
+	}
+	for _, op := range l.Operators {
+		rows = append(rows, []string{"operator", op.Name, tokenSet, op.Created.Format(time.RFC3339)})
+	}
+	return []string{"KIND", "NAME", "TOKEN", "CREATED"}, rows
+}
+
+func (l tokenList) Names() []string {
+	out := make([]string, 0, len(l.Spores)+len(l.Operators))
+	for _, sp := range l.Spores {
+		out = append(out, "spore/"+sp.ID)
+	}
+	return append(out, operatorList{l.Operators}.Names()...)
 }
 
 // operatorRow is one line of token list --operator: no hash, ever.

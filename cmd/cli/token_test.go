@@ -135,11 +135,60 @@ func TestTokenOperator(t *testing.T) {
 		{"token", "create", "--operator", ""},
 		{"token", "create", "--operator", "a", "extra"},
 		{"token", "revoke"},
-		{"token", "list"},
+		{"token", "list", "extra"},
 	} {
 		r := c.run("", args...)
 		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.err)
 		require.Empty(t, r.out, "%v", args)
 	}
 	require.Equal(t, "", c.ok("token", "list", "--operator", "--no-headers"))
+}
+
+// TestTokenListAlone: token list with no flag lists every spore's token
+// state and the operators, in one table, never a token or a hash.
+func TestTokenListAlone(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake") // its start issues a token
+	c.ok("create", "b")           // never started: none
+	op := strings.TrimSpace(c.ok("token", "create", "--operator", "alice"))
+	at := testNow.UTC().Format(time.RFC3339)
+
+	st, err := dirstore.Open(context.Background(), c.store, dirstore.Options{})
+	require.NoError(t, err)
+	var hash state.TokenHash
+	require.NoError(t, st.View(context.Background(), func(tx state.Tx) error {
+		var err error
+		hash, err = tx.TokenHash(context.Background(), "a")
+		return err
+	}))
+	require.NoError(t, st.Close())
+	require.True(t, hash.Valid())
+
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"table", []string{"token", "list"}, "KIND       NAME    TOKEN   CREATED\n" +
+			"spore      a       set     -\n" +
+			"spore      b       none    -\n" +
+			"operator   alice   set     " + at + "\n"},
+		{"name", []string{"token", "list", "-o", "name"}, "spore/a\nspore/b\noperator/alice\n"},
+		{"json", []string{"token", "list", "-o", "json"}, `{"spores":[{"id":"a","token":"set"},{"id":"b","token":"none"}],"operators":[{"name":"alice","created":"` + at + `"}]}`},
+		{"operators only", []string{"token", "list", "--operator"}, "OPERATOR   CREATED\nalice      " + at + "\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := c.ok(tc.args...)
+			if tc.name == "json" {
+				require.JSONEq(t, tc.want, out)
+			} else {
+				require.Equal(t, tc.want, out)
+			}
+			require.NotContains(t, out, string(hash))
+			require.NotContains(t, out, op)
+			require.NotContains(t, out, "spo_")
+			require.NotContains(t, out, "spt_")
+		})
+	}
 }

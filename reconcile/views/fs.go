@@ -7,8 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/sporectl/sporectl/state"
 )
 
 // Test seams (like the dir store's): the calls that change the directory,
@@ -57,7 +60,7 @@ func (c *changes) put(rel string, data []byte) error {
 		return fmt.Errorf("read view %s: %w", p, err)
 	}
 	if err := replaceFile(p, data); err != nil {
-		return fmt.Errorf("write view %s: %w", p, err)
+		return viewErr("write view", p, err)
 	}
 	c.written = append(c.written, rel)
 	c.dirs[filepath.Dir(p)] = true
@@ -71,7 +74,7 @@ func (c *changes) remove(rel string) error {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
-		return fmt.Errorf("remove view %s: %w", p, err)
+		return viewErr("remove view", p, err)
 	}
 	c.written = append(c.written, rel)
 	c.dirs[filepath.Dir(p)] = true
@@ -89,7 +92,7 @@ func (c *changes) mkdir(dir string) error {
 		return err
 	}
 	if err := os.Mkdir(dir, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("create view directory %s: %w", dir, err)
+		return viewErr("create view directory", dir, err)
 	}
 	c.dirs[parent] = true
 	return nil
@@ -100,8 +103,23 @@ func (c *changes) sync() error {
 	var errs []error
 	for _, d := range sortedKeys(c.dirs) {
 		if err := syncDir(d); err != nil {
-			errs = append(errs, fmt.Errorf("fsync view directory %s: %w", d, err))
+			errs = append(errs, viewErr("fsync view directory", d, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// viewErr is a failure to change the views directory, naming the file. A
+// full disk or an exhausted quota is the store's own trouble (the views
+// live beside it, and its next write fails the same way): it is a
+// *state.UnavailableError, so the command exits as the store does on a
+// full disk (6, docs/exit-codes.md), not with a generic failure.
+func viewErr(op, path string, err error) error {
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		return &state.UnavailableError{Op: op + " " + path, Err: fmt.Errorf("disk full: %w", err)}
+	case errors.Is(err, syscall.EDQUOT):
+		return &state.UnavailableError{Op: op + " " + path, Err: fmt.Errorf("disk quota exhausted: %w", err)}
+	}
+	return fmt.Errorf("%s %s: %w", op, path, err)
 }
