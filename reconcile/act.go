@@ -37,10 +37,11 @@ func NewCredentials() (Credentials, state.TokenHash, error) {
 	return Credentials{APIToken: tok, BridgeToken: "sbt_" + base64.RawURLEncoding.EncodeToString(b)}, hash, nil
 }
 
-// act carries out the plan: credentials first (their hashes committed
-// before any plaintext leaves this process), then starts and stops in
-// parallel, then deliveries. Every outcome is written into its plan; act
-// fails only when it could not record credentials.
+// act carries out the plan: starts and stops in parallel (each start's
+// token hash committed when the runtime asks for its credentials, before
+// any plaintext leaves this process), then deliveries. Every outcome is
+// written into its plan; act fails only when it could not make
+// credentials or read which spores still exist.
 func (ps *Pass) act(ctx context.Context, rt Runtime, plans []*SporePlan, obs observation) error {
 	var starts, stops []*SporePlan
 	for _, p := range plans {
@@ -112,37 +113,44 @@ func (ps *Pass) act(ctx context.Context, rt Runtime, plans []*SporePlan, obs obs
 	return nil
 }
 
-// issued are the credentials made for one start: the runtime asks for
-// them only if it really starts the spore (used), and the store's token
-// hash before ours (prev) is kept so the commit can put it back when the
-// runtime found the spore running (started by a racing command) and our
-// hash would name a token nobody holds.
+// issued are the credentials made for one start. Their hash reaches the
+// store only when the runtime asks for them, that is when it really
+// starts the spore, under what serialises its starts (locally the spore's
+// start lock), and before the plaintext leaves this process: the store
+// then always holds the hash of the token the spore's running bridge got.
+//
+// The hash used to be committed for every planned start before any of
+// them, with the hash it replaced kept to put back when the runtime found
+// the spore running (a racing command had started it). Passes that lost
+// such a race put back hashes in the order of their commits, not of their
+// issues, and one could put back another loser's hash: the spore then ran
+// with a token the store did not know ("stored hash and the spore's token
+// disagree", TestConcurrentWakes), and until then every racing pass's
+// hash locked the running spore out for the length of its pass.
 type issued struct {
 	creds Credentials
 	hash  state.TokenHash
-	prev  state.TokenHash
 	used  atomic.Bool
-	// exists re-checks, when the runtime is about to start the spore
-	// (locally under its start lock), that it is still in the store: a
-	// `delete` that committed meanwhile wins, and nothing starts for a
-	// spore that is gone.
-	exists func(ctx context.Context) error
+	// commit records hash as the spore's token, in one transaction that
+	// re-checks the spore first: a `delete` or `sleep` that committed
+	// meanwhile wins, and nothing starts for a spore that is gone or no
+	// longer wished running.
+	commit func(ctx context.Context, hash state.TokenHash) error
 }
 
 func (i *issued) Credentials(ctx context.Context) (Credentials, error) {
-	if i.exists != nil {
-		if err := i.exists(ctx); err != nil {
-			return Credentials{}, err
-		}
+	if err := i.commit(ctx, i.hash); err != nil {
+		return Credentials{}, err
 	}
 	i.used.Store(true)
 	return i.creds, nil
 }
 
-// issue makes credentials for every spore about to start and commits
-// their token hashes in one transaction, before any start: the store
-// always knows the token a spore got. A spore deleted meanwhile gets
-// none (and is not started).
+// issue makes credentials for every spore about to start that the store
+// still has (one read for all: a spore deleted since the snapshot gets
+// none and is not started, so no runtime makes a home for it). Nothing is
+// written here: each start commits its own hash when the runtime asks for
+// its credentials (see issued).
 func (ps *Pass) issue(ctx context.Context, starts []*SporePlan) (map[string]*issued, error) {
 	if len(starts) == 0 {
 		return nil, nil
@@ -154,24 +162,27 @@ func (ps *Pass) issue(ctx context.Context, starts []*SporePlan) (map[string]*iss
 			return nil, err
 		}
 		id := p.Spore.ID
-		out[id] = &issued{creds: c, hash: h, exists: func(ctx context.Context) error {
-			return ps.Store.View(ctx, func(tx state.Tx) error {
+		out[id] = &issued{creds: c, hash: h, commit: func(ctx context.Context, hash state.TokenHash) error {
+			err := ps.Store.Update(ctx, func(tx state.Tx) error {
 				sp, err := tx.Spore(ctx, id)
-				if err == nil && sp.Desired != state.Running {
+				if err != nil {
+					return err
+				}
+				if sp.Desired != state.Running {
 					// Put to sleep since the snapshot: the newer wish wins.
 					return errWishChanged
 				}
-				return err
+				return tx.SetTokenHash(ctx, id, hash)
 			})
+			if err != nil && !errors.Is(err, errWishChanged) && !errors.Is(err, state.ErrNotFound) {
+				return fmt.Errorf("record the token of %s: %w", id, err)
+			}
+			return err
 		}}
 	}
-	err := ps.Store.Update(ctx, func(tx state.Tx) error {
-		for id, is := range out {
-			prev, err := tx.TokenHash(ctx, id)
-			if err != nil && !errors.Is(err, state.ErrNotFound) {
-				return err
-			}
-			err = tx.SetTokenHash(ctx, id, is.hash)
+	err := ps.Store.View(ctx, func(tx state.Tx) error {
+		for id := range out {
+			_, err := tx.Spore(ctx, id)
 			if errors.Is(err, state.ErrNotFound) {
 				delete(out, id)
 				continue
@@ -179,12 +190,11 @@ func (ps *Pass) issue(ctx context.Context, starts []*SporePlan) (map[string]*iss
 			if err != nil {
 				return err
 			}
-			is.prev = prev
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("record tokens of spores to start: %w", err)
+		return nil, fmt.Errorf("read spores to start: %w", err)
 	}
 	return out, nil
 }

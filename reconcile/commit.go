@@ -13,7 +13,7 @@ import (
 // the snapshot's record. A pass whose plans all say no writes nothing at
 // all: no transaction is opened.
 func (p *SporePlan) changes(now time.Time) bool {
-	if len(p.Delivered) > 0 || p.unusedToken() {
+	if len(p.Delivered) > 0 {
 		return true
 	}
 	if p.Ingest == nil && !p.Start && !p.Stop && !p.OpenBreaker && !p.ClearFailures &&
@@ -24,18 +24,6 @@ func (p *SporePlan) changes(now time.Time) bool {
 	}
 	sp, evs := p.record(p.Spore, now)
 	return len(evs) > 0 || !sameRecord(sp, p.Spore)
-}
-
-// unusedToken reports whether the pass committed a token hash for a
-// start that the runtime did not make (the spore was running already).
-func (p *SporePlan) unusedToken() bool {
-	return p.issued != nil && !p.issued.used.Load() && p.StartErr == nil
-}
-
-// usedToken reports whether the runtime started the spore with the
-// credentials this pass issued.
-func (p *SporePlan) usedToken() bool {
-	return p.issued != nil && p.issued.used.Load() && p.StartErr == nil
 }
 
 // sameRecord compares what a pass may change of a spore.
@@ -105,26 +93,6 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 					return err
 				}
 				last[id] = got[len(got)-1].Seq
-			}
-			if p.usedToken() {
-				// Racing starts each committed a hash before starting; the
-				// one whose token the spore got says so last.
-				if err := tx.SetTokenHash(ctx, id, p.issued.hash); err != nil {
-					return err
-				}
-			}
-			if p.unusedToken() {
-				// Started by a racing command with its own token: put its
-				// hash back unless it has been replaced again since.
-				cur, err := tx.TokenHash(ctx, id)
-				if err != nil && !errors.Is(err, state.ErrNotFound) {
-					return err
-				}
-				if cur == p.issued.hash && p.issued.prev != "" {
-					if err := tx.SetTokenHash(ctx, id, p.issued.prev); err != nil {
-						return err
-					}
-				}
 			}
 		}
 		if then != nil {

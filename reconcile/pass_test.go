@@ -364,6 +364,9 @@ func TestPassNewerWishIsNotOverwritten(t *testing.T) {
 	require.Zero(t, sp.Restarts, "a respawn that was not made was counted")
 	out = e.heal()
 	require.Equal(t, reconcile.Paused, health(out, "a").Effective)
+	require.True(t, out.Plans[0].Stop, "what is left of the dead spore goes: asleep means no pod")
+	out = e.heal()
+	require.Equal(t, reconcile.Paused, health(out, "a").Effective)
 	require.False(t, out.Plans[0].Stop)
 }
 

@@ -95,9 +95,9 @@ func Plan(in PlanInput) []*SporePlan {
 
 func heal(p *SporePlan, in PlanInput) {
 	sp := p.Spore
-	asleepButRuns := sp.Desired != state.Running && (p.Observed.Pod == PodRunning || p.Observed.Pod == PodPending)
+	asleepButThere := sp.Desired != state.Running && podThere(p.Observed)
 	switch {
-	case sp.BreakerOpen && asleepButRuns:
+	case sp.BreakerOpen && asleepButThere:
 		// Error shows above all, but a spore put to sleep is still ended:
 		// the breaker holds back starts, never a stop.
 		p.Stop = true
@@ -122,7 +122,26 @@ func heal(p *SporePlan, in PlanInput) {
 		// Runs while asleep: end it. Two pods or trees: end them all; the
 		// next pass starts one again (counted as a crash, so bounded).
 		p.Stop = true
+	case asleepButThere:
+		// Not running, but there: a Failed pod (a dead tree's run file and
+		// leftovers), or a pod on a node that stopped reporting. A spore
+		// is awake exactly when its pod exists, so sleep removes it too.
+		p.Stop = true
 	}
+}
+
+// podThere reports whether the runtime holds a pod (process tree) of the
+// spore that a stop must remove, whatever its phase: all but Absent and
+// Terminating (going already). Unknown counts only when it is the pod's
+// own phase (a lost node), never when observation itself failed.
+func podThere(o Observed) bool {
+	switch o.Pod {
+	case PodRunning, PodPending, PodFailed:
+		return true
+	case PodUnknown:
+		return !o.Unknown
+	}
+	return false
 }
 
 // wasAlive reports whether a recorded health means the spore was running
@@ -242,7 +261,12 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		health, reason = string(Dead), ReasonStartFailed
 		ev(state.KindLifecycle, "start-failed", "the runtime could not start it: "+p.StartErr.Error())
 	case p.Stop && p.StopErr == nil:
-		ev(state.KindLifecycle, "stop", fmt.Sprintf("ended its processes (%s)", p.Verdict.Text))
+		why := p.Verdict.Text
+		if p.Verdict.Effective.OK() {
+			// Asleep as wished, but its failed pod was left: say so.
+			why = fmt.Sprintf("%s while desired %s", p.Observed.Pod, p.Spore.Desired)
+		}
+		ev(state.KindLifecycle, "stop", fmt.Sprintf("ended its processes (%s)", why))
 		health, reason = string(Health(fresh.Desired, Observed{Pod: PodAbsent}, false).Effective), ""
 		if Effective(health) == Dead {
 			// Woken while this pass stopped it: its next start is a first

@@ -140,7 +140,10 @@ func TestConcurrentWakes(t *testing.T) {
 	}
 	wg.Wait()
 	pid := bridgePID(t, store, "racer")
-	// Count bridges serving this spore's home.
+	// Count bridges serving this spore's home: the processes marked with
+	// its id and its home, which is under this test's own store (parallel
+	// copies of the suite have spores called racer too).
+	home := "HOME=" + filepath.Join(store, "homes", "racer")
 	n := 0
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -149,7 +152,7 @@ func TestConcurrentWakes(t *testing.T) {
 			continue
 		}
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && containsEnv(env, "SPORECTL_SPORE_ID=racer") {
+		if err == nil && containsEnv(env, "SPORECTL_SPORE_ID=racer") && containsEnv(env, home) {
 			n++
 			require.Equal(t, pid, p, "a bridge other than the recorded one runs")
 		}
@@ -168,6 +171,49 @@ func TestConcurrentWakes(t *testing.T) {
 		require.True(t, h.Matches(strings.TrimSpace(string(tok))), "stored hash and the spore's token disagree")
 		return nil
 	}))
+}
+
+// TestSleepEndsWhatADeadSporeLeft: a spore is awake exactly when its
+// process tree exists. A spore whose bridge died leaves a run file and, at
+// times, marked processes (a tool that left the bridge's session); it is
+// observed Failed. `sleep` ends those and removes the run file, keeping
+// the home: status then says Paused with nothing there.
+func TestSleepEndsWhatADeadSporeLeft(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "store")
+	runOK(t, store, "init", "--agent", "echo")
+	t.Cleanup(func() { _ = sporectl(store, "delete", "dead-1").Run() })
+	runOK(t, store, "create", "dead-1", "--wake")
+	runOK(t, store, "wake", "dead-1", "--wait", "15s")
+
+	// A tool of the spore's in a session of its own, marked as the
+	// spore's processes are.
+	home := filepath.Join(store, "homes", "dead-1")
+	tool := exec.Command("sleep", "600")
+	tool.Env = append(os.Environ(), "SPORECTL_SPORE_ID=dead-1", "HOME="+home)
+	tool.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	require.NoError(t, tool.Start())
+	toolDone := make(chan struct{})
+	go func() { _ = tool.Wait(); close(toolDone) }()
+	t.Cleanup(func() { _ = tool.Process.Kill(); <-toolDone })
+
+	require.NoError(t, syscall.Kill(bridgePID(t, store, "dead-1"), syscall.SIGKILL))
+	require.Eventually(t, func() bool {
+		doc, _ := status(t, store, "dead-1")
+		return doc.Spores[0].Observed.Pod == "Failed"
+	}, 5*time.Second, 50*time.Millisecond)
+
+	runOK(t, store, "sleep", "dead-1")
+	select {
+	case <-toolDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("sleep left the dead spore's tool running")
+	}
+	require.NoFileExists(t, filepath.Join(store, "run", "dead-1.json"), "sleep leaves no run file")
+	require.DirExists(t, home, "sleep keeps the home")
+	doc, code := status(t, store, "dead-1")
+	require.Equal(t, 0, code)
+	require.Equal(t, "Paused", doc.Spores[0].Effective)
+	require.Equal(t, "Absent", doc.Spores[0].Observed.Pod)
 }
 
 func containsEnv(environ []byte, kv string) bool {

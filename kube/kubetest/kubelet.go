@@ -116,6 +116,23 @@ func (k *Kubelet) Fail(ctx context.Context, name, reason string) error {
 	})
 }
 
+// Succeed ends the pod with its container exited 0 (phase Succeeded), as
+// when the bridge returns from main.
+func (k *Kubelet) Succeed(ctx context.Context, name string) error {
+	return k.status(ctx, name, func(p *corev1.Pod) {
+		now := metav1.Now()
+		p.Status.Phase = corev1.PodSucceeded
+		for i := range p.Status.ContainerStatuses {
+			cs := &p.Status.ContainerStatuses[i]
+			cs.State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now,
+			}}
+			cs.Ready = false
+		}
+		setReady(p, false)
+	})
+}
+
 // LoseNode marks the pod's phase Unknown, as when its node stopped
 // reporting.
 func (k *Kubelet) LoseNode(ctx context.Context, name string) error {
