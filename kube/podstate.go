@@ -17,7 +17,7 @@ const (
 // function of the pod so the mapping table in docs/runtimes.md can be
 // tested line by line:
 //
-//	deletionTimestamp set          -> Terminating
+//	deletionTimestamp set          -> Terminating (never Exited)
 //	phase Pending (or not yet set) -> Pending
 //	phase Running                  -> Running, Ready from the Ready condition
 //	phase Failed / Succeeded       -> Failed
@@ -34,6 +34,10 @@ func podObservation(id string, p *corev1.Pod) reconcile.PodObservation {
 	switch {
 	case p.DeletionTimestamp != nil:
 		o.State = reconcile.PodTerminating
+		// Its container ends because the pod is being deleted (SIGTERM):
+		// that is not the bridge exiting at start, and its last words are
+		// not a reason to show. The pod is the old incarnation going away.
+		o.Exited, o.ExitLog = false, ""
 	case p.Status.Phase == corev1.PodPending || p.Status.Phase == "":
 		o.State = reconcile.PodPending
 	case p.Status.Phase == corev1.PodRunning:

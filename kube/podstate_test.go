@@ -105,6 +105,15 @@ func TestPodObservationExited(t *testing.T) {
 			assert.Equal(t, c.log, got.ExitLog)
 		})
 	}
+	// A pod being deleted: its container ending is the deletion's doing
+	// (SIGTERM, exit 143), not the bridge failing at start, so wake --wait
+	// keeps waiting for the new pod instead of failing with exit 9.
+	now := metav1.Now()
+	gone := podObservation("x", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
+		ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 143, Reason: "Error", Message: words}}}}}})
+	assert.Equal(t, reconcile.PodTerminating, gone.State)
+	assert.False(t, gone.Exited, "a terminating pod's bridge did not exit at start")
+	assert.Empty(t, gone.ExitLog)
 	assert.Equal(t, "the end", bridge.FatalError(podObservation("x", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed,
 		ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: term(long)}}}}}).ExitLog))
 }

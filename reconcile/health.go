@@ -81,7 +81,10 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 		}
 		return v(Dead, ReasonFailed, "failed")
 	case PodTerminating:
-		return v(Diverged, ReasonTerminating, "terminating while desired Running")
+		// The previous pod (tree) going away, as after a sleep and a wake:
+		// nothing to act on, and nothing dead yet. The pass starts the new
+		// one once the old one is gone (Absent).
+		return v(Suspect, ReasonOldPodTerminating, "its old pod is still terminating; a new one starts once it is gone")
 	case PodPending:
 		if o.LastTermination != "" {
 			return v(Suspect, o.LastTermination, "pending after "+o.termination())

@@ -36,7 +36,11 @@ func TestHealth(t *testing.T) {
 		{"bridge unknown", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 1}, false, Suspect, ReasonBridgeUnknown, "bridge state unknown"},
 		{"pending", state.Running, Observed{Pod: PodPending, Bridge: BridgeUnknown, Pods: 1}, false, Suspect, ReasonPending, "pending"},
 		{"unknown pod", state.Running, Observed{Pod: PodUnknown}, false, Suspect, ReasonUnknown, "runtime state unknown"},
-		{"terminating while wanted", state.Running, Observed{Pod: PodTerminating, Pods: 1}, false, Diverged, ReasonTerminating, "terminating while desired Running"},
+		// Woken while the old pod still goes away (sleep, then wake): not
+		// dead, not diverged, waited on.
+		{"woken while the old pod terminates", state.Running, Observed{Pod: PodTerminating, Bridge: BridgeDown, Pods: 1}, false, Suspect, ReasonOldPodTerminating, "its old pod is still terminating; a new one starts once it is gone"},
+		{"old pod terminating after a crash", state.Running, Observed{Pod: PodTerminating, Bridge: BridgeDown, Pods: 1, LastTermination: ReasonOOMKilled}, false, Suspect, ReasonOldPodTerminating, "its old pod is still terminating; a new one starts once it is gone"},
+		{"old pod terminating, breaker open", state.Running, Observed{Pod: PodTerminating, Bridge: BridgeDown, Pods: 1}, true, Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`"},
 		{"two pods", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 2}, false, Diverged, ReasonMultiplePods, "more than one pod or process tree for this spore"},
 		{"breaker open beats all", state.Running, up, true, Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`"},
 		{"asleep", state.Paused, Observed{Pod: PodAbsent}, false, Paused, "", ""},

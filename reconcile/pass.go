@@ -38,7 +38,8 @@ type Pass struct {
 }
 
 // Projector writes views from a pass's result. full says the result
-// covers the whole fleet.
+// covers the whole fleet. Its errors say what it was writing: the pass
+// returns them as they are.
 type Projector interface {
 	Project(ctx context.Context, st state.Store, res Result, full bool) error
 }
@@ -183,7 +184,9 @@ func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
 	out.Orphans = orphansOf(opt, obs)
 	if opt.Project && ps.Project != nil {
 		if err := ps.Project.Project(ctx, ps.Store, out.Result, len(opt.IDs) == 0); err != nil {
-			return out, fmt.Errorf("project views: %w", err)
+			// The projector's errors name what it was writing ("project
+			// views: …", "put views: …"); a prefix here would say it twice.
+			return out, err
 		}
 	}
 	return out, nil

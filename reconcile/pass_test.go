@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/reconcile/views"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 )
@@ -650,4 +652,19 @@ func TestPassResetRacingAPassIsKept(t *testing.T) {
 	sp := e.spore("a")
 	require.False(t, sp.BreakerOpen, "the reset was undone by a pass that counted on the old record")
 	require.Empty(t, sp.Failures)
+}
+
+// A projection that fails says so once: the views name what they were
+// writing, and the pass adds nothing to it ("project views: project
+// views: …" before).
+func TestProjectErrorSaysItOnce(t *testing.T) {
+	e := newEnv(t, "a")
+	blocker := filepath.Join(t.TempDir(), "views")
+	require.NoError(t, os.WriteFile(blocker, []byte("not a directory"), 0o600))
+	ps := e.pass()
+	ps.Project = &benchViews{d: &views.Dir{Path: blocker}}
+	_, err := ps.Run(context.Background(), reconcile.Options{Project: true})
+	require.Error(t, err)
+	require.Equal(t, 1, strings.Count(err.Error(), "project views:"), "%v", err)
+	require.Contains(t, err.Error(), blocker, "names the directory")
 }

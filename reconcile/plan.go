@@ -57,6 +57,9 @@ type SporePlan struct {
 	Ingest *ingested
 	// issued are the credentials offered to the start, if any.
 	issued *issued
+	// policy is the recovery policy the plan used (for the restart
+	// event's words).
+	policy state.RecoveryPolicy
 }
 
 // Delivery is one outbox entry posted to a bridge.
@@ -77,7 +80,7 @@ func Plan(in PlanInput) []*SporePlan {
 	for i, sp := range in.Spores {
 		p := &plans[i]
 		out[i] = p
-		p.Spore, p.Observed = sp, in.Observed[sp.ID]
+		p.Spore, p.Observed, p.policy = sp, in.Observed[sp.ID], in.Policy
 		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
 		if in.Heal {
 			heal(p, in)
@@ -155,7 +158,9 @@ func wasAlive(health, reason string) bool {
 	case Dead:
 		return reason != string(ReasonNotStarted)
 	}
-	return true
+	// Woken while its previous pod was still going away: not started
+	// since, so the start once it is gone is a first one.
+	return reason != string(ReasonOldPodTerminating)
 }
 
 // recentFailures keeps the crash times inside the window and adds now.
@@ -226,6 +231,12 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		// Wished awake, not started yet: no crash to count when it starts.
 		reason, text = ReasonNotStarted, "not started yet"
 	}
+	if v.Code == ReasonOldPodTerminating && wasAlive(fresh.Health, fresh.HealthReason) {
+		// Not an old incarnation: the pod of a live spore is being
+		// deleted under it (by a person, a controller, a drained node).
+		// That is a death, so the start once it is gone counts.
+		reason, text = ReasonTerminating, "its pod is terminating while desired Running"
+	}
 	switch {
 	case p.OpenBreaker && stale:
 		// Counted on a record a person has since changed (a reset): the
@@ -247,8 +258,7 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		if p.Crash {
 			sp.Restarts++
 			sp.Failures, sp.NotBefore = failures, p.NotBefore
-			ev(state.KindLifecycle, "restart", fmt.Sprintf("restart %d after %s (%d crash(es) in the window; next respawn not before %s)",
-				sp.Restarts, v.Text, len(failures), p.NotBefore.UTC().Format(time.RFC3339)))
+			ev(state.KindLifecycle, "restart", restartText(sp.Restarts, v.Text, failures, p.NotBefore, now, p.policy))
 		} else {
 			ev(state.KindLifecycle, "start", "started on its home")
 		}
@@ -296,6 +306,34 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		sp.Health, sp.HealthReason = health, string(reason)
 	}
 	return sp, evs
+}
+
+// restartText is the restart event: what happened (restart n after the
+// crash), and only then what the backoff and the breaker hold for a next
+// crash, in words that cannot be read as "it is not running yet".
+// failures are the crash times in the window, now included; notBefore is
+// the earliest next respawn.
+func restartText(n int, after string, failures []time.Time, notBefore, now time.Time, pol state.RecoveryPolicy) string {
+	crashes := "1 crash"
+	if len(failures) != 1 {
+		crashes = fmt.Sprintf("%d crashes", len(failures))
+	}
+	text := fmt.Sprintf("restart %d after %s (%s in the window", n, after, crashes)
+	// The next counted crash opens the breaker when, with it, the window
+	// holds breaker-failures crashes: while the oldest of the last
+	// breaker-failures-1 is still inside it. A respawn is counted no
+	// sooner than notBefore, so only a deadline after that can be met.
+	var opensBy time.Time
+	if k := pol.BreakerFailures; k >= 2 && len(failures) >= k-1 {
+		opensBy = failures[len(failures)-(k-1)].Add(time.Duration(pol.BreakerWindow))
+	}
+	switch {
+	case opensBy.After(notBefore):
+		text += fmt.Sprintf("; if it is found dead again before %s, its circuit breaker opens", opensBy.UTC().Format(time.RFC3339))
+	case notBefore.After(now):
+		text += fmt.Sprintf("; if it dies again, it is respawned no sooner than %s", notBefore.UTC().Format(time.RFC3339))
+	}
+	return text + ")"
 }
 
 // deliveredEvent records one delivery. The commit writes it only when its

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +104,126 @@ func TestRecordSkipsLinesIngestedMeanwhile(t *testing.T) {
 	sp, evs = p.record(fresh, t0)
 	require.Equal(t, uint64(9), sp.BridgeSeq)
 	require.Empty(t, evs)
+}
+
+// A spore's life through the passes, on the plan and its record alone:
+// each step plans from the record the step before wrote.
+func TestOldPodTerminating(t *testing.T) {
+	policy := state.RecoveryPolicy{}.WithDefaults()
+	terminating := Observed{Pod: PodTerminating, Bridge: BridgeDown, Pods: 1}
+	gone := Observed{Pod: PodAbsent, Bridge: BridgeDown}
+	type step struct {
+		obs   Observed
+		heal  bool
+		force bool
+		// what the pass decides and records
+		start, crash bool
+		health       string
+		reason       Reason
+	}
+	cases := []struct {
+		name string
+		// the record before the first step
+		health, reason string
+		steps          []step
+		restarts       int
+	}{
+		{"sleep, then wake while the old pod terminates: a first start once it is gone", "Paused", "", []step{
+			{obs: terminating, heal: true, force: true, health: "Suspect", reason: ReasonOldPodTerminating}, // wake
+			{obs: terminating, heal: false, health: "Suspect", reason: ReasonOldPodTerminating},             // status
+			{obs: terminating, heal: true, health: "Suspect", reason: ReasonOldPodTerminating},              // reconcile: waits
+			{obs: gone, heal: true, start: true, health: healthStarting},                                    // reconcile: starts
+		}, 0},
+		{"status sees it gone before any pass starts it: still a first start", "Stopped", "", []step{
+			{obs: terminating, heal: true, force: true, health: "Suspect", reason: ReasonOldPodTerminating},
+			{obs: gone, heal: false, health: "Dead", reason: ReasonNotStarted},
+			{obs: gone, heal: true, start: true, health: healthStarting},
+		}, 0},
+		{"the pod of a live spore deleted under it: a crash once it is gone", "Healthy", "", []step{
+			{obs: terminating, heal: true, health: "Suspect", reason: ReasonTerminating},
+			{obs: terminating, heal: false, health: "Suspect", reason: ReasonTerminating},
+			{obs: gone, heal: true, start: true, crash: true, health: healthStarting},
+		}, 1},
+		{"just started, its pod deleted: a crash", healthStarting, "", []step{
+			{obs: terminating, heal: true, health: "Suspect", reason: ReasonTerminating},
+			{obs: gone, heal: true, start: true, crash: true, health: healthStarting},
+		}, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sp := state.Spore{ID: "a", Desired: state.Running, Health: c.health, HealthReason: c.reason, Generation: 1}
+			now := t0
+			for i, st := range c.steps {
+				in := PlanInput{Now: now, Policy: policy, Spores: []state.Spore{sp}, Observed: map[string]Observed{"a": st.obs}, Heal: st.heal}
+				if st.force {
+					in.Force = map[string]bool{"a": true}
+				}
+				p := Plan(in)[0]
+				require.Equal(t, st.start, p.Start, "step %d: start", i)
+				require.Equal(t, st.crash, p.Crash, "step %d: crash", i)
+				require.False(t, p.Stop || p.OpenBreaker, "step %d: %+v", i, p)
+				var evs []state.Event
+				sp, evs = p.record(sp, now)
+				require.Equal(t, st.health, sp.Health, "step %d: recorded health", i)
+				require.Equal(t, string(st.reason), sp.HealthReason, "step %d: recorded reason", i)
+				for _, e := range evs {
+					if !st.crash {
+						require.NotEqual(t, "restart", e.Action, "step %d: %s", i, e.Text)
+					}
+				}
+				now = now.Add(time.Second)
+			}
+			require.Equal(t, c.restarts, sp.Restarts)
+			if c.restarts == 0 {
+				require.Empty(t, sp.Failures, "no crash counted")
+				require.True(t, sp.NotBefore.IsZero(), "no backoff")
+				require.False(t, sp.BreakerOpen)
+			}
+		})
+	}
+}
+
+// The restart event says what happened; what a next crash would meet is
+// said as a condition, never as "not before" (read as: not running yet).
+func TestRestartEventSaysWhatHappened(t *testing.T) {
+	policy := state.RecoveryPolicy{}.WithDefaults() // 30s doubling, 5 crashes in 15m
+	dead := Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonExited}
+	cases := []struct {
+		name     string
+		failures []time.Time
+		policy   func(*state.RecoveryPolicy)
+		want     string
+	}{
+		{"first crash", nil, nil,
+			"restart 1 after Exited (1 crash in the window; if it dies again, it is respawned no sooner than 2026-11-01T12:00:30Z)"},
+		{"third crash", []time.Time{t0.Add(-2 * time.Minute), t0.Add(-time.Minute)}, nil,
+			"restart 1 after Exited (3 crashes in the window; if it dies again, it is respawned no sooner than 2026-11-01T12:02:00Z)"},
+		{"one more opens the breaker", []time.Time{t0.Add(-4 * time.Minute), t0.Add(-3 * time.Minute), t0.Add(-2 * time.Minute)}, nil,
+			"restart 1 after Exited (4 crashes in the window; if it is found dead again before 2026-11-01T12:11:00Z, its circuit breaker opens)"},
+		{"one more would, but its backoff outlasts the window", []time.Time{t0.Add(-14 * time.Minute), t0.Add(-3 * time.Minute), t0.Add(-2 * time.Minute)},
+			func(p *state.RecoveryPolicy) { p.BackoffInitial = state.Duration(10 * time.Minute) },
+			"restart 1 after Exited (4 crashes in the window; if it dies again, it is respawned no sooner than 2026-11-01T12:10:00Z)"},
+		{"no backoff: nothing held back", nil, func(p *state.RecoveryPolicy) { p.BackoffInitial, p.BackoffMax = 0, 0 },
+			"restart 1 after Exited (1 crash in the window)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pol := policy
+			if c.policy != nil {
+				c.policy(&pol)
+			}
+			sp := state.Spore{ID: "a", Desired: state.Running, Health: "Healthy", Failures: c.failures}
+			p := Plan(PlanInput{Now: t0, Policy: pol, Spores: []state.Spore{sp}, Observed: map[string]Observed{"a": dead}, Heal: true})[0]
+			require.True(t, p.Start && p.Crash, "%+v", p)
+			_, evs := p.record(sp, t0)
+			var restart []string
+			for _, e := range evs {
+				if e.Action == "restart" {
+					restart = append(restart, e.Text)
+				}
+			}
+			require.Equal(t, []string{c.want}, restart)
+			require.False(t, strings.Contains(c.want, "not before"), "the old wording")
+		})
+	}
 }

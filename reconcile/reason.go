@@ -34,4 +34,11 @@ const (
 	ReasonBreakerOpen     Reason = "BreakerOpen"
 	ReasonIngestGap       Reason = "IngestGap" // the bridge's numbers skip, repeat or go back
 	ReasonBridgeLogLost   Reason = "BridgeLogLost"
+
+	// ReasonOldPodTerminating: desired Running, and its only pod (process
+	// tree) is the previous one going away, as after a sleep and a wake;
+	// a new one starts once it is gone. Not a crash, unless the spore was
+	// alive until then (its pod deleted under it): the pass then records
+	// ReasonTerminating, and the start after it counts.
+	ReasonOldPodTerminating Reason = "OldPodTerminating"
 )

@@ -86,9 +86,15 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 		return &RuntimeError{Op: fmt.Sprintf("%s: observe (desired %s is recorded; the next %s retries)", o.verb, o.desired, o.verb), Err: out.ObserveErr}
 	}
 	var errs []error
+	var waiting []string
 	res := actionResults{}
 	for _, p := range out.Plans {
 		id := p.Spore.ID
+		if o.desired == state.Running && p.Verdict.Code == reconcile.ReasonOldPodTerminating {
+			// Its previous pod is still going away: the new one can only
+			// be created once it is gone.
+			waiting = append(waiting, id)
+		}
 		switch {
 		case errors.Is(p.StartErr, state.ErrNotFound):
 			errs = append(errs, fmt.Errorf("%s %s: deleted meanwhile, nothing started: %w", o.verb, id, p.StartErr))
@@ -116,7 +122,10 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 		return err
 	}
 	if o.Wait > 0 {
-		return waitUp(ctx, o.f, st, o.IDs, o.Wait)
+		return waitUp(ctx, o.f, st, o.IDs, waiting, o.Wait)
+	}
+	for _, id := range waiting {
+		fmt.Fprintf(o.f.IO.ErrOut, "note: the old pod of %s is still terminating; its new pod is started once it is gone (by the next reconcile, or 'sporectl wake --wait' waits for it)\n", id)
 	}
 	return nil
 }
@@ -153,24 +162,28 @@ func setDesired(ctx context.Context, st state.Store, ids []string, desired state
 	})
 }
 
-// waitUp runs read-only passes over ids until every one's bridge
-// answers, or timeout.
-func waitUp(ctx context.Context, f *Factory, st state.Store, ids []string, timeout time.Duration) error {
+// waitUp runs passes over ids until every one's bridge answers, or
+// timeout. They are read-only, but for the spores in waiting, whose old
+// pod was still terminating: those get healing passes (forced, as the
+// wake was), which start the new pod as soon as the old one is gone,
+// until they are no longer waiting on it.
+func waitUp(ctx context.Context, f *Factory, st state.Store, ids, waiting []string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		out, err := f.Pass(st).Run(ctx, reconcile.Options{IDs: ids})
+		spores, still, err := waitPass(ctx, f, st, ids, waiting)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
 			}
 			return err
 		}
-		if err := exitedBridges(out.Spores); err != nil {
+		waiting = still
+		if err := exitedBridges(spores); err != nil {
 			// Dead already: waiting longer would only say less.
 			return err
 		}
-		if !slices.ContainsFunc(out.Spores, func(s reconcile.SporeHealth) bool { return s.Observed.Bridge != reconcile.BridgeUp }) {
+		if !slices.ContainsFunc(spores, func(s reconcile.SporeHealth) bool { return s.Observed.Bridge != reconcile.BridgeUp }) {
 			return nil
 		}
 		select {
@@ -184,6 +197,43 @@ func waitUp(ctx context.Context, f *Factory, st state.Store, ids []string, timeo
 		return err
 	}
 	return &UnhealthyError{Msg: fmt.Sprintf("bridges not answering after %s; see 'sporectl status'", timeout)}
+}
+
+// waitPass is one round of waitUp: a healing pass over the spores in
+// waiting, a read-only one over the others. still are those whose old pod
+// is still terminating.
+func waitPass(ctx context.Context, f *Factory, st state.Store, ids, waiting []string) (spores []reconcile.SporeHealth, still []string, err error) {
+	if len(waiting) > 0 {
+		out, err := f.Pass(st).Run(ctx, reconcile.Options{IDs: waiting, Heal: true, Force: waiting})
+		if err != nil {
+			return nil, waiting, err
+		}
+		for _, p := range out.Plans {
+			if p.StartErr != nil {
+				return nil, nil, &RuntimeError{Op: fmt.Sprintf("wake %s: start once its old pod was gone (desired Running is recorded; the next wake retries)", p.Spore.ID), Err: p.StartErr}
+			}
+		}
+		for _, s := range out.Spores {
+			if s.Code == reconcile.ReasonOldPodTerminating {
+				still = append(still, s.ID)
+			}
+		}
+		spores = out.Spores
+	}
+	var rest []string
+	for _, id := range ids {
+		if !slices.Contains(waiting, id) {
+			rest = append(rest, id)
+		}
+	}
+	if len(rest) == 0 {
+		return spores, still, nil
+	}
+	out, err := f.Pass(st).Run(ctx, reconcile.Options{IDs: rest})
+	if err != nil {
+		return nil, still, err
+	}
+	return append(spores, out.Spores...), still, nil
 }
 
 // exitedBridges is the runtime error (exit 9) of the spores whose bridge
