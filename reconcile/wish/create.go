@@ -9,7 +9,7 @@ import (
 )
 
 // healthPaused is reconcile.Paused as stored in a record's health
-// (wish_test.go checks the two agree).
+// (create_test.go checks the two agree).
 const healthPaused = "Paused"
 
 // New is what a person chooses for a new spore; the rest of its record is

@@ -10,7 +10,7 @@ import (
 
 // reasonBridgeLogLost is reconcile.ReasonBridgeLogLost as stored in a
 // record's health reason (this package cannot import reconcile, which
-// calls it; wish_test.go checks the two agree).
+// calls it; reset_test.go checks the two agree).
 const reasonBridgeLogLost = "BridgeLogLost"
 
 // Reset closes spore id's circuit breaker and forgets its crashes and
