@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -83,32 +84,23 @@ func (m Message) entry(id string, now time.Time) state.OutboxEntry {
 	return state.OutboxEntry{ID: id, Spore: m.To, From: m.From, Text: Compose(m), At: now, Wake: m.Wake}
 }
 
-// record writes a message inside tx, for Send and SendOnce: a wake (desired
-// Running, a new generation, an event) when the target sleeps and m.Wake
-// allows it, else *AsleepError; the message event (its Action the given
-// one, its text entry's); the outbox entry. It reports whether it woke
-// the target.
+// record writes a message inside tx, for Send and SendOnce: a wake
+// (wish.WakeToDeliver: desired Running, a new generation, an event) when
+// the target sleeps and m.Wake allows it, else *AsleepError; the message
+// event (its Action the given one, its text entry's); the outbox entry.
+// It reports whether it woke the target.
 func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry state.OutboxEntry, action string, now time.Time) (woke bool, err error) {
 	kind := m.Kind
 	if kind == "" {
 		kind = state.KindPrompt
 	}
-	var evs []state.Event
-	if sp.Desired != state.Running {
-		if !m.Wake {
-			return false, &AsleepError{ID: m.To, Desired: sp.Desired}
-		}
-		prev := sp.Desired
-		sp.Desired, sp.Updated = state.Running, now
-		sp.Generation++
-		if err := tx.UpdateSpore(ctx, sp); err != nil {
-			return false, err
-		}
-		evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", At: now, Text: fmt.Sprintf("desired %s → Running, to deliver %s", prev, entry.ID)})
-		woke = true
+	if sp.Desired != state.Running && !m.Wake {
+		return false, &AsleepError{ID: m.To, Desired: sp.Desired}
 	}
-	evs = append(evs, state.Event{Kind: kind, Action: action, From: m.From, At: now, Text: entry.Text})
-	if _, err := tx.Append(ctx, m.To, evs); err != nil {
+	if woke, err = wish.WakeToDeliver(ctx, tx, sp, entry.ID, now); err != nil {
+		return false, err
+	}
+	if _, err := tx.Append(ctx, m.To, []state.Event{{Kind: kind, Action: action, From: m.From, At: now, Text: entry.Text}}); err != nil {
 		return false, err
 	}
 	_, err = tx.Enqueue(ctx, entry)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -14,7 +15,8 @@ import (
 //
 //   - the [arch] mycologist is always on: a healing pass that finds it
 //     with a desired state other than Running records desired Running (a
-//     new generation, a "wake" event), so the same pass starts it;
+//     new generation, a "wake" event: the rule is wish.KeepArchOn's), so
+//     the same pass starts it;
 //   - a delivering pass that finds a spore's `swarm loop` due (LoopDue
 //     reached, the spore awake) records one loop prompt in its log and
 //     outbox and moves LoopDue to the first due time after now: missed
@@ -33,7 +35,7 @@ import (
 
 // ArchFrom and LoopFrom are the senders upkeep records.
 const (
-	ArchFrom = "sporectl:arch-always-on"
+	ArchFrom = wish.ArchFrom
 	LoopFrom = "sporectl:swarm-loop"
 )
 
@@ -44,11 +46,6 @@ const LoopMark = "[from swarm loop]"
 func LoopText(every time.Duration) string {
 	return fmt.Sprintf("%s Your loop (every %s) is due: see what each teammate is doing (`mycologist spores`), who is stuck or idle, and steer them (`swarm tell ROLE \"…\"`, `swarm compact ROLE`). To end the loop: `swarm loop --stop`.",
 		LoopMark, every)
-}
-
-// archAsleep reports whether sp is an [arch] mycologist not wished awake.
-func archAsleep(sp state.Spore) bool {
-	return sp.Rank == state.RankArch && sp.Desired != state.Running
 }
 
 // loopDue reports whether sp's loop prompt is due at now.
@@ -75,7 +72,7 @@ func (ps *Pass) upkeep(ctx context.Context, snap *Snapshot, opt Options, now tim
 	loop := opt.Deliver && !opt.DryRun
 	var todo []int
 	for i, sp := range snap.Spores {
-		if wake && archAsleep(sp) || loop && loopDue(sp, now) {
+		if wake && wish.ArchAsleep(sp) || loop && loopDue(sp, now) {
 			todo = append(todo, i)
 		}
 	}
@@ -99,41 +96,32 @@ func (ps *Pass) upkeep(ctx context.Context, snap *Snapshot, opt Options, now tim
 			if err != nil {
 				return err
 			}
-			var evs []state.Event
-			changed := false
 			d := done{}
-			if wake && archAsleep(sp) {
-				prev := sp.Desired
-				sp.Desired, sp.Updated = state.Running, now
-				sp.Generation++
-				changed = true
-				evs = append(evs, state.Event{Kind: state.KindLifecycle, Action: "wake", From: ArchFrom, At: now,
-					Text: fmt.Sprintf("desired %s → Running: the [arch] mycologist is always on", prev)})
+			if wake {
+				// The rule is wish's; it writes nothing when an
+				// overlapping pass kept it already.
+				if sp, d.lastSeq, err = wish.KeepArchOn(ctx, tx, sp, now); err != nil {
+					return err
+				}
 			}
 			if loop && loopDue(sp, now) {
 				every := time.Duration(sp.Loop)
 				e := state.OutboxEntry{ID: NewMessageID(), Spore: id, From: LoopFrom, Text: LoopText(every), At: now}
 				sp.LoopDue = NextLoopDue(sp.LoopDue, every, now)
-				changed = true
-				evs = append(evs, state.Event{Kind: state.KindMessage, Action: e.ID, From: LoopFrom, At: now, Text: e.Text})
 				if _, err := tx.Enqueue(ctx, e); err != nil {
 					return err
 				}
-				d.entry = &e
+				if err := tx.UpdateSpore(ctx, sp); err != nil {
+					return err
+				}
+				appended, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindMessage, Action: e.ID, From: LoopFrom, At: now, Text: e.Text}})
+				if err != nil {
+					return err
+				}
+				d.entry, d.lastSeq = &e, appended[len(appended)-1].Seq
 			}
-			if !changed {
-				// An overlapping pass did it already.
-				got[i] = done{sp: sp}
-				continue
-			}
-			if err := tx.UpdateSpore(ctx, sp); err != nil {
-				return err
-			}
-			appended, err := tx.Append(ctx, id, evs)
-			if err != nil {
-				return err
-			}
-			d.sp, d.lastSeq = sp, appended[len(appended)-1].Seq
+			// The record as written, or as an overlapping pass left it.
+			d.sp = sp
 			got[i] = d
 		}
 		return nil

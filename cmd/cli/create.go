@@ -2,11 +2,10 @@ package cli
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -89,30 +88,11 @@ func (o *createOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	now := o.f.Now().UTC()
-	// Created asleep; --wake then wakes it like `wake` does, so the token
-	// and the start follow one path.
-	desired := state.Paused
-	sp := state.Spore{
-		ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role,
-		Desired: desired, Spec: o.Spec, Created: now, Updated: now,
-		// Created asleep, and known to be: the first pass has no news.
-		Health: string(reconcile.Paused),
-	}
+	// Created asleep (wish.Create); --wake then wakes it like `wake`
+	// does, so the token and the start follow one path.
+	n := wish.New{ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec}
 	err = st.Update(ctx, func(tx state.Tx) error {
-		sp := sp // a fresh copy on each run: fn may run again (state.Store)
-		settings, err := tx.Settings(ctx)
-		if err != nil {
-			return err
-		}
-		sp.Spec = sp.Spec.WithDefaults(settings)
-		if err := checkRankUnique(ctx, tx, sp); err != nil {
-			return err
-		}
-		if err := tx.CreateSpore(ctx, sp); err != nil {
-			return err
-		}
-		_, err = tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindLifecycle, Action: "created", At: now,
-			Text: fmt.Sprintf("colony %s, rank %s, desired %s", sp.Colony, sp.Rank, sp.Desired)}})
+		_, err := wish.Create(ctx, tx, n, now)
 		return err
 	})
 	if err != nil {
@@ -124,36 +104,6 @@ func (o *createOptions) run(ctx context.Context) error {
 	if o.Wake {
 		w := &lifecycleOptions{f: o.f, verb: "wake", desired: state.Running, action: "woken", IDs: []string{o.ID}}
 		return w.run(ctx)
-	}
-	return nil
-}
-
-// checkRankUnique keeps the ranks that must be single: one arch in the
-// store, one colony mycologist per colony, one [swarm] mycologist per
-// swarm (a swarm is named within its colony), which must have a swarm.
-func checkRankUnique(ctx context.Context, tx state.Tx, sp state.Spore) error {
-	switch sp.Rank {
-	case state.RankArch, state.RankColony:
-	case state.RankSwarm:
-		if sp.Swarm == "" {
-			return usageErrorf("--rank swarm needs --swarm: a [swarm] mycologist orchestrates one swarm")
-		}
-	default:
-		return nil
-	}
-	all, err := tx.Spores(ctx)
-	if err != nil {
-		return err
-	}
-	for _, o := range all {
-		switch {
-		case sp.Rank == state.RankArch && o.Rank == state.RankArch:
-			return fmt.Errorf("spore %s is already the arch mycologist; there is one per store: %w", o.ID, state.ErrExists)
-		case sp.Rank == state.RankColony && o.Rank == state.RankColony && o.Colony == sp.Colony:
-			return fmt.Errorf("spore %s is already colony %s's mycologist: %w", o.ID, sp.Colony, state.ErrExists)
-		case sp.Rank == state.RankSwarm && o.Rank == state.RankSwarm && o.Colony == sp.Colony && o.Swarm == sp.Swarm:
-			return fmt.Errorf("spore %s is already the [swarm] mycologist of swarm %s in colony %s: %w", o.ID, sp.Swarm, sp.Colony, state.ErrExists)
-		}
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -64,7 +65,7 @@ func (o *deleteOptions) run(ctx context.Context) error {
 	// for a deleted spore. A typo deletes nothing anywhere.
 	err = st.Update(ctx, func(tx state.Tx) error {
 		for _, id := range o.IDs {
-			if err := tx.DeleteSpore(ctx, id); err != nil {
+			if err := wish.Delete(ctx, tx, id); err != nil {
 				return err
 			}
 		}

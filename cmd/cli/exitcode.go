@@ -9,6 +9,7 @@ import (
 
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/storecopy"
 )
@@ -73,6 +74,7 @@ func exitCode(err error) int {
 	var (
 		usage    *UsageError
 		invalid  *state.InvalidError
+		refused  *wish.RefusedError
 		unh      *UnhealthyError
 		corrupt  *state.CorruptError
 		incompat *state.IncompatibleError
@@ -87,7 +89,7 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &usage), errors.As(err, &invalid), errors.As(err, &apiCfg):
+	case errors.As(err, &usage), errors.As(err, &invalid), errors.As(err, &refused), errors.As(err, &apiCfg):
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		// Ctrl-C wins over what it interrupted (a runtime step, say).

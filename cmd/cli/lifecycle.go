@@ -11,11 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
 // lifecycleOptions serve wake, sleep and stop: each records the new
-// desired state (with an event, and a new generation) in one
+// desired state (with an event, and a new generation: wish.Set) in one
 // transaction, then runs the pass over the named spores, which makes the
 // runtime match it. If the runtime step fails the desired state stays
 // recorded, so the next command (or reconcile) carries on from it.
@@ -66,7 +67,7 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	if err := setDesired(ctx, st, o.IDs, o.desired, o.verb, o.f.Now().UTC()); err != nil {
+	if err := setDesired(ctx, st, o.IDs, o.desired, o.f.Now().UTC()); err != nil {
 		return err
 	}
 	opt := reconcile.Options{IDs: o.IDs, Heal: true}
@@ -130,31 +131,13 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 	return nil
 }
 
-// setDesired records a new wish for ids in one transaction: desired
-// state, a new generation, and a lifecycle event where it changed. Every
-// id must exist, or nothing is written.
-func setDesired(ctx context.Context, st state.Store, ids []string, desired state.Desired, verb string, now time.Time) error {
+// setDesired records a new wish for ids in one transaction (package
+// wish writes it: desired state, a new generation, a lifecycle event
+// where it changed). Every id must exist, or nothing is written.
+func setDesired(ctx context.Context, st state.Store, ids []string, desired state.Desired, now time.Time) error {
 	return st.Update(ctx, func(tx state.Tx) error {
 		for _, id := range ids {
-			sp, err := tx.Spore(ctx, id)
-			if err != nil {
-				return err
-			}
-			if sp.Rank == state.RankArch && desired != state.Running {
-				// Reconcile would wake it again at once (docs/mycologists.md).
-				return usageErrorf("%s %s: spore %s is the [arch] mycologist, which is always on: it cannot be put to sleep or stopped (nothing was changed)", verb, id, id)
-			}
-			if sp.Desired == desired {
-				continue
-			}
-			prev := sp.Desired
-			sp.Desired, sp.Updated = desired, now
-			sp.Generation++
-			if err := tx.UpdateSpore(ctx, sp); err != nil {
-				return err
-			}
-			if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindLifecycle, Action: verb, At: now,
-				Text: fmt.Sprintf("desired %s → %s", prev, desired)}}); err != nil {
+			if err := wish.Set(ctx, tx, id, desired, now); err != nil {
 				return err
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -241,6 +242,7 @@ func TestExitCodePrecedence(t *testing.T) {
 		{"asleep", &AsleepError{ID: "a", Desired: state.Paused}, ExitAsleep},
 		{"unhealthy last", errors.Join(&UnhealthyError{Msg: "x"}, &AsleepError{ID: "a"}), ExitAsleep},
 		{"usage first", errors.Join(rt, usageErrorf("bad")), ExitUsage},
+		{"a wish the rules refuse is usage", errors.Join(rt, fmt.Errorf("sleep: %w", &wish.RefusedError{Msg: "always on"})), ExitUsage},
 	}
 	for _, c := range cases {
 		require.Equal(t, c.want, exitCode(c.err), c.name)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -193,26 +194,7 @@ func (o *resetOptions) run(ctx context.Context) error {
 	now := o.f.Now().UTC()
 	err = st.Update(ctx, func(tx state.Tx) error {
 		for _, id := range o.IDs {
-			sp, err := tx.Spore(ctx, id)
-			if err != nil {
-				return err
-			}
-			text := "breaker closed, crash history forgotten"
-			if !sp.BreakerOpen {
-				text = "crash history forgotten (the breaker was closed)"
-			}
-			if sp.HealthReason == string(reconcile.ReasonBridgeLogLost) {
-				text += fmt.Sprintf("; the bridge's new log is accepted: ingest restarts from its line 1 (the store holds the old log's lines up to %d)", sp.BridgeSeq)
-				sp.BridgeSeq = 0
-			}
-			sp.BreakerOpen, sp.Failures, sp.NotBefore = false, nil, time.Time{}
-			sp.Health, sp.HealthReason = "", ""
-			sp.Generation++
-			sp.Updated = now
-			if err := tx.UpdateSpore(ctx, sp); err != nil {
-				return err
-			}
-			if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindBreaker, Action: "reset", At: now, Text: text}}); err != nil {
+			if err := wish.Reset(ctx, tx, id, now); err != nil {
 				return err
 			}
 		}

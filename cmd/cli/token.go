@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -331,23 +332,8 @@ func (o *tokenRotateOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	// The plaintext is dropped here: only its hash is ever kept.
-	_, hash, err := state.NewToken()
-	if err != nil {
-		return err
-	}
 	now := o.f.Now().UTC()
-	err = st.Update(ctx, func(tx state.Tx) error {
-		if _, err := tx.Spore(ctx, o.ID); err != nil {
-			return err
-		}
-		if err := tx.SetTokenHash(ctx, o.ID, hash); err != nil {
-			return err
-		}
-		_, err := tx.Append(ctx, o.ID, []state.Event{{Kind: state.KindLifecycle, Action: "token-rotated", At: now,
-			Text: "API token rotated: the old one no longer authenticates; the spore gets a new one on its next start"}})
-		return err
-	})
+	err = st.Update(ctx, func(tx state.Tx) error { return wish.RotateToken(ctx, tx, o.ID, now) })
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,91 @@
+package wish
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// healthPaused is reconcile.Paused as stored in a record's health
+// (create_test.go checks the two agree).
+const healthPaused = "Paused"
+
+// New is what a person chooses for a new spore; the rest of its record is
+// the rules'.
+type New struct {
+	ID     string
+	Colony string
+	Rank   state.Rank
+	Swarm  string
+	Role   string
+	// Spec's empty fields take the store's defaults.
+	Spec state.Spec
+}
+
+// Create records a new spore, asleep (desired Paused, and known to be, so
+// the first pass has no news), with the store's defaults for what its
+// spec leaves empty and a "created" event. Its rank must be free (see
+// checkRank): a taken one is state.ErrExists, a [swarm] mycologist
+// without a swarm *RefusedError; an id in use is state.ErrExists. It
+// returns the record as written; waking it is Wake's.
+func Create(ctx context.Context, tx state.Tx, n New, now time.Time) (state.Spore, error) {
+	sp := state.Spore{
+		ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role,
+		Desired: state.Paused, Spec: n.Spec, Created: now, Updated: now,
+		Health: healthPaused,
+	}
+	settings, err := tx.Settings(ctx)
+	if err != nil {
+		return sp, err
+	}
+	sp.Spec = sp.Spec.WithDefaults(settings)
+	if err := checkRank(ctx, tx, sp); err != nil {
+		return sp, err
+	}
+	if err := tx.CreateSpore(ctx, sp); err != nil {
+		return sp, err
+	}
+	_, err = tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindLifecycle, Action: "created", At: now,
+		Text: fmt.Sprintf("colony %s, rank %s, desired %s", sp.Colony, sp.Rank, sp.Desired)}})
+	return sp, err
+}
+
+// checkRank keeps the ranks that must be single: one arch in the store,
+// one colony mycologist per colony, one [swarm] mycologist per swarm (a
+// swarm is named within its colony), which must have a swarm.
+func checkRank(ctx context.Context, tx state.Tx, sp state.Spore) error {
+	switch sp.Rank {
+	case state.RankArch, state.RankColony:
+	case state.RankSwarm:
+		if sp.Swarm == "" {
+			return &RefusedError{Msg: "--rank swarm needs --swarm: a [swarm] mycologist orchestrates one swarm"}
+		}
+	default:
+		return nil
+	}
+	all, err := tx.Spores(ctx)
+	if err != nil {
+		return err
+	}
+	for _, o := range all {
+		switch {
+		case sp.Rank == state.RankArch && o.Rank == state.RankArch:
+			return fmt.Errorf("spore %s is already the arch mycologist; there is one per store: %w", o.ID, state.ErrExists)
+		case sp.Rank == state.RankColony && o.Rank == state.RankColony && o.Colony == sp.Colony:
+			return fmt.Errorf("spore %s is already colony %s's mycologist: %w", o.ID, sp.Colony, state.ErrExists)
+		case sp.Rank == state.RankSwarm && o.Rank == state.RankSwarm && o.Colony == sp.Colony && o.Swarm == sp.Swarm:
+			return fmt.Errorf("spore %s is already the [swarm] mycologist of swarm %s in colony %s: %w", o.ID, sp.Swarm, sp.Colony, state.ErrExists)
+		}
+	}
+	return nil
+}
+
+// Delete removes spore id from the store with its event log, outbox and
+// token; its processes and home are the runtime's to end afterwards (so
+// a wake racing the delete finds the spore gone before it starts). An id
+// that does not exist is state.ErrNotFound.
+func Delete(ctx context.Context, tx state.Tx, id string) error {
+	return tx.DeleteSpore(ctx, id)
+}

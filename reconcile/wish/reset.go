@@ -1,0 +1,43 @@
+package wish
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// reasonBridgeLogLost is reconcile.ReasonBridgeLogLost as stored in a
+// record's health reason (this package cannot import reconcile, which
+// calls it; reset_test.go checks the two agree).
+const reasonBridgeLogLost = "BridgeLogLost"
+
+// Reset closes spore id's circuit breaker and forgets its crashes and
+// backoff, so the next wake or reconcile starts it at once: a new
+// generation (a pass that saw the breaker open does not write it back)
+// and a breaker event saying what was forgotten. A spore whose bridge's
+// log was lost also has its new log accepted: ingest restarts from the
+// bridge's line 1. An id that does not exist is state.ErrNotFound.
+func Reset(ctx context.Context, tx state.Tx, id string, now time.Time) error {
+	sp, err := tx.Spore(ctx, id)
+	if err != nil {
+		return err
+	}
+	text := "breaker closed, crash history forgotten"
+	if !sp.BreakerOpen {
+		text = "crash history forgotten (the breaker was closed)"
+	}
+	if sp.HealthReason == reasonBridgeLogLost {
+		text += fmt.Sprintf("; the bridge's new log is accepted: ingest restarts from its line 1 (the store holds the old log's lines up to %d)", sp.BridgeSeq)
+		sp.BridgeSeq = 0
+	}
+	sp.BreakerOpen, sp.Failures, sp.NotBefore = false, nil, time.Time{}
+	sp.Health, sp.HealthReason = "", ""
+	bump(&sp, now)
+	if err := tx.UpdateSpore(ctx, sp); err != nil {
+		return err
+	}
+	_, err = tx.Append(ctx, id, []state.Event{{Kind: state.KindBreaker, Action: "reset", At: now, Text: text}})
+	return err
+}
