@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/mycelia"
@@ -256,7 +257,7 @@ func withRank(s state.Spore, r state.Rank, swarm string) state.Spore {
 // sees (after the Service's address translation).
 func (w *netpolWorld) serveTarget(t *testing.T, sporePod *corev1.Pod) (netEnd, int32) {
 	t.Helper()
-	raw := envOf(sporePod)[mycelia.EnvURL]
+	raw := envOf(sporePod)[sporeenv.APIURL]
 	u, err := url.Parse(raw)
 	require.NoError(t, err, "SPORECTL_API_URL %q", raw)
 	name, ok := strings.CutSuffix(u.Hostname(), "."+sporePod.Namespace+".svc")
@@ -449,8 +450,8 @@ func TestSporePodEnvReachesServe(t *testing.T) {
 		assert.Equal(t, id, cfg.Spore, id)
 		// Compared, never printed: a token stays out of test output.
 		assert.True(t, cfg.Token == creds(id).APIToken, "%s: the client reads the spore's API token from its Secret", id)
-		assert.Equal(t, w.identity[id], env[mycelia.EnvIdentity], id)
-		assert.Contains(t, env[mycelia.EnvIdentity], id, "%s: the identity names the spore", id)
+		assert.Equal(t, w.identity[id], env[sporeenv.Identity], id)
+		assert.Contains(t, env[sporeenv.Identity], id, "%s: the identity names the spore", id)
 		_, _, err = net.SplitHostPort(env["SPORECTL_BRIDGE_ADDR"])
 		assert.NoError(t, err, "%s: SPORECTL_BRIDGE_ADDR is host:port", id)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/eventlog"
 	"github.com/sporectl/sporectl/bridge/server"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -173,7 +174,7 @@ func TestLeftoversWithoutRunFile(t *testing.T) {
 	r := newRuntime(t, "echo")
 	spawn := func(id, home string) *exec.Cmd {
 		cmd := exec.Command("sleep", "30")
-		cmd.Env = []string{"HOME=" + home, markEnv + "=" + id}
+		cmd.Env = []string{"HOME=" + home, sporeenv.SporeID + "=" + id}
 		require.NoError(t, cmd.Start())
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		return cmd
@@ -239,7 +240,7 @@ func fullDiskBridge(args []string) int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	token, err := server.LoadToken(*home, os.Getenv(server.TokenEnv))
+	token, err := server.LoadToken(*home, os.Getenv(sporeenv.BridgeToken))
 	if err != nil {
 		logger.Error("full-disk bridge", "err", err)
 		return 1

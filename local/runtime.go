@@ -22,6 +22,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/agent"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/transcript"
@@ -171,11 +172,11 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 	cmd.Dir = home
 	// The spore's commands (mycologist, swarm) are on its PATH and know
 	// who it is and where serve listens; its token is in its home.
-	env := []string{"HOME=" + home, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), markEnv + "=" + s.ID}
+	env := []string{"HOME=" + home, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), sporeenv.SporeID + "=" + s.ID}
 	if r.cfg.APIURL != "" {
-		env = append(env, "SPORECTL_API_URL="+r.cfg.APIURL)
+		env = append(env, sporeenv.APIURL+"="+r.cfg.APIURL)
 	}
-	env = append(env, mycelia.EnvIdentity+"="+mycelia.Identity(s))
+	env = append(env, sporeenv.Identity+"="+mycelia.Identity(s))
 	cmd.Env = append(env, r.cfg.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: it outlives this command, and its whole tree can be

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -75,7 +76,7 @@ func marked(id string) []int {
 		if err != nil {
 			continue
 		}
-		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasEnv(pid, markEnv+"="+id) {
+		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasEnv(pid, sporeenv.SporeID+"="+id) {
 			out = append(out, pid)
 		}
 	}
