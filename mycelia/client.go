@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge/sporeenv"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -190,8 +191,8 @@ func (c *Client) Spore(ctx context.Context, id string, turns int) (SporeTurns, e
 }
 
 // Hosts lists sporectl's own pods or processes ([arch] only).
-func (c *Client) Hosts(ctx context.Context) (HostList, error) {
-	var r HostList
+func (c *Client) Hosts(ctx context.Context) (reconcile.HostList, error) {
+	var r reconcile.HostList
 	err := c.do(ctx, http.MethodGet, "/api/mycologist/hosts", nil, nil, &r)
 	return r, err
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 )
 
@@ -576,7 +577,7 @@ name that is not one of sporectl's is not found (exit 4).`,
 }
 
 type hostList struct {
-	mycelia.HostList
+	reconcile.HostList
 	now time.Time
 }
 
