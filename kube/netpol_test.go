@@ -30,6 +30,7 @@ import (
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -98,9 +99,10 @@ func newNetpolWorld(t *testing.T) *netpolWorld {
 		withRank(spore("warden"), state.RankColony, ""),
 		withRank(spore("arch"), state.RankArch, ""),
 	} {
-		require.NoError(t, rt.Start(ctx, sp, creds(sp.ID)))
-		w.spores[sp.ID] = runningPod(t, admin, kl, w.ns, kube.ObjectName(sp.ID))
+		// The text the pass hands Start (cmd/cli sets Pass.Identity).
 		w.identity[sp.ID] = mycelia.Identity(sp)
+		require.NoError(t, rt.Start(ctx, sp, reconcile.Launch{Identity: w.identity[sp.ID], Creds: creds(sp.ID)}))
+		w.spores[sp.ID] = runningPod(t, admin, kl, w.ns, kube.ObjectName(sp.ID))
 	}
 	fromTemplate := func(tpl corev1.PodTemplateSpec, name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, GenerateName: name + "-", Labels: tpl.Labels}, Spec: tpl.Spec}

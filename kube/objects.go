@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sporectl/sporectl/bridge/sporeenv"
-	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -77,10 +76,12 @@ func (o Options) SecretFor(s state.Spore, creds reconcile.Credentials) *corev1.S
 	}
 }
 
-// PodFor runs `sporectl bridge` with the home mounted. Requests equal
-// limits so the pod is Guaranteed QoS: the last to be evicted under node
-// pressure, since an evicted spore loses the step it was on.
-func (o Options) PodFor(s state.Spore) (*corev1.Pod, error) {
+// PodFor runs `sporectl bridge` with the home mounted and the spore's
+// environment (bridge/sporeenv), identity the agent's text of who it is
+// ("" for none). Requests equal limits so the pod is Guaranteed QoS: the
+// last to be evicted under node pressure, since an evicted spore loses the
+// step it was on.
+func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 	spec := o.spec(s.Spec)
 	cpu, err := resource.ParseQuantity(spec.CPU)
 	if err != nil {
@@ -129,7 +130,7 @@ func (o Options) PodFor(s state.Spore) (*corev1.Pod, error) {
 				Env: []corev1.EnvVar{
 					{Name: "HOME", Value: HomePath},
 					{Name: sporeenv.SporeID, Value: s.ID},
-					{Name: sporeenv.Identity, Value: mycelia.Identity(s)},
+					{Name: sporeenv.Identity, Value: identity},
 					{Name: sporeenv.APIURL, Value: o.apiURL()},
 					{Name: sporeenv.BridgeAddr, Value: fmt.Sprintf(":%d", BridgePort)},
 					{Name: sporeenv.BridgeToken, ValueFrom: fromSecret(SecretKeyBridgeToken)},

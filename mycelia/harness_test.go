@@ -182,7 +182,7 @@ func (h *harness) add(sp state.Spore, awake bool) {
 		return err
 	}))
 	if awake {
-		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_test"}))
+		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_test"}}))
 	}
 }
 
@@ -344,7 +344,7 @@ func (h *harness) setDesired(id string, d state.Desired) {
 		return tx.UpdateSpore(ctx, sp)
 	}))
 	if d == state.Running {
-		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_test"}))
+		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_test"}}))
 		return
 	}
 	require.NoError(h.t, h.rt.Stop(ctx, id))

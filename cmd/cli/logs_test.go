@@ -27,8 +27,8 @@ type exitsAtStart struct {
 	logs      string
 }
 
-func (e exitsAtStart) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
-	if err := e.Runtime.Start(ctx, s, creds); err != nil {
+func (e exitsAtStart) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
+	if err := e.Runtime.Start(ctx, s, l); err != nil {
 		return err
 	}
 	e.Set(reconcile.PodObservation{ID: s.ID, State: reconcile.PodFailed, Reason: "Exited", Exited: true, ExitLog: e.lastWords})
