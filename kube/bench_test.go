@@ -214,7 +214,7 @@ func startAll(ctx context.Context, r *kube.Runtime, reqs []startRequest, paralle
 	for range min(parallelism, len(reqs)) {
 		wg.Go(func() {
 			for req := range next {
-				if err := r.Start(ctx, req.Spore, req.Creds); err != nil {
+				if err := r.Start(ctx, req.Spore, reconcile.Launch{Creds: req.Creds}); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()

@@ -7,4 +7,4 @@ import (
 )
 
 // PodSpecForTest lets tests build a pod exactly like the runtime's.
-func (r *Runtime) PodSpecForTest(s state.Spore) (*corev1.Pod, error) { return r.opts.PodFor(s) }
+func (r *Runtime) PodSpecForTest(s state.Spore) (*corev1.Pod, error) { return r.opts.PodFor(s, "") }

@@ -96,7 +96,7 @@ func TestStartRetriesWhatIsSafeToRetry(t *testing.T) {
 			id := fmt.Sprintf("retry-%d", i)
 			f := c.f
 			rt := e.faultyRuntime(t, f)
-			err := rt.Start(t.Context(), spore(id), creds(id))
+			err := rt.Start(t.Context(), spore(id), reconcile.Launch{Creds: creds(id)})
 			if c.wantErr == "" {
 				require.NoError(t, err)
 				_, err := e.admin.CoreV1().Pods(e.ns).Get(t.Context(), kube.ObjectName(id), metav1.GetOptions{})
@@ -121,7 +121,7 @@ func TestSecretUpdateRetriesOnConflict(t *testing.T) {
 	f := &faulty{method: "PUT", suffix: "/secrets/spore-conflict", left: 1, mode: "status:409:Conflict"}
 	rt := e.faultyRuntime(t, f)
 	rotated := reconcile.Credentials{APIToken: "spt_new", BridgeToken: "brt_new"}
-	require.NoError(t, rt.Start(t.Context(), spore("conflict"), rotated))
+	require.NoError(t, rt.Start(t.Context(), spore("conflict"), reconcile.Launch{Creds: rotated}))
 	assert.Equal(t, 2, f.hits)
 	s, err := e.admin.CoreV1().Secrets(e.ns).Get(t.Context(), "spore-conflict", metav1.GetOptions{})
 	require.NoError(t, err)

@@ -25,7 +25,7 @@ func creds(id string) reconcile.Credentials {
 func (e *env) start(t testing.TB, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
-		require.NoError(t, e.rt.Start(t.Context(), spore(id), creds(id)))
+		require.NoError(t, e.rt.Start(t.Context(), spore(id), reconcile.Launch{Creds: creds(id)}))
 	}
 }
 

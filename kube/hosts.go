@@ -14,11 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
-var _ mycelia.HostRuntime = (*Runtime)(nil)
+var _ reconcile.HostRuntime = (*Runtime)(nil)
 
 // Metrics texts of HostList.Metrics.
 const (
@@ -31,7 +31,7 @@ const (
 // and restarts from the pod status, and their CPU and memory from the
 // metrics API when it is there. The metrics API failing never fails the
 // list: Metrics says why the figures are absent.
-func (r *Runtime) Hosts(ctx context.Context) (mycelia.HostList, error) {
+func (r *Runtime) Hosts(ctx context.Context) (reconcile.HostList, error) {
 	sel := metav1.ListOptions{LabelSelector: fleetSelector()}
 	var pods *corev1.PodList
 	err := retryTransient(ctx, func() (err error) {
@@ -39,10 +39,10 @@ func (r *Runtime) Hosts(ctx context.Context) (mycelia.HostList, error) {
 		return err
 	})
 	if err != nil {
-		return mycelia.HostList{}, fmt.Errorf("hosts: list pods in %s: %w", r.opts.Namespace, err)
+		return reconcile.HostList{}, fmt.Errorf("hosts: list pods in %s: %w", r.opts.Namespace, err)
 	}
 	usage, note := r.podMetrics(ctx)
-	out := mycelia.HostList{Runtime: "kube", Hosts: []mycelia.Host{}, Metrics: note}
+	out := reconcile.HostList{Runtime: "kube", Hosts: []reconcile.Host{}, Metrics: note}
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		id := p.Labels[LabelSpore]
@@ -50,7 +50,7 @@ func (r *Runtime) Hosts(ctx context.Context) (mycelia.HostList, error) {
 			continue
 		}
 		o := podObservation(id, p)
-		h := mycelia.Host{Name: p.Name, Spore: id, State: string(o.State), Restarts: o.Restarts}
+		h := reconcile.Host{Name: p.Name, Spore: id, State: string(o.State), Restarts: o.Restarts}
 		if p.Status.StartTime != nil {
 			h.Started = p.Status.StartTime.UTC()
 		}
@@ -147,7 +147,7 @@ func (r *Runtime) HostLogs(ctx context.Context, name string, tail int) (string, 
 	if !Owned(p.ObjectMeta, id) {
 		return "", fmt.Errorf("logs of spore %s: %w (%w)", id, state.ErrNotFound, &NotOwnedError{Kind: "Pod", Namespace: p.Namespace, Name: p.Name})
 	}
-	lines, limit := int64(tail), int64(mycelia.MaxHostLogBytes)
+	lines, limit := int64(tail), int64(reconcile.MaxHostLogBytes)
 	b, err := pods.GetLogs(p.Name, &corev1.PodLogOptions{Container: containerName, TailLines: &lines, LimitBytes: &limit}).DoRaw(ctx)
 	if err != nil {
 		return "", fmt.Errorf("logs of spore %s: %w", id, err)

@@ -23,7 +23,8 @@ func TestStartCreatesSporeObjects(t *testing.T) {
 	ctx := t.Context()
 	s := spore("alpha")
 	s.Swarm = "pack"
-	require.NoError(t, e.rt.Start(ctx, s, creds("alpha")))
+	identity := "You are spore alpha.\nCommands you may run: none."
+	require.NoError(t, e.rt.Start(ctx, s, reconcile.Launch{Identity: identity, Creds: creds("alpha")}))
 
 	pod, err := e.admin.CoreV1().Pods(e.ns).Get(ctx, "spore-alpha", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -55,6 +56,8 @@ func TestStartCreatesSporeObjects(t *testing.T) {
 		assert.NotContains(t, v.Value, creds("alpha").APIToken, "no token inline in the pod spec")
 	}
 	assert.Equal(t, "http://sporectl-api."+e.ns+".svc", env["SPORECTL_API_URL"].Value)
+	assert.Equal(t, "alpha", env["SPORECTL_SPORE_ID"].Value)
+	assert.Equal(t, identity, env["SPORECTL_IDENTITY"].Value, "the identity the start was given, as it was given")
 	for name, key := range map[string]string{"SPORECTL_BRIDGE_TOKEN": "bridge-token", "SPORECTL_API_TOKEN": "api-token"} {
 		require.NotNil(t, env[name].ValueFrom, name)
 		assert.Equal(t, "spore-alpha", env[name].ValueFrom.SecretKeyRef.Name, name)
@@ -87,7 +90,7 @@ func TestStartCreatesSporeObjects(t *testing.T) {
 	assert.True(t, string(secret.Data["api-token"]) == creds("alpha").APIToken, "api token stored")
 
 	// Starting what runs already is success and changes nothing.
-	require.NoError(t, e.rt.Start(ctx, s, creds("alpha")))
+	require.NoError(t, e.rt.Start(ctx, s, reconcile.Launch{Creds: creds("alpha")}))
 	again, err := e.admin.CoreV1().Pods(e.ns).Get(ctx, "spore-alpha", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, pod.UID, again.UID)
@@ -102,7 +105,7 @@ func TestStartHonoursSpecAndSettings(t *testing.T) {
 	require.NoError(t, err)
 	s := spore("beta")
 	s.Spec = state.Spec{CPU: "500m", Storage: "20Gi", Image: "example.org/spore:1"}
-	require.NoError(t, rt.Start(ctx, s, creds("beta")))
+	require.NoError(t, rt.Start(ctx, s, reconcile.Launch{Creds: creds("beta")}))
 
 	pod, err := e.admin.CoreV1().Pods(e.ns).Get(ctx, "spore-beta", metav1.GetOptions{})
 	require.NoError(t, err)
@@ -119,7 +122,7 @@ func TestStartHonoursSpecAndSettings(t *testing.T) {
 
 	bad := spore("gamma")
 	bad.Spec.Memory = "lots"
-	err = rt.Start(ctx, bad, creds("gamma"))
+	err = rt.Start(ctx, bad, reconcile.Launch{Creds: creds("gamma")})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "memory")
 	_, err = e.admin.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "spore-gamma", metav1.GetOptions{})
@@ -144,7 +147,7 @@ func TestSleepAndWakeKeepTheHome(t *testing.T) {
 	// confirms; a second Stop meanwhile is a no-op.
 	assert.Equal(t, reconcile.PodTerminating, e.observe(t)["delta"].State)
 	require.NoError(t, e.rt.Stop(ctx, "delta"))
-	err = e.rt.Start(ctx, spore("delta"), creds("delta"))
+	err = e.rt.Start(ctx, spore("delta"), reconcile.Launch{Creds: creds("delta")})
 	require.ErrorIs(t, err, kube.ErrTerminating, "waking while the old pod terminates must wait")
 	require.NoError(t, e.kubelet.Finish(ctx, "spore-delta"))
 
@@ -187,7 +190,7 @@ func TestDeleteKeepsHomeUnlessPurged(t *testing.T) {
 		// The pvc-protection finalizer holds the claim until a controller
 		// sees no pod uses it; the server has accepted the delete.
 		assert.NotNil(t, claim.DeletionTimestamp, "claim deletion requested")
-		err := e.rt.Start(ctx, spore("zeta"), creds("zeta"))
+		err := e.rt.Start(ctx, spore("zeta"), reconcile.Launch{Creds: creds("zeta")})
 		require.ErrorIs(t, err, kube.ErrClaimTerminating, "no new pod on a home being purged")
 		_, err = e.admin.CoreV1().Pods(e.ns).Get(ctx, "spore-zeta", metav1.GetOptions{})
 		assert.True(t, apierrors.IsNotFound(err), "no pod was created: %v", err)
@@ -206,7 +209,7 @@ func TestStartRotatesTokens(t *testing.T) {
 	e.start(t, "eta")
 	newCreds := reconcile.Credentials{APIToken: "spt_rotated", BridgeToken: "brt_rotated"}
 	require.NoError(t, e.rt.Stop(ctx, "eta"))
-	require.NoError(t, e.rt.Start(ctx, spore("eta"), newCreds))
+	require.NoError(t, e.rt.Start(ctx, spore("eta"), reconcile.Launch{Creds: newCreds}))
 	secret, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-eta", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.True(t, string(secret.Data["bridge-token"]) == newCreds.BridgeToken, "bridge token rotated")
@@ -223,7 +226,7 @@ func TestStartLeavesARunningSporeAlone(t *testing.T) {
 	require.NoError(t, e.kubelet.Run(ctx, "spore-theta", true))
 	before, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-theta", metav1.GetOptions{})
 	require.NoError(t, err)
-	require.NoError(t, e.rt.Start(ctx, spore("theta"), reconcile.Credentials{APIToken: "spt_other", BridgeToken: "brt_other"}))
+	require.NoError(t, e.rt.Start(ctx, spore("theta"), reconcile.Launch{Creds: reconcile.Credentials{APIToken: "spt_other", BridgeToken: "brt_other"}}))
 	after, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-theta", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "the running spore's tokens were rotated under it")
@@ -244,7 +247,7 @@ func TestStartReplacesAnEvictedPod(t *testing.T) {
 
 	// The API server removes a terminal pod at once (no grace period), so
 	// the replacement is created in the same start.
-	require.NoError(t, e.rt.Start(ctx, spore("iota"), creds("iota")))
+	require.NoError(t, e.rt.Start(ctx, spore("iota"), reconcile.Launch{Creds: creds("iota")}))
 	fresh, err := e.admin.CoreV1().Pods(e.ns).Get(ctx, "spore-iota", metav1.GetOptions{})
 	require.NoError(t, err)
 	assert.NotEqual(t, old.UID, fresh.UID, "a new pod replaced the evicted one")

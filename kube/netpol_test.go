@@ -26,9 +26,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -97,9 +99,10 @@ func newNetpolWorld(t *testing.T) *netpolWorld {
 		withRank(spore("warden"), state.RankColony, ""),
 		withRank(spore("arch"), state.RankArch, ""),
 	} {
-		require.NoError(t, rt.Start(ctx, sp, creds(sp.ID)))
-		w.spores[sp.ID] = runningPod(t, admin, kl, w.ns, kube.ObjectName(sp.ID))
+		// The text the pass hands Start (cmd/cli sets Pass.Identity).
 		w.identity[sp.ID] = mycelia.Identity(sp)
+		require.NoError(t, rt.Start(ctx, sp, reconcile.Launch{Identity: w.identity[sp.ID], Creds: creds(sp.ID)}))
+		w.spores[sp.ID] = runningPod(t, admin, kl, w.ns, kube.ObjectName(sp.ID))
 	}
 	fromTemplate := func(tpl corev1.PodTemplateSpec, name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, GenerateName: name + "-", Labels: tpl.Labels}, Spec: tpl.Spec}
@@ -256,7 +259,7 @@ func withRank(s state.Spore, r state.Rank, swarm string) state.Spore {
 // sees (after the Service's address translation).
 func (w *netpolWorld) serveTarget(t *testing.T, sporePod *corev1.Pod) (netEnd, int32) {
 	t.Helper()
-	raw := envOf(sporePod)[mycelia.EnvURL]
+	raw := envOf(sporePod)[sporeenv.APIURL]
 	u, err := url.Parse(raw)
 	require.NoError(t, err, "SPORECTL_API_URL %q", raw)
 	name, ok := strings.CutSuffix(u.Hostname(), "."+sporePod.Namespace+".svc")
@@ -449,8 +452,8 @@ func TestSporePodEnvReachesServe(t *testing.T) {
 		assert.Equal(t, id, cfg.Spore, id)
 		// Compared, never printed: a token stays out of test output.
 		assert.True(t, cfg.Token == creds(id).APIToken, "%s: the client reads the spore's API token from its Secret", id)
-		assert.Equal(t, w.identity[id], env[mycelia.EnvIdentity], id)
-		assert.Contains(t, env[mycelia.EnvIdentity], id, "%s: the identity names the spore", id)
+		assert.Equal(t, w.identity[id], env[sporeenv.Identity], id)
+		assert.Contains(t, env[sporeenv.Identity], id, "%s: the identity names the spore", id)
 		_, _, err = net.SplitHostPort(env["SPORECTL_BRIDGE_ADDR"])
 		assert.NoError(t, err, "%s: SPORECTL_BRIDGE_ADDR is host:port", id)
 	}

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -76,10 +76,12 @@ func (o Options) SecretFor(s state.Spore, creds reconcile.Credentials) *corev1.S
 	}
 }
 
-// PodFor runs `sporectl bridge` with the home mounted. Requests equal
-// limits so the pod is Guaranteed QoS: the last to be evicted under node
-// pressure, since an evicted spore loses the step it was on.
-func (o Options) PodFor(s state.Spore) (*corev1.Pod, error) {
+// PodFor runs `sporectl bridge` with the home mounted and the spore's
+// environment (bridge/sporeenv), identity the agent's text of who it is
+// ("" for none). Requests equal limits so the pod is Guaranteed QoS: the
+// last to be evicted under node pressure, since an evicted spore loses the
+// step it was on.
+func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 	spec := o.spec(s.Spec)
 	cpu, err := resource.ParseQuantity(spec.CPU)
 	if err != nil {
@@ -127,12 +129,12 @@ func (o Options) PodFor(s state.Spore) (*corev1.Pod, error) {
 				Ports:                    []corev1.ContainerPort{{Name: "bridge", ContainerPort: BridgePort, Protocol: corev1.ProtocolTCP}},
 				Env: []corev1.EnvVar{
 					{Name: "HOME", Value: HomePath},
-					{Name: "SPORECTL_SPORE_ID", Value: s.ID},
-					{Name: mycelia.EnvIdentity, Value: mycelia.Identity(s)},
-					{Name: "SPORECTL_API_URL", Value: o.apiURL()},
-					{Name: "SPORECTL_BRIDGE_ADDR", Value: fmt.Sprintf(":%d", BridgePort)},
-					{Name: "SPORECTL_BRIDGE_TOKEN", ValueFrom: fromSecret(SecretKeyBridgeToken)},
-					{Name: "SPORECTL_API_TOKEN", ValueFrom: fromSecret(SecretKeyAPIToken)},
+					{Name: sporeenv.SporeID, Value: s.ID},
+					{Name: sporeenv.Identity, Value: identity},
+					{Name: sporeenv.APIURL, Value: o.apiURL()},
+					{Name: sporeenv.BridgeAddr, Value: fmt.Sprintf(":%d", BridgePort)},
+					{Name: sporeenv.BridgeToken, ValueFrom: fromSecret(SecretKeyBridgeToken)},
+					{Name: sporeenv.APIToken, ValueFrom: fromSecret(SecretKeyAPIToken)},
 				},
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
 				ReadinessProbe: &corev1.Probe{

@@ -115,7 +115,7 @@ func TestNeverTouchesObjectsItDoesNotOwn(t *testing.T) {
 	require.NoError(t, err)
 
 	var notOwned *kube.NotOwnedError
-	err = e.rt.Start(ctx, spore("stranger"), creds("stranger"))
+	err = e.rt.Start(ctx, spore("stranger"), reconcile.Launch{Creds: creds("stranger")})
 	require.ErrorAs(t, err, &notOwned)
 	assert.Equal(t, "Pod", notOwned.Kind)
 	require.ErrorAs(t, e.rt.Stop(ctx, "stranger"), &notOwned)

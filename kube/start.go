@@ -26,8 +26,10 @@ import (
 // lock sporectl out of its bridge. Tokens change only with a new pod.
 //
 // Kubernetes has no lock for this: two starts racing each other may both
-// ask src, and the Secret keeps the last one's tokens.
-func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.CredentialSource) error {
+// ask l.Creds, and the Secret keeps the last one's tokens. A new pod
+// carries l.Identity in its environment; a running pod keeps the one it
+// started with.
+func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
 	running, err := r.podRunning(ctx, s.ID)
 	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
@@ -39,14 +41,14 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
-	pod, err := r.opts.PodFor(s)
+	pod, err := r.opts.PodFor(s, l.Identity)
 	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
 	if err := r.ensureClaim(ctx, s.ID, claim); err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
-	creds, err := src.Credentials(ctx)
+	creds, err := l.Creds.Credentials(ctx)
 	if err != nil {
 		return fmt.Errorf("start spore %s: credentials: %w", s.ID, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/fakeapi"
+	"github.com/sporectl/sporectl/reconcile"
 )
 
 // TestRealClaudeTurnAndStop wakes a spore running the real Claude Code
@@ -30,7 +31,9 @@ func TestRealClaudeTurnAndStop(t *testing.T) {
 		fakeapi.Rule{Match: "write the notes", Steps: []fakeapi.Reply{fakeapi.Write(notes, "from the fake model\n"), fakeapi.Text("wrote notes")}},
 		fakeapi.Rule{Match: "think slowly", Steps: []fakeapi.Reply{fakeapi.Slow(5*time.Minute, "too late")}},
 	)
-	require.NoError(t, r.Start(ctx, spore("claude-1"), creds))
+	// What the pass hands the start (mycelia.Identity in the CLI's pass).
+	identity := "You are spore claude-1, a spore, in colony default.\n\nCommands you may run:\n- `mycologist ask \"…\"`\n"
+	require.NoError(t, r.Start(ctx, spore("claude-1"), reconcile.Launch{Identity: identity, Creds: creds}))
 	waitReady(t, r, "claude-1")
 	ep, err := r.Bridge(ctx, "claude-1")
 	require.NoError(t, err)
@@ -46,7 +49,7 @@ func TestRealClaudeTurnAndStop(t *testing.T) {
 	// Claude Code was told who it is and which commands it may use.
 	var told bool
 	for _, req := range api.Requests() {
-		if sys := req.SystemText(); strings.Contains(sys, "You are spore claude-1, a spore, in colony default") && strings.Contains(sys, "mycologist ask") {
+		if sys := req.SystemText(); strings.Contains(sys, strings.TrimSpace(identity)) {
 			told = true
 		}
 	}

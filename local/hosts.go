@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
-var _ mycelia.HostRuntime = (*Runtime)(nil)
+var _ reconcile.HostRuntime = (*Runtime)(nil)
 
 // hostPrefix names a spore's process tree as a host: "bridge of ID".
 const hostPrefix = "bridge of "
@@ -27,10 +27,10 @@ const HostMetrics = "local /proc: cpu_seconds is the CPU time (utime+stime) each
 // finds, orphans too): its state, processes, CPU time and resident
 // memory from one more scan of /proc. Only /proc/PID/stat, statm and
 // environ (for the mark, never read out) are read.
-func (r *Runtime) Hosts(ctx context.Context) (mycelia.HostList, error) {
+func (r *Runtime) Hosts(ctx context.Context) (reconcile.HostList, error) {
 	obs, err := r.Observe(ctx)
 	if err != nil {
-		return mycelia.HostList{}, err
+		return reconcile.HostList{}, err
 	}
 	type usage struct {
 		ticks  uint64
@@ -61,9 +61,9 @@ func (r *Runtime) Hosts(ctx context.Context) (mycelia.HostList, error) {
 		return false
 	})
 	now := time.Now().UTC()
-	out := mycelia.HostList{Runtime: "local", Hosts: []mycelia.Host{}, Metrics: HostMetrics}
+	out := reconcile.HostList{Runtime: "local", Hosts: []reconcile.Host{}, Metrics: HostMetrics}
 	for id, po := range obs.Spores {
-		h := mycelia.Host{Name: hostPrefix + id, Spore: id, State: string(po.State), Restarts: po.Restarts}
+		h := reconcile.Host{Name: hostPrefix + id, Spore: id, State: string(po.State), Restarts: po.Restarts}
 		if u := use[id]; u != nil {
 			h.Processes = u.n
 			cpu := float64(u.ticks) / clockTicks
@@ -88,7 +88,7 @@ func (r *Runtime) Hosts(ctx context.Context) (mycelia.HostList, error) {
 }
 
 // HostLogs is the last tail lines of the bridge log run/<id>.log of the
-// host "bridge of ID" (or ID), reading at most mycelia.MaxHostLogBytes
+// host "bridge of ID" (or ID), reading at most reconcile.MaxHostLogBytes
 // from its end.
 func (r *Runtime) HostLogs(ctx context.Context, name string, tail int) (string, error) {
 	id := strings.TrimPrefix(name, hostPrefix)
@@ -107,8 +107,8 @@ func (r *Runtime) HostLogs(ctx context.Context, name string, tail int) (string, 
 	if err != nil {
 		return "", fmt.Errorf("logs of %s: %w", id, err)
 	}
-	off := max(fi.Size()-mycelia.MaxHostLogBytes, 0)
-	b, err := io.ReadAll(io.NewSectionReader(f, off, mycelia.MaxHostLogBytes))
+	off := max(fi.Size()-reconcile.MaxHostLogBytes, 0)
+	b, err := io.ReadAll(io.NewSectionReader(f, off, reconcile.MaxHostLogBytes))
 	if err != nil {
 		return "", fmt.Errorf("logs of %s: %w", id, err)
 	}
@@ -119,6 +119,6 @@ func (r *Runtime) HostLogs(ctx context.Context, name string, tail int) (string, 
 			text = text[nl+1:]
 		}
 	}
-	text, _ = mycelia.TailText(text, tail, mycelia.MaxHostLogBytes)
+	text, _ = reconcile.TailText(text, tail, reconcile.MaxHostLogBytes)
 	return text, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -20,7 +21,7 @@ func TestHostsAndHostLogs(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
 	t.Cleanup(func() { _ = r.Delete(ctx, "hosty", true) })
-	require.NoError(t, r.Start(ctx, spore("hosty"), creds))
+	require.NoError(t, r.Start(ctx, spore("hosty"), reconcile.Launch{Creds: creds}))
 	waitReady(t, r, "hosty")
 
 	l, err := r.Hosts(ctx)

@@ -24,7 +24,7 @@ func TestBridgeFatalErrorObserved(t *testing.T) {
 	// $SPORECTL_CLAUDE_BIN.
 	r := newRuntime(t, "claude", "PATH="+t.TempDir())
 	t.Cleanup(func() { _ = r.Delete(ctx, "fatal-noclaude", true) })
-	require.NoError(t, r.Start(ctx, spore("fatal-noclaude"), creds))
+	require.NoError(t, r.Start(ctx, spore("fatal-noclaude"), reconcile.Launch{Creds: creds}))
 
 	var po reconcile.PodObservation
 	require.Eventually(t, func() bool {
@@ -94,7 +94,7 @@ func TestLogs(t *testing.T) {
 	require.ErrorIs(t, r.Logs(ctx, id, reconcile.LogOptions{}, &none), state.ErrNotFound, "never started: no log")
 
 	r.cfg.Binary = chattyBridge(t, "first")
-	require.NoError(t, r.Start(ctx, spore(id), creds))
+	require.NoError(t, r.Start(ctx, spore(id), reconcile.Launch{Creds: creds}))
 	waitReady(t, r, id)
 	require.Eventually(t, func() bool { return strings.Contains(logs(t, r, id, reconcile.LogOptions{}), "first late") }, 5*time.Second, 20*time.Millisecond)
 
@@ -115,7 +115,7 @@ func TestLogs(t *testing.T) {
 	go func() { done <- r.Logs(fctx, id, reconcile.LogOptions{Follow: true, Tail: 1}, &followed) }()
 	require.NoError(t, r.Stop(ctx, id))
 	r.cfg.Binary = chattyBridge(t, "second")
-	require.NoError(t, r.Start(ctx, spore(id), creds))
+	require.NoError(t, r.Start(ctx, spore(id), reconcile.Launch{Creds: creds}))
 	require.Eventually(t, func() bool { return strings.Contains(followed.String(), "second late") }, 10*time.Second, 20*time.Millisecond)
 	cancel()
 	select {

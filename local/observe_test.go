@@ -17,6 +17,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/eventlog"
 	"github.com/sporectl/sporectl/bridge/server"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -106,7 +107,7 @@ func TestWakeKilledBeforeRecording(t *testing.T) {
 	require.Equal(t, []string{"cut"}, orphans, "a marked bridge of an id the store does not know is an orphan")
 
 	// Start ends it (it holds the home's lock) and records a new one.
-	require.NoError(t, r.Start(ctx, spore("cut"), creds))
+	require.NoError(t, r.Start(ctx, spore("cut"), reconcile.Launch{Creds: creds}))
 	require.True(t, syscall.Kill(orphan, 0) != nil || isZombie(orphan), "the unrecorded bridge was ended")
 	waitReady(t, r, "cut")
 	rf, err := readRunFile(r.runPath("cut", ".json"))
@@ -142,7 +143,7 @@ func TestBadRunFileObservedByMark(t *testing.T) {
 			r := newRuntime(t, "echo")
 			id := "bad-" + name
 			t.Cleanup(func() { _ = r.Delete(ctx, id, true) })
-			require.NoError(t, r.Start(ctx, spore(id), creds))
+			require.NoError(t, r.Start(ctx, spore(id), reconcile.Launch{Creds: creds}))
 			waitReady(t, r, id)
 			rf, err := readRunFile(r.runPath(id, ".json"))
 			require.NoError(t, err)
@@ -173,7 +174,7 @@ func TestLeftoversWithoutRunFile(t *testing.T) {
 	r := newRuntime(t, "echo")
 	spawn := func(id, home string) *exec.Cmd {
 		cmd := exec.Command("sleep", "30")
-		cmd.Env = []string{"HOME=" + home, markEnv + "=" + id}
+		cmd.Env = []string{"HOME=" + home, sporeenv.SporeID + "=" + id}
 		require.NoError(t, cmd.Start())
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		return cmd
@@ -211,7 +212,7 @@ func TestObserveScansProcOnce(t *testing.T) {
 	r := newRuntime(t, "echo")
 	for _, id := range []string{"one", "two", "three"} {
 		t.Cleanup(func() { _ = r.Delete(ctx, id, true) })
-		require.NoError(t, r.Start(ctx, spore(id), creds))
+		require.NoError(t, r.Start(ctx, spore(id), reconcile.Launch{Creds: creds}))
 	}
 	scans := 0
 	old := scanHook
@@ -239,7 +240,7 @@ func fullDiskBridge(args []string) int {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	token, err := server.LoadToken(*home, os.Getenv(server.TokenEnv))
+	token, err := server.LoadToken(*home, os.Getenv(sporeenv.BridgeToken))
 	if err != nil {
 		logger.Error("full-disk bridge", "err", err)
 		return 1
@@ -269,7 +270,7 @@ func TestFullDiskIsReadyAndUnhealthy(t *testing.T) {
 	r := newRuntime(t, "echo", fullDiskBridgeEnv+"=1")
 	r.cfg.Binary = os.Args[0]
 	t.Cleanup(func() { _ = r.Delete(ctx, "full", true) })
-	require.NoError(t, r.Start(ctx, spore("full"), creds))
+	require.NoError(t, r.Start(ctx, spore("full"), reconcile.Launch{Creds: creds}))
 	require.NoError(t, r.WaitReady(ctx, "full", 30*time.Second), "a bridge answering 503 serves")
 	ep, err := r.Bridge(ctx, "full")
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -91,19 +92,16 @@ func sessionMembers(sid int) []int {
 	return liveProcesses(func(st procStat) bool { return st.Session == sid })
 }
 
-// markEnv is set in every bridge's environment and inherited by Claude
-// Code and its tools: the ownership mark of a spore's processes.
-const markEnv = "SPORECTL_SPORE_ID"
-
-// hasMark reports whether pid's environment names spore id and its home:
-// the id alone is not enough, since two stores on one machine may both
+// hasMark reports whether pid's environment carries the mark of spore
+// id's processes: sporeenv.SporeID=id, set in every bridge's environment
+// and inherited by Claude Code and its tools, and HOME=home. The id alone is not enough, since two stores on one machine may both
 // have a spore of that id.
 func hasMark(pid int, id, home string) bool {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
 	if err != nil {
 		return false
 	}
-	wantID, wantHome := []byte(markEnv+"="+id), []byte("HOME="+home)
+	wantID, wantHome := []byte(sporeenv.SporeID+"="+id), []byte("HOME="+home)
 	var idOK, homeOK bool
 	for _, kv := range bytes.Split(b, []byte{0}) {
 		idOK = idOK || bytes.Equal(kv, wantID)
@@ -121,7 +119,7 @@ func markOf(pid int, homeOf func(id string) string) (string, bool) {
 	}
 	var ids, homes [][]byte
 	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte(markEnv+"=")); ok {
+		if v, ok := bytes.CutPrefix(kv, []byte(sporeenv.SporeID+"=")); ok {
 			ids = append(ids, v)
 		} else if v, ok := bytes.CutPrefix(kv, []byte("HOME=")); ok {
 			homes = append(homes, v)

@@ -22,7 +22,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/agent"
-	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
@@ -114,7 +114,10 @@ func apiTokenPath(home string) string { return filepath.Join(home, ".sporectl-br
 // when the bridge answers. Observe shows it Pending until it does; a
 // bridge that exits at once is observed Failed (Exited). WaitReady blocks
 // until it is ready.
-func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.CredentialSource) error {
+//
+// The bridge's environment is the spore's (bridge/sporeenv): its id (the
+// mark of its processes), serve's address, l.Identity, and Config.Env.
+func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
 	unlock, err := r.lock(ctx, s.ID)
 	if err != nil {
 		return err
@@ -135,7 +138,7 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 		return fmt.Errorf("end leftovers of %s: %w", s.ID, err)
 	}
 	// Under the spore's lock: two starts never both issue credentials.
-	creds, err := src.Credentials(ctx)
+	creds, err := l.Creds.Credentials(ctx)
 	if err != nil {
 		return fmt.Errorf("credentials for %s: %w", s.ID, err)
 	}
@@ -171,11 +174,11 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, src reconcile.Creden
 	cmd.Dir = home
 	// The spore's commands (mycologist, swarm) are on its PATH and know
 	// who it is and where serve listens; its token is in its home.
-	env := []string{"HOME=" + home, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), markEnv + "=" + s.ID}
+	env := []string{"HOME=" + home, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), sporeenv.SporeID + "=" + s.ID}
 	if r.cfg.APIURL != "" {
-		env = append(env, "SPORECTL_API_URL="+r.cfg.APIURL)
+		env = append(env, sporeenv.APIURL+"="+r.cfg.APIURL)
 	}
-	env = append(env, mycelia.EnvIdentity+"="+mycelia.Identity(s))
+	env = append(env, sporeenv.Identity+"="+l.Identity)
 	cmd.Env = append(env, r.cfg.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own session: it outlives this command, and its whole tree can be

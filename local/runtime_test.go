@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -75,7 +76,7 @@ func marked(id string) []int {
 		if err != nil {
 			continue
 		}
-		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasEnv(pid, markEnv+"="+id) {
+		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasEnv(pid, sporeenv.SporeID+"="+id) {
 			out = append(out, pid)
 		}
 	}
@@ -94,7 +95,7 @@ func TestStartObserveStop(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
 	t.Cleanup(func() { _ = r.Delete(ctx, "alpha", true) })
-	require.NoError(t, r.Start(ctx, spore("alpha"), creds))
+	require.NoError(t, r.Start(ctx, spore("alpha"), reconcile.Launch{Creds: creds}))
 	waitReady(t, r, "alpha")
 
 	po, ok := observe(t, r, "alpha")
@@ -117,7 +118,7 @@ func TestStartObserveStop(t *testing.T) {
 
 	// Starting a running spore is success and starts nothing new.
 	before := marked("alpha")
-	require.NoError(t, r.Start(ctx, spore("alpha"), creds))
+	require.NoError(t, r.Start(ctx, spore("alpha"), reconcile.Launch{Creds: creds}))
 	require.ElementsMatch(t, before, marked("alpha"))
 
 	require.NoError(t, r.Stop(ctx, "alpha"))
@@ -146,7 +147,7 @@ func TestConcurrentStarts(t *testing.T) {
 			defer wg.Done()
 			// A separate Runtime value per caller, as separate processes have.
 			r2, _ := New(r.cfg)
-			errs[i] = r2.Start(ctx, spore("twin"), creds)
+			errs[i] = r2.Start(ctx, spore("twin"), reconcile.Launch{Creds: creds})
 		}(i)
 	}
 	wg.Wait()
@@ -162,7 +163,7 @@ func TestKilledBridge(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
 	t.Cleanup(func() { _ = r.Delete(ctx, "victim", true) })
-	require.NoError(t, r.Start(ctx, spore("victim"), creds))
+	require.NoError(t, r.Start(ctx, spore("victim"), reconcile.Launch{Creds: creds}))
 	rf, err := readRunFile(r.runPath("victim", ".json"))
 	require.NoError(t, err)
 	require.NoError(t, syscall.Kill(rf.PID, syscall.SIGKILL))
@@ -175,7 +176,7 @@ func TestKilledBridge(t *testing.T) {
 	_, err = r.Bridge(ctx, "victim")
 	require.ErrorIs(t, err, state.ErrNotFound)
 
-	require.NoError(t, r.Start(ctx, spore("victim"), creds))
+	require.NoError(t, r.Start(ctx, spore("victim"), reconcile.Launch{Creds: creds}))
 	waitReady(t, r, "victim")
 	po, _ = observe(t, r, "victim")
 	require.Equal(t, reconcile.PodRunning, po.State)
@@ -228,7 +229,7 @@ func TestStopEndsWholeTree(t *testing.T) {
 		t.Run(fmt.Sprintf("leaderDead=%v", leaderDead), func(t *testing.T) {
 			r := newRuntime(t, "claude", "SPORECTL_CLAUDE_BIN="+script)
 			t.Cleanup(func() { _ = r.Delete(ctx, "tree", true) })
-			require.NoError(t, r.Start(ctx, spore("tree"), creds))
+			require.NoError(t, r.Start(ctx, spore("tree"), reconcile.Launch{Creds: creds}))
 			waitReady(t, r, "tree")
 			ep, err := r.Bridge(ctx, "tree")
 			require.NoError(t, err)
@@ -253,8 +254,8 @@ func TestStopEndsWholeTree(t *testing.T) {
 func TestDeletePurge(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
-	require.NoError(t, r.Start(ctx, spore("keep"), creds))
-	require.NoError(t, r.Start(ctx, spore("purge"), creds))
+	require.NoError(t, r.Start(ctx, spore("keep"), reconcile.Launch{Creds: creds}))
+	require.NoError(t, r.Start(ctx, spore("purge"), reconcile.Launch{Creds: creds}))
 	require.NoError(t, r.Delete(ctx, "keep", false))
 	require.NoError(t, r.Delete(ctx, "purge", true))
 	require.DirExists(t, r.home("keep"))
@@ -285,7 +286,7 @@ func TestDamagedRunFileStillStops(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
 	t.Cleanup(func() { _ = r.Delete(ctx, "scarred", true) })
-	require.NoError(t, r.Start(ctx, spore("scarred"), creds))
+	require.NoError(t, r.Start(ctx, spore("scarred"), reconcile.Launch{Creds: creds}))
 	require.NotEmpty(t, marked("scarred"))
 	require.NoError(t, os.WriteFile(r.runPath("scarred", ".json"), []byte("{torn"), 0o600))
 	require.NoError(t, r.Stop(ctx, "scarred"))
@@ -298,8 +299,8 @@ func TestMarkNeedsTheHome(t *testing.T) {
 	ctx := context.Background()
 	a, b := newRuntime(t, "echo"), newRuntime(t, "echo")
 	t.Cleanup(func() { _ = a.Delete(ctx, "twin2", true); _ = b.Delete(ctx, "twin2", true) })
-	require.NoError(t, a.Start(ctx, spore("twin2"), creds))
-	require.NoError(t, b.Start(ctx, spore("twin2"), creds))
+	require.NoError(t, a.Start(ctx, spore("twin2"), reconcile.Launch{Creds: creds}))
+	require.NoError(t, b.Start(ctx, spore("twin2"), reconcile.Launch{Creds: creds}))
 	require.Len(t, marked("twin2"), 2)
 	require.NoError(t, b.Stop(ctx, "twin2"))
 	require.Len(t, marked("twin2"), 1, "stopping one store's spore ended the other's")
@@ -334,7 +335,7 @@ func TestStartDoesNotWait(t *testing.T) {
 	t.Cleanup(func() { _ = r.Delete(ctx, "slow", true) })
 
 	began := time.Now()
-	require.NoError(t, r.Start(ctx, spore("slow"), creds))
+	require.NoError(t, r.Start(ctx, spore("slow"), reconcile.Launch{Creds: creds}))
 	require.Less(t, time.Since(began), time.Second, "Start waited for the bridge")
 	rf, err := readRunFile(r.runPath("slow", ".json"))
 	require.NoError(t, err)
@@ -350,7 +351,7 @@ func TestStartDoesNotWait(t *testing.T) {
 	// Starting a spore that is starting starts nothing and asks for no
 	// credentials.
 	before := marked("slow")
-	require.NoError(t, r.Start(ctx, spore("slow"), noCredentials{t}))
+	require.NoError(t, r.Start(ctx, spore("slow"), reconcile.Launch{Creds: noCredentials{t}}))
 	require.ElementsMatch(t, before, marked("slow"))
 
 	require.NoError(t, r.WaitReady(ctx, "slow", 30*time.Second))
@@ -377,7 +378,7 @@ func TestStartingExpires(t *testing.T) {
 	r.cfg.Binary = slowBridge(t, 3*time.Second)
 	r.cfg.StartTimeout = 300 * time.Millisecond
 	t.Cleanup(func() { _ = r.Delete(ctx, "late", true) })
-	require.NoError(t, r.Start(ctx, spore("late"), creds))
+	require.NoError(t, r.Start(ctx, spore("late"), reconcile.Launch{Creds: creds}))
 
 	// The caller's context ends the wait with its own error.
 	cctx, cancel := context.WithCancel(ctx)
@@ -429,7 +430,7 @@ func TestBridgeExitsAtOnce(t *testing.T) {
 	r := newRuntime(t, "echo")
 	r.cfg.Binary = script(t, "broken-sporectl", "echo 'bridge: cannot bind' >&2\nexit 3\n")
 	t.Cleanup(func() { _ = r.Delete(ctx, "broken", true) })
-	require.NoError(t, r.Start(ctx, spore("broken"), creds))
+	require.NoError(t, r.Start(ctx, spore("broken"), reconcile.Launch{Creds: creds}))
 
 	require.Eventually(t, func() bool {
 		po, ok := observe(t, r, "broken")
@@ -462,7 +463,7 @@ func starter(root string) {
 	}
 	r, err := New(Config{Root: root, Binary: os.Getenv("LOCAL_TEST_STARTER_BIN"), Agent: "echo"})
 	if err == nil {
-		err = r.Start(context.Background(), spore(id), creds)
+		err = r.Start(context.Background(), spore(id), reconcile.Launch{Creds: creds})
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -496,14 +497,15 @@ func TestBridgeOutlivesStarter(t *testing.T) {
 	require.Empty(t, marked("orphan"))
 }
 
-// A spore knows where serve is and has its own commands on its PATH:
-// `mycologist` and `swarm` are links to the sporectl binary.
+// A spore knows where serve is and who it is, and has its own commands on
+// its PATH: `mycologist` and `swarm` are links to the sporectl binary.
 func TestSporeEnvironmentForServe(t *testing.T) {
 	ctx := context.Background()
 	r, err := New(Config{Root: t.TempDir(), Binary: sporectlBin, Agent: "echo", APIURL: "http://127.0.0.1:7070", StopTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Delete(ctx, "env", true) })
-	require.NoError(t, r.Start(ctx, spore("env"), creds))
+	identity := "You are spore env.\nCommands you may run: none."
+	require.NoError(t, r.Start(ctx, spore("env"), reconcile.Launch{Identity: identity, Creds: creds}))
 	waitReady(t, r, "env")
 	rf, err := readRunFile(r.runPath("env", ".json"))
 	require.NoError(t, err)
@@ -512,6 +514,7 @@ func TestSporeEnvironmentForServe(t *testing.T) {
 	vars := strings.Split(string(environ), "\x00")
 	require.Contains(t, vars, "SPORECTL_API_URL=http://127.0.0.1:7070")
 	require.Contains(t, vars, "SPORECTL_SPORE_ID=env")
+	require.Contains(t, vars, "SPORECTL_IDENTITY="+identity, "the identity the start was given, as it was given")
 	bin := filepath.Join(r.cfg.Root, "bin")
 	var path string
 	for _, v := range vars {

@@ -52,7 +52,7 @@ func TestRunFileAddressIsLoopback(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
 	t.Cleanup(func() { _ = r.Delete(ctx, "moved", true) })
-	require.NoError(t, r.Start(ctx, spore("moved"), creds))
+	require.NoError(t, r.Start(ctx, spore("moved"), reconcile.Launch{Creds: creds}))
 	waitReady(t, r, "moved")
 
 	// A listener elsewhere on loopback that counts who dials it.
@@ -112,7 +112,7 @@ func TestTokenNotWrittenThroughSymlink(t *testing.T) {
 	for _, path := range []string{tokenPath(r.home("linked")), apiTokenPath(r.home("linked"))} {
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 		require.NoError(t, os.Symlink(outside, path))
-		require.Error(t, r.Start(ctx, spore("linked"), creds))
+		require.Error(t, r.Start(ctx, spore("linked"), reconcile.Launch{Creds: creds}))
 		b, err := os.ReadFile(outside)
 		require.NoError(t, err)
 		require.Equal(t, "keep me\n", string(b))

@@ -193,11 +193,11 @@ func (m mixedRuntime) Observe(ctx context.Context) (reconcile.FleetObservation, 
 	return obs, nil
 }
 
-func (m mixedRuntime) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
+func (m mixedRuntime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
 	if _, ok := m.real.Endpoints[s.ID]; ok {
 		return nil
 	}
-	return m.Runtime.Start(ctx, s, creds)
+	return m.Runtime.Start(ctx, s, l)
 }
 
 func (m mixedRuntime) Bridge(ctx context.Context, id string) (reconcile.BridgeEndpoint, error) {
@@ -255,7 +255,7 @@ func buildBenchFleet(b *testing.B, variant string) *benchFleet {
 	}
 	for _, sp := range all {
 		if sp.ID != benchIdle {
-			if err := rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_bench"}); err != nil {
+			if err := rt.Start(ctx, sp, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_bench"}}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -563,7 +563,7 @@ func buildBusyFleet(b *testing.B, variant string) *benchFleet {
 		b.Fatal(err)
 	}
 	for _, sp := range all {
-		if err := rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_bench"}); err != nil {
+		if err := rt.Start(ctx, sp, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_bench"}}); err != nil {
 			b.Fatal(err)
 		}
 	}

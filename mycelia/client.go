@@ -18,19 +18,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
-// The environment a spore's commands read (docs/mycologists.md "The
-// environment of a spore").
-const (
-	EnvURL   = "SPORECTL_API_URL"
-	EnvSpore = "SPORECTL_SPORE_ID"
-	EnvToken = "SPORECTL_API_TOKEN"
-)
-
 // TokenFile is where, under $HOME, the local runtime writes a spore's
-// token; read when EnvToken is not set.
+// token; read when sporeenv.APIToken is not set.
 const TokenFile = ".sporectl-bridge/api-token"
 
 // DefaultRetryFor is how long a client keeps retrying a request that
@@ -54,23 +48,23 @@ type ConfigError struct{ Msg string }
 
 func (e *ConfigError) Error() string { return e.Msg }
 
-// ConfigFromEnv reads EnvURL, EnvSpore and the token (EnvToken, else
+// ConfigFromEnv reads sporeenv.APIURL, sporeenv.SporeID and the token (sporeenv.APIToken, else
 // $HOME/TokenFile).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	cfg := Config{URL: getenv(EnvURL), Spore: getenv(EnvSpore), Token: strings.TrimSpace(getenv(EnvToken))}
+	cfg := Config{URL: getenv(sporeenv.APIURL), Spore: getenv(sporeenv.SporeID), Token: strings.TrimSpace(getenv(sporeenv.APIToken))}
 	if cfg.URL == "" {
-		return Config{}, &ConfigError{Msg: EnvURL + " is not set: it is the address of `sporectl serve`, e.g. http://127.0.0.1:7070"}
+		return Config{}, &ConfigError{Msg: sporeenv.APIURL + " is not set: it is the address of `sporectl serve`, e.g. http://127.0.0.1:7070"}
 	}
 	if cfg.Spore == "" {
-		return Config{}, &ConfigError{Msg: EnvSpore + " is not set: it is this spore's id"}
+		return Config{}, &ConfigError{Msg: sporeenv.SporeID + " is not set: it is this spore's id"}
 	}
 	if err := state.ValidateID(cfg.Spore); err != nil {
-		return Config{}, &ConfigError{Msg: EnvSpore + ": " + err.Error()}
+		return Config{}, &ConfigError{Msg: sporeenv.SporeID + ": " + err.Error()}
 	}
 	if cfg.Token == "" {
 		home := getenv("HOME")
 		if home == "" {
-			return Config{}, &ConfigError{Msg: "no API token: " + EnvToken + " is not set and neither is $HOME (to read $HOME/" + TokenFile + ")"}
+			return Config{}, &ConfigError{Msg: "no API token: " + sporeenv.APIToken + " is not set and neither is $HOME (to read $HOME/" + TokenFile + ")"}
 		}
 		path := filepath.Join(home, filepath.FromSlash(TokenFile))
 		b, err := os.ReadFile(path)
@@ -79,7 +73,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			if errors.As(err, &pe) {
 				err = pe.Err
 			}
-			return Config{}, &ConfigError{Msg: fmt.Sprintf("no API token: %s is not set and %s cannot be read: %v", EnvToken, path, err)}
+			return Config{}, &ConfigError{Msg: fmt.Sprintf("no API token: %s is not set and %s cannot be read: %v", sporeenv.APIToken, path, err)}
 		}
 		cfg.Token = strings.TrimSpace(string(b))
 		if cfg.Token == "" {
@@ -104,7 +98,7 @@ type Client struct {
 func NewClient(cfg Config) (*Client, error) {
 	u, err := url.Parse(strings.TrimSuffix(cfg.URL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" {
-		return nil, &ConfigError{Msg: fmt.Sprintf("%s %q: want http(s)://host:port", EnvURL, redactURL(cfg.URL))}
+		return nil, &ConfigError{Msg: fmt.Sprintf("%s %q: want http(s)://host:port", sporeenv.APIURL, redactURL(cfg.URL))}
 	}
 	if cfg.Token == "" || strings.ContainsAny(cfg.Token, " \t\r\n") {
 		return nil, &ConfigError{Msg: "the API token is empty or holds white space"}
@@ -197,8 +191,8 @@ func (c *Client) Spore(ctx context.Context, id string, turns int) (SporeTurns, e
 }
 
 // Hosts lists sporectl's own pods or processes ([arch] only).
-func (c *Client) Hosts(ctx context.Context) (HostList, error) {
-	var r HostList
+func (c *Client) Hosts(ctx context.Context) (reconcile.HostList, error) {
+	var r reconcile.HostList
 	err := c.do(ctx, http.MethodGet, "/api/mycologist/hosts", nil, nil, &r)
 	return r, err
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 )
 
 func TestConfigFromEnv(t *testing.T) {
@@ -20,13 +22,13 @@ func TestConfigFromEnv(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(home, ".sporectl-bridge"), 0o700))
 	require.NoError(t, os.WriteFile(filepath.Join(home, TokenFile), []byte("spt_fromfile\n"), 0o600))
 	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
-	full := map[string]string{EnvURL: "http://127.0.0.1:7070", EnvSpore: "a", EnvToken: "spt_fromenv", "HOME": home}
+	full := map[string]string{sporeenv.APIURL: "http://127.0.0.1:7070", sporeenv.SporeID: "a", sporeenv.APIToken: "spt_fromenv", "HOME": home}
 
 	cfg, err := ConfigFromEnv(env(full))
 	require.NoError(t, err)
 	require.Equal(t, "spt_fromenv", cfg.Token, "the environment's token first")
 
-	delete(full, EnvToken)
+	delete(full, sporeenv.APIToken)
 	cfg, err = ConfigFromEnv(env(full))
 	require.NoError(t, err)
 	require.Equal(t, "spt_fromfile", cfg.Token, "then $HOME/.sporectl-bridge/api-token")
@@ -35,12 +37,12 @@ func TestConfigFromEnv(t *testing.T) {
 		kv  map[string]string
 		msg string
 	}{
-		"no url":     {map[string]string{EnvSpore: "a", EnvToken: "t"}, EnvURL + " is not set"},
-		"no id":      {map[string]string{EnvURL: "http://x", EnvToken: "t"}, EnvSpore + " is not set"},
-		"bad id":     {map[string]string{EnvURL: "http://x", EnvSpore: "A!", EnvToken: "t"}, "invalid spore id"},
-		"no token":   {map[string]string{EnvURL: "http://x", EnvSpore: "a", "HOME": t.TempDir()}, "cannot be read"},
-		"no home":    {map[string]string{EnvURL: "http://x", EnvSpore: "a"}, "neither is $HOME"},
-		"empty file": {map[string]string{EnvURL: "http://x", EnvSpore: "a", "HOME": emptyTokenHome(t)}, "is empty"},
+		"no url":     {map[string]string{sporeenv.SporeID: "a", sporeenv.APIToken: "t"}, sporeenv.APIURL + " is not set"},
+		"no id":      {map[string]string{sporeenv.APIURL: "http://x", sporeenv.APIToken: "t"}, sporeenv.SporeID + " is not set"},
+		"bad id":     {map[string]string{sporeenv.APIURL: "http://x", sporeenv.SporeID: "A!", sporeenv.APIToken: "t"}, "invalid spore id"},
+		"no token":   {map[string]string{sporeenv.APIURL: "http://x", sporeenv.SporeID: "a", "HOME": t.TempDir()}, "cannot be read"},
+		"no home":    {map[string]string{sporeenv.APIURL: "http://x", sporeenv.SporeID: "a"}, "neither is $HOME"},
+		"empty file": {map[string]string{sporeenv.APIURL: "http://x", sporeenv.SporeID: "a", "HOME": emptyTokenHome(t)}, "is empty"},
 	} {
 		_, err := ConfigFromEnv(env(c.kv))
 		var ce *ConfigError

@@ -65,7 +65,7 @@ type harness struct {
 	tokens map[string]string
 	// compacts counts Compact calls per spore.
 	compacts sync.Map
-	// noHosts makes the runtime one without hosts (HostRuntime).
+	// noHosts makes the runtime one without hosts (reconcile.HostRuntime).
 	noHosts atomic.Bool
 }
 
@@ -76,19 +76,19 @@ func (h *harness) runtime() reconcile.Runtime {
 	return hostsRuntime{h.rt}
 }
 
-// hostsRuntime adds HostRuntime to the fake runtime: a host "bridge of
+// hostsRuntime adds reconcile.HostRuntime to the fake runtime: a host "bridge of
 // ID" per spore it observes, whose log is three lines naming it.
 type hostsRuntime struct{ *reconciletest.Runtime }
 
-func (r hostsRuntime) Hosts(ctx context.Context) (HostList, error) {
+func (r hostsRuntime) Hosts(ctx context.Context) (reconcile.HostList, error) {
 	obs, err := r.Observe(ctx)
 	if err != nil {
-		return HostList{}, err
+		return reconcile.HostList{}, err
 	}
-	l := HostList{Runtime: "fake", Metrics: "fake figures"}
+	l := reconcile.HostList{Runtime: "fake", Metrics: "fake figures"}
 	mem, cpu := int64(1<<20), 0.5
 	for id, po := range obs.Spores {
-		l.Hosts = append(l.Hosts, Host{Name: "bridge of " + id, Spore: id, State: string(po.State), Restarts: po.Restarts, MemoryBytes: &mem, CPUSeconds: &cpu})
+		l.Hosts = append(l.Hosts, reconcile.Host{Name: "bridge of " + id, Spore: id, State: string(po.State), Restarts: po.Restarts, MemoryBytes: &mem, CPUSeconds: &cpu})
 	}
 	return l, nil
 }
@@ -182,7 +182,7 @@ func (h *harness) add(sp state.Spore, awake bool) {
 		return err
 	}))
 	if awake {
-		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_test"}))
+		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_test"}}))
 	}
 }
 
@@ -344,7 +344,7 @@ func (h *harness) setDesired(id string, d state.Desired) {
 		return tx.UpdateSpore(ctx, sp)
 	}))
 	if d == state.Running {
-		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_test"}))
+		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_test"}}))
 		return
 	}
 	require.NoError(h.t, h.rt.Stop(ctx, id))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -413,7 +414,7 @@ var matrix = map[string]matrixRow{
 // only spores' hosts.
 func hostsListed(want ...string) cell {
 	return cell{status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
-		var l HostList
+		var l reconcile.HostList
 		r.decode(t, &l)
 		require.NotEmpty(t, l.Metrics)
 		var names []string

@@ -71,7 +71,11 @@ func (ps *Pass) act(ctx context.Context, rt Runtime, plans []*SporePlan, obs obs
 			return
 		}
 		p.issued = is
-		if err := rt.Start(ctx, p.Spore, is); err != nil {
+		l := Launch{Creds: is}
+		if ps.Identity != nil {
+			l.Identity = ps.Identity(p.Spore)
+		}
+		if err := rt.Start(ctx, p.Spore, l); err != nil {
 			p.StartErr = err
 		}
 	})

@@ -151,6 +151,21 @@ type CredentialSource interface {
 // Credentials makes fixed credentials their own source.
 func (c Credentials) Credentials(context.Context) (Credentials, error) { return c, nil }
 
+// Launch is what a start gives the spore besides its record.
+type Launch struct {
+	// Identity is what the spore's agent is told of itself: who it is and
+	// which commands it may run. The runtime puts it in the spore's
+	// environment (sporeenv.Identity) and never reads it; the bridge
+	// ignores an empty one.
+	// The pass takes it from Pass.Identity: its text is the pod-facing
+	// API's (mycelia.Identity), which neither the pass nor the runtimes
+	// import.
+	Identity string
+	// Creds gives the spore's credentials, asked for only when new
+	// processes start (CredentialSource).
+	Creds CredentialSource
+}
+
 // BridgeEndpoint is how to reach one spore's bridge from here.
 type BridgeEndpoint struct {
 	BaseURL string
@@ -175,10 +190,10 @@ type LogOptions struct {
 type Runtime interface {
 	// Observe looks at every spore this runtime manages in one call.
 	Observe(ctx context.Context) (FleetObservation, error)
-	// Start makes the spore run (creating its home if missing), with
-	// credentials from creds. Starting a spore that runs already is
-	// success and changes nothing.
-	Start(ctx context.Context, s state.Spore, creds CredentialSource) error
+	// Start makes the spore run (creating its home if missing), with the
+	// identity and the credentials of l. Starting a spore that runs
+	// already is success and changes nothing (l.Creds is not asked).
+	Start(ctx context.Context, s state.Spore, l Launch) error
 	// Stop ends the spore's processes and keeps its home.
 	Stop(ctx context.Context, id string) error
 	// Delete removes everything of the spore; the home only with purgeHome.

@@ -20,6 +20,11 @@ type Pass struct {
 	// Runtime builds the runtime the store's settings name. When it
 	// fails every spore is observed Unknown and nothing is acted on.
 	Runtime func(ctx context.Context, s state.Settings) (Runtime, error)
+	// Identity is what a spore's agent is told of itself when the pass
+	// starts it (Launch.Identity); nil tells it nothing (an empty text).
+	// The CLI sets mycelia.Identity: the text describes the pod-facing
+	// API, which the pass must not import.
+	Identity func(state.Spore) string
 	// Dial reaches a bridge (default DialHTTP).
 	Dial Dialer
 	// Now is the clock (default time.Now).

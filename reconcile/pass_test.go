@@ -474,7 +474,7 @@ type hashRacer struct {
 	got *state.TokenHash
 }
 
-func (r *hashRacer) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
+func (r *hashRacer) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
 	c, h, err := reconcile.NewCredentials()
 	if err != nil {
 		return err
@@ -482,11 +482,11 @@ func (r *hashRacer) Start(ctx context.Context, s state.Spore, creds reconcile.Cr
 	if err := r.st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, s.ID, h) }); err != nil {
 		return err
 	}
-	if err := r.Runtime.Start(ctx, s, c); err != nil {
+	if err := r.Runtime.Start(ctx, s, reconcile.Launch{Identity: l.Identity, Creds: c}); err != nil {
 		return err
 	}
 	*r.got = h
-	return r.Runtime.Start(ctx, s, creds)
+	return r.Runtime.Start(ctx, s, l)
 }
 
 // earlyRacer starts the spore with its own token right after our
@@ -510,7 +510,7 @@ func (r *earlyRacer) Observe(ctx context.Context) (reconcile.FleetObservation, e
 		return o, err
 	}
 	*r.got = h
-	return o, r.Runtime.Start(ctx, state.Spore{ID: "a"}, c)
+	return o, r.Runtime.Start(ctx, state.Spore{ID: "a"}, reconcile.Launch{Creds: c})
 }
 
 func TestPassRacingStartRestoresTheRacersHash(t *testing.T) {

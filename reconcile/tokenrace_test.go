@@ -28,11 +28,11 @@ func (r *stepped) Observe(ctx context.Context) (reconcile.FleetObservation, erro
 	return o, err
 }
 
-func (r *stepped) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
+func (r *stepped) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
 	if r.beforeStart != nil {
 		r.beforeStart()
 	}
-	return r.Runtime.Start(ctx, s, creds)
+	return r.Runtime.Start(ctx, s, l)
 }
 
 // Three wakes race (TestConcurrentWakes' "stored hash and the spore's
@@ -68,7 +68,7 @@ func TestPassRacingWakesKeepTheRunningSporesToken(t *testing.T) {
 				err = e.st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, "a", h) })
 			}
 			if err == nil {
-				err = e.rt.Start(ctx, state.Spore{ID: "a"}, c)
+				err = e.rt.Start(ctx, state.Spore{ID: "a"}, reconcile.Launch{Creds: c})
 			}
 			if err != nil {
 				t.Error(err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 )
 
 func TestClaudeArgs(t *testing.T) {
@@ -18,7 +20,7 @@ func TestClaudeArgs(t *testing.T) {
 }
 
 func TestAgentEnvDropsTokenAndSetsHome(t *testing.T) {
-	env := agentEnv([]string{"PATH=/bin", "HOME=/root", TokenEnv + "=secret", "X=1"}, "/home/spore", []string{"ANTHROPIC_BASE_URL=http://f"})
+	env := agentEnv([]string{"PATH=/bin", "HOME=/root", sporeenv.BridgeToken + "=secret", "X=1"}, "/home/spore", []string{"ANTHROPIC_BASE_URL=http://f"})
 	require.Equal(t, []string{"PATH=/bin", "X=1", "HOME=/home/spore", "ANTHROPIC_BASE_URL=http://f"}, env)
 }
 

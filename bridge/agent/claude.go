@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 )
 
 // Claude runs Claude Code headless, one process per turn:
@@ -31,9 +33,6 @@ type Claude struct {
 	// its process group is killed.
 	KillAfter time.Duration
 }
-
-// TokenEnv is never passed on to an agent.
-const TokenEnv = "SPORECTL_BRIDGE_TOKEN"
 
 var _ Starter = (*Claude)(nil)
 
@@ -92,7 +91,8 @@ func (c *Claude) Start(ctx context.Context, t Turn) (Process, error) {
 func agentEnv(base []string, home string, extra []string) []string {
 	out := make([]string, 0, len(base)+len(extra)+1)
 	for _, kv := range base {
-		if strings.HasPrefix(kv, TokenEnv+"=") || strings.HasPrefix(kv, "HOME=") {
+		// The bridge's token is never passed on to an agent.
+		if strings.HasPrefix(kv, sporeenv.BridgeToken+"=") || strings.HasPrefix(kv, "HOME=") {
 			continue
 		}
 		out = append(out, kv)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sporectl/sporectl/bridge/agent"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 )
 
 // The bridge-restart tests run the bridge as a separate process: this
@@ -49,7 +50,7 @@ func helperMain() int {
 			return 1
 		}
 	}
-	s, err := New(ctx, Config{Home: os.Getenv(helperHomeEnv), Token: os.Getenv(TokenEnv), Agent: ag, Logger: logger})
+	s, err := New(ctx, Config{Home: os.Getenv(helperHomeEnv), Token: os.Getenv(sporeenv.BridgeToken), Agent: ag, Logger: logger})
 	if err != nil {
 		logger.Error("helper bridge", "err", err)
 		return 1

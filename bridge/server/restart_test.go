@@ -15,6 +15,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/fakeapi"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 )
 
 // bridgeProcess is a bridge running as its own process (this test binary
@@ -28,7 +29,7 @@ func startBridgeProcess(t *testing.T, home, addr, claude, apiURL string) *bridge
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=1", helperHomeEnv+"="+home, helperAddrEnv+"="+addr,
-		helperClaudeEnv+"="+claude, TokenEnv+"="+testToken)
+		helperClaudeEnv+"="+claude, sporeenv.BridgeToken+"="+testToken)
 	cmd.Env = append(cmd.Env, fakeapi.ClaudeEnv(apiURL)...)
 	cmd.Stderr = testWriter{t}
 	require.NoError(t, cmd.Start())

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/agent"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 )
 
 // startHelperBridge runs the echo bridge as its own process (this test
@@ -28,7 +29,7 @@ func startHelperBridge(t *testing.T, home, addr string, env ...string) *exec.Cmd
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), helperEnv+"=1", helperHomeEnv+"="+home, helperAddrEnv+"="+addr,
-		helperClaudeEnv+"=", TokenEnv+"="+testToken)
+		helperClaudeEnv+"=", sporeenv.BridgeToken+"="+testToken)
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stderr = testWriter{t}
 	require.NoError(t, cmd.Start())

@@ -6,10 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-)
 
-// TokenEnv names the environment variable holding the bearer token.
-const TokenEnv = "SPORECTL_BRIDGE_TOKEN"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
+)
 
 // ErrNoToken: the bridge refuses to serve without a token.
 var ErrNoToken = errors.New("no bridge token")
@@ -23,7 +22,7 @@ func LoadToken(home, env string) (string, error) {
 	path := filepath.Join(stateDir(home), tokenName)
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("%w: set %s or write the token to %s", ErrNoToken, TokenEnv, path)
+		return "", fmt.Errorf("%w: set %s or write the token to %s", ErrNoToken, sporeenv.BridgeToken, path)
 	}
 	if err != nil {
 		return "", fmt.Errorf("read bridge token %s: %w", path, err)

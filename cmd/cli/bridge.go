@@ -14,11 +14,8 @@ import (
 
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/server"
-	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 )
-
-// EnvClaudeBin names the claude executable when --claude-bin is not given.
-const EnvClaudeBin = "SPORECTL_CLAUDE_BIN"
 
 type bridgeOptions struct {
 	f              *Factory
@@ -60,7 +57,7 @@ prompt with "echo: <prompt>" and needs no key. The HTTP API is in docs/bridge.md
 	fl.StringVar(&o.Addr, "addr", ":8080", "address to serve HTTP on")
 	fl.StringVar(&o.Home, "home", "", "the spore's home (default $HOME)")
 	fl.StringVar(&o.Agent, "agent", agent.Default, "agent: claude, or echo (built-in demo, not Claude)")
-	fl.StringVar(&o.ClaudeBin, "claude-bin", "", "claude executable (default $"+EnvClaudeBin+", else claude on $PATH)")
+	fl.StringVar(&o.ClaudeBin, "claude-bin", "", "claude executable (default $"+sporeenv.ClaudeBin+", else claude on $PATH)")
 	fl.StringVar(&o.PermissionMode, "permission-mode", "acceptEdits", "Claude Code --permission-mode for every turn (empty: do not pass one)")
 	return cmd
 }
@@ -101,7 +98,7 @@ func (o *bridgeOptions) starter() (agent.Starter, error) {
 	if o.PermissionMode != "" {
 		args = append(args, "--permission-mode", o.PermissionMode)
 	}
-	if id := o.f.Getenv(mycelia.EnvIdentity); id != "" {
+	if id := o.f.Getenv(sporeenv.Identity); id != "" {
 		// Who the spore is and which mycelia commands it may use, from the
 		// runtime that started it.
 		args = append(args, "--append-system-prompt", id)
@@ -116,7 +113,7 @@ func findClaude(flag string, getenv func(string) string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}
-	if bin := getenv(EnvClaudeBin); bin != "" {
+	if bin := getenv(sporeenv.ClaudeBin); bin != "" {
 		return bin, nil
 	}
 	for _, dir := range filepath.SplitList(getenv("PATH")) {
@@ -128,7 +125,7 @@ func findClaude(flag string, getenv func(string) string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", usageErrorf("no claude executable: pass --claude-bin, set $%s, or use --agent echo", EnvClaudeBin)
+	return "", usageErrorf("no claude executable: pass --claude-bin, set $%s, or use --agent echo", sporeenv.ClaudeBin)
 }
 
 // logger is the bridge's: its stderr is its log (the local runtime's run
@@ -147,7 +144,7 @@ func (o *bridgeOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	token, err := server.LoadToken(o.Home, o.f.Getenv(server.TokenEnv))
+	token, err := server.LoadToken(o.Home, o.f.Getenv(sporeenv.BridgeToken))
 	if err != nil {
 		return usageErrorf("%v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
@@ -164,16 +165,19 @@ func (f *Factory) InitStoreAt(ctx context.Context, loc string, settings state.Se
 }
 
 // Pass is the reconcile pass over st with this factory's runtime, bridge
-// dialer, clock and logger.
+// dialer, clock and logger. A spore it starts is told who it is by
+// mycelia.Identity: the text lists the pod-facing API's commands, so it is
+// composed here, above both the pass and the runtimes.
 func (f *Factory) Pass(st state.Store) *reconcile.Pass {
 	return &reconcile.Pass{
 		Store: st,
 		Runtime: func(ctx context.Context, settings state.Settings) (reconcile.Runtime, error) {
 			return f.RuntimeFor(ctx, st, settings)
 		},
-		Dial:   f.Dial,
-		Now:    f.Now,
-		Logger: f.Logger(),
+		Identity: mycelia.Identity,
+		Dial:     f.Dial,
+		Now:      f.Now,
+		Logger:   f.Logger(),
 	}
 }
 

@@ -9,24 +9,25 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 )
 
-// hostsRuntime adds mycelia.HostRuntime to the fake runtime: a host
+// hostsRuntime adds reconcile.HostRuntime to the fake runtime: a host
 // "bridge of ID" per spore it observes (memory and CPU time for awake
 // ones), whose log is three lines naming it.
 type hostsRuntime struct{ *reconciletest.Runtime }
 
-func (r hostsRuntime) Hosts(ctx context.Context) (mycelia.HostList, error) {
+func (r hostsRuntime) Hosts(ctx context.Context) (reconcile.HostList, error) {
 	obs, err := r.Observe(ctx)
 	if err != nil {
-		return mycelia.HostList{}, err
+		return reconcile.HostList{}, err
 	}
-	l := mycelia.HostList{Runtime: "local", Metrics: "fake: cpu_seconds is CPU time, not a rate"}
+	l := reconcile.HostList{Runtime: "local", Metrics: "fake: cpu_seconds is CPU time, not a rate"}
 	mem, cpu := int64(3<<20), 1.5
 	for id, po := range obs.Spores {
-		l.Hosts = append(l.Hosts, mycelia.Host{Name: "bridge of " + id, Spore: id, State: string(po.State), Restarts: 2, MemoryBytes: &mem, CPUSeconds: &cpu})
+		l.Hosts = append(l.Hosts, reconcile.Host{Name: "bridge of " + id, Spore: id, State: string(po.State), Restarts: 2, MemoryBytes: &mem, CPUSeconds: &cpu})
 	}
 	return l, nil
 }
@@ -40,7 +41,7 @@ func (r hostsRuntime) HostLogs(ctx context.Context, name string, tail int) (stri
 	if _, ok := obs.Spores[id]; !ok {
 		return "", state.ErrNotFound
 	}
-	text, _ := mycelia.TailText("one "+id+"\ntwo "+id+"\nthree "+id+"\n", tail, mycelia.MaxHostLogBytes)
+	text, _ := reconcile.TailText("one "+id+"\ntwo "+id+"\nthree "+id+"\n", tail, reconcile.MaxHostLogBytes)
 	return text, nil
 }
 
@@ -54,7 +55,7 @@ func TestMycologistHosts(t *testing.T) {
 	require.Regexp(t, `(?m)^bridge of a\s+a\s+Running\s+1\.50s used\s+3\.0Mi\s+2\s+`, table)
 	require.Contains(t, table, "# local: fake: cpu_seconds is CPU time, not a rate\n")
 
-	var l mycelia.HostList
+	var l reconcile.HostList
 	require.NoError(t, json.Unmarshal([]byte(c.asOK("boss", "mycologist", "hosts", "-o", "json")), &l))
 	var names []string
 	for _, h := range l.Hosts {

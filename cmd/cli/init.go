@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/bridge/agent"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -281,7 +282,7 @@ func (o *initOptions) warnAgent(s state.Settings) {
 		return
 	}
 	fmt.Fprintf(o.f.IO.ErrOut, "warning: the agent is claude, but no claude executable is on $PATH and $%s is not set: spores will not start. "+
-		"Install Claude Code, set $%s in the environment of the commands that wake spores, or use the demo agent: sporectl init --agent echo\n", EnvClaudeBin, EnvClaudeBin)
+		"Install Claude Code, set $%s in the environment of the commands that wake spores, or use the demo agent: sporectl init --agent echo\n", sporeenv.ClaudeBin, sporeenv.ClaudeBin)
 }
 
 // merge applies the flags the user gave to the stored settings.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 )
@@ -33,7 +34,7 @@ func runAs(t *testing.T, store, user string, args ...string) result {
 			return store
 		case "USER":
 			return user
-		case EnvClaudeBin: // an agent init finds, so it warns of nothing
+		case sporeenv.ClaudeBin: // an agent init finds, so it warns of nothing
 			return "/bin/true"
 		}
 		return ""

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
@@ -26,8 +27,8 @@ type exitsAtStart struct {
 	logs      string
 }
 
-func (e exitsAtStart) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
-	if err := e.Runtime.Start(ctx, s, creds); err != nil {
+func (e exitsAtStart) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
+	if err := e.Runtime.Start(ctx, s, l); err != nil {
 		return err
 	}
 	e.Set(reconcile.PodObservation{ID: s.ID, State: reconcile.PodFailed, Reason: "Exited", Exited: true, ExitLog: e.lastWords})
@@ -160,7 +161,7 @@ func TestInitWarnsWhenClaudeIsMissing(t *testing.T) {
 		{"none anywhere", []string{"init"}, map[string]string{"PATH": t.TempDir()}, true},
 		{"not executable", []string{"init"}, map[string]string{"PATH": notExec}, true},
 		{"on PATH", []string{"init"}, map[string]string{"PATH": withClaude}, false},
-		{"named by the environment", []string{"init"}, map[string]string{EnvClaudeBin: "/opt/claude"}, false},
+		{"named by the environment", []string{"init"}, map[string]string{sporeenv.ClaudeBin: "/opt/claude"}, false},
 		{"echo agent", []string{"init", "--agent", "echo"}, nil, false},
 		{"kube: the image has it", []string{"init", "--runtime", "kube", "--image", "example.com/spore:1"}, nil, false},
 	}

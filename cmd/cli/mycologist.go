@@ -12,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 )
 
@@ -545,7 +547,7 @@ name that is not one of sporectl's is not found (exit 4).`,
 			if err != nil {
 				return err
 			}
-			name := f.Getenv(mycelia.EnvSpore)
+			name := f.Getenv(sporeenv.SporeID)
 			if len(args) == 1 {
 				name = args[0]
 			}
@@ -575,7 +577,7 @@ name that is not one of sporectl's is not found (exit 4).`,
 }
 
 type hostList struct {
-	mycelia.HostList
+	reconcile.HostList
 	now time.Time
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
@@ -85,7 +86,7 @@ func (c *apiColony) as(id string, env map[string]string, args ...string) result 
 	var out, errb bytes.Buffer
 	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb})
 	f.Now = func() time.Time { return c.now }
-	vars := map[string]string{mycelia.EnvURL: c.url, mycelia.EnvSpore: id, mycelia.EnvToken: c.tokens[id]}
+	vars := map[string]string{sporeenv.APIURL: c.url, sporeenv.SporeID: id, sporeenv.APIToken: c.tokens[id]}
 	for k, v := range env {
 		vars[k] = v
 	}
@@ -184,12 +185,12 @@ func TestClientExitCodes(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"wrong token", map[string]string{mycelia.EnvToken: "spt_wrong"}, []string{"mycologist", "ask", "hi"}, ExitUnauthorized, "401 Unauthorized"},
-		{"another's token", map[string]string{mycelia.EnvToken: c.tokens["myco"]}, []string{"mycologist", "ask", "hi"}, ExitUnauthorized, "401"},
-		{"no serve", map[string]string{mycelia.EnvURL: closed}, []string{"mycologist", "ask", "hi", "--retry-for", "0"}, ExitAPI, "could not be reached"},
-		{"no url", map[string]string{mycelia.EnvURL: ""}, []string{"mycologist", "ask", "hi"}, ExitUsage, "SPORECTL_API_URL is not set"},
-		{"no token", map[string]string{mycelia.EnvToken: "", "HOME": t.TempDir()}, []string{"swarm", "tell", "tester", "hi"}, ExitUsage, "no API token"},
-		{"bad url", map[string]string{mycelia.EnvURL: "unix:///x"}, []string{"mycologist", "spores"}, ExitUsage, "want http(s)://host:port"},
+		{"wrong token", map[string]string{sporeenv.APIToken: "spt_wrong"}, []string{"mycologist", "ask", "hi"}, ExitUnauthorized, "401 Unauthorized"},
+		{"another's token", map[string]string{sporeenv.APIToken: c.tokens["myco"]}, []string{"mycologist", "ask", "hi"}, ExitUnauthorized, "401"},
+		{"no serve", map[string]string{sporeenv.APIURL: closed}, []string{"mycologist", "ask", "hi", "--retry-for", "0"}, ExitAPI, "could not be reached"},
+		{"no url", map[string]string{sporeenv.APIURL: ""}, []string{"mycologist", "ask", "hi"}, ExitUsage, "SPORECTL_API_URL is not set"},
+		{"no token", map[string]string{sporeenv.APIToken: "", "HOME": t.TempDir()}, []string{"swarm", "tell", "tester", "hi"}, ExitUsage, "no API token"},
+		{"bad url", map[string]string{sporeenv.APIURL: "unix:///x"}, []string{"mycologist", "spores"}, ExitUsage, "want http(s)://host:port"},
 	} {
 		r := c.as("a", tc.env, tc.args...)
 		require.Equal(t, tc.code, r.code, "%s: %s", tc.name, r.err)

@@ -257,9 +257,9 @@ type deleteDuringStart struct {
 	c *fakeColony
 }
 
-func (d deleteDuringStart) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
+func (d deleteDuringStart) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
 	d.c.ok("delete", s.ID)
-	return d.Runtime.Start(ctx, s, creds)
+	return d.Runtime.Start(ctx, s, l)
 }
 
 func TestWakeRacingDeleteStartsNothing(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/local"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -78,7 +79,7 @@ func bridgeEnv(env []string) []string {
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch {
-		case strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_"), k == "SPORECTL_CLAUDE_BIN",
+		case strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_"), k == sporeenv.ClaudeBin,
 			k == "HTTPS_PROXY", k == "HTTP_PROXY", k == "NO_PROXY", k == "LANG", k == "TZ":
 			out = append(out, kv)
 		}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
@@ -159,7 +160,7 @@ func (s *servePG) mycoSpores(url, id string) []mycelia.SporeInfo {
 	bin := filepath.Join(s.r.t.TempDir(), "mycologist")
 	require.NoError(s.r.t, os.Symlink(binPath, bin))
 	cmd := exec.Command(bin, "spores", "-o", "json")
-	cmd.Env = serveEnv("HOME="+s.r.home(id), mycelia.EnvURL+"="+url, mycelia.EnvSpore+"="+id)
+	cmd.Env = serveEnv("HOME="+s.r.home(id), sporeenv.APIURL+"="+url, sporeenv.SporeID+"="+id)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

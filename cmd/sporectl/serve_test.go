@@ -18,6 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/cmd/cli"
 	"github.com/sporectl/sporectl/mycelia"
 )
@@ -152,7 +153,7 @@ func TestServeAskWakesTheMycologistOnceAcrossASIGKILL(t *testing.T) {
 	ask := exec.Command(filepath.Join(bin, "mycologist"), "ask", "my build is red: please look", "--retry-for", "60s")
 	// What a spore has: the API's address, its id, and its home holding
 	// the token (no SPORECTL_API_TOKEN).
-	ask.Env = serveEnv("HOME="+home, mycelia.EnvURL+"="+url, mycelia.EnvSpore+"=asker")
+	ask.Env = serveEnv("HOME="+home, sporeenv.APIURL+"="+url, sporeenv.SporeID+"=asker")
 	var askOut, askErr bytes.Buffer
 	ask.Stdout, ask.Stderr = &askOut, &askErr
 	require.NoError(t, ask.Start())

@@ -147,7 +147,7 @@ func benchFleet(b *testing.B, st state.Store, n int) *Handler {
 			b.Fatal(err)
 		}
 		for _, sp := range awake {
-			if err := rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_bench"}); err != nil {
+			if err := rt.Start(ctx, sp, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_bench"}}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -194,7 +194,7 @@ func (f *fixture) add(sp state.Spore, awake bool, evs ...state.Event) {
 		return err
 	}))
 	if awake {
-		require.NoError(f.t, f.rt.Start(ctx, sp, reconcile.Credentials{BridgeToken: "sbt_test"}))
+		require.NoError(f.t, f.rt.Start(ctx, sp, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_test"}}))
 	}
 }
 

@@ -30,6 +30,9 @@ type Runtime struct {
 	bridges map[string]*Bridge
 	// Calls counts method calls by name ("Start", "Stop", …).
 	calls map[string]int
+	// identity is the Launch.Identity of each spore's last start that
+	// started it.
+	identity map[string]string
 	// StartErr, when set for an id, makes Start of it fail.
 	StartErr map[string]error
 	// DeleteErr, when set for an id, makes Delete of it fail.
@@ -43,7 +46,7 @@ type Runtime struct {
 
 // New returns an empty fake runtime.
 func New() *Runtime {
-	return &Runtime{pods: map[string]*reconcile.PodObservation{}, bridges: map[string]*Bridge{}, calls: map[string]int{}, StartErr: map[string]error{}, DeleteErr: map[string]error{}}
+	return &Runtime{pods: map[string]*reconcile.PodObservation{}, bridges: map[string]*Bridge{}, calls: map[string]int{}, identity: map[string]string{}, StartErr: map[string]error{}, DeleteErr: map[string]error{}}
 }
 
 var _ reconcile.Runtime = (*Runtime)(nil)
@@ -53,6 +56,14 @@ func (r *Runtime) Calls(name string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.calls[name]
+}
+
+// Identity is what the spore's last start that started it was told of
+// its identity (Launch.Identity); "" when none or never started.
+func (r *Runtime) Identity(id string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.identity[id]
 }
 
 // Bridge returns the fake bridge of id (created on first use, kept across
@@ -103,7 +114,7 @@ func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, erro
 	return out, nil
 }
 
-func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.CredentialSource) error {
+func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls["Start"]++
@@ -113,10 +124,11 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, creds reconcile.Cred
 	if po, ok := r.pods[s.ID]; ok && po.State == reconcile.PodRunning {
 		return nil
 	}
-	c, err := creds.Credentials(ctx)
+	c, err := l.Creds.Credentials(ctx)
 	if err != nil {
 		return err
 	}
+	r.identity[s.ID] = l.Identity
 	restarts := 0
 	if po, ok := r.pods[s.ID]; ok {
 		restarts = po.Restarts

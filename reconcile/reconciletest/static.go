@@ -28,7 +28,7 @@ func (r *Static) Observe(context.Context) (reconcile.FleetObservation, error) {
 	return out, nil
 }
 
-func (r *Static) Start(_ context.Context, s state.Spore, _ reconcile.CredentialSource) error {
+func (r *Static) Start(_ context.Context, s state.Spore, _ reconcile.Launch) error {
 	if _, ok := r.Endpoints[s.ID]; ok {
 		return nil // running already: nothing changes
 	}
