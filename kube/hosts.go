@@ -152,5 +152,7 @@ func (r *Runtime) HostLogs(ctx context.Context, name string, tail int) (string, 
 	if err != nil {
 		return "", fmt.Errorf("logs of spore %s: %w", id, err)
 	}
-	return string(b), nil
+	// The bridge logs no token; this guards against what its agent's
+	// stderr might print, as `sporectl logs` does.
+	return reconcile.Redact(string(b), r.secrets(ctx, id)), nil
 }

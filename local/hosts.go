@@ -119,6 +119,9 @@ func (r *Runtime) HostLogs(ctx context.Context, name string, tail int) (string, 
 			text = text[nl+1:]
 		}
 	}
+	// The bridge logs no token; this guards against what its agent's
+	// stderr might print, as `sporectl logs` does.
+	text = reconcile.Redact(text, r.secrets(id))
 	text, _ = reconcile.TailText(text, tail, reconcile.MaxHostLogBytes)
 	return text, nil
 }

@@ -57,6 +57,16 @@ func TestHostsAndHostLogs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "second extra line\nthird extra line\n", text)
 
+	// A token its agent printed on stderr is redacted, as in `sporectl logs`.
+	f, err := os.OpenFile(r.runPath("hosty", ".log"), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("agent: key " + creds.APIToken + " and " + creds.BridgeToken + "\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	leaked, err := r.HostLogs(ctx, "hosty", 1)
+	require.NoError(t, err)
+	require.Equal(t, "agent: key [redacted] and [redacted]\n", leaked)
+
 	for _, leak := range []string{creds.APIToken, creds.BridgeToken} {
 		require.NotContains(t, text, leak)
 		for _, h := range l.Hosts {

@@ -69,3 +69,13 @@ func (r *Redactor) SetSecrets(secrets []string) {
 		}
 	}
 }
+
+// Redact is text with every secret in it replaced, by the same rule as
+// a Redactor: for a log read whole (`mycologist host-logs`).
+func Redact(text string, secrets []string) string {
+	var b bytes.Buffer
+	rw := NewRedactor(&b, secrets)
+	_, _ = rw.Write([]byte(text)) // a bytes.Buffer does not fail
+	_ = rw.Flush()
+	return b.String()
+}
