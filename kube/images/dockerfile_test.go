@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -308,5 +309,17 @@ func TestImageNamesAreTheDeployedOnes(t *testing.T) {
 		require.NoError(t, err)
 		assert.Contains(t, string(m), "image: sporectl\n", "%s runs the image the kustomization renames", name)
 		assert.Contains(t, string(m), fmt.Sprintf("runAsUser: %d\n", images.SporectlUID), "%s runs as the sporectl image's user", name)
+	}
+}
+
+// The builder stays out of the product: the sporectl binary links neither
+// this package nor go-containerregistry.
+func TestSporectlDoesNotLinkTheBuilder(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/sporectl/sporectl/cmd/sporectl").CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "github.com/sporectl/sporectl/kube\n", "the list is the binary's dependencies")
+	for _, l := range strings.Split(string(out), "\n") {
+		assert.NotContains(t, l, "go-containerregistry")
+		assert.NotEqual(t, "github.com/sporectl/sporectl/kube/images", l)
 	}
 }
