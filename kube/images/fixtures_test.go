@@ -22,10 +22,10 @@ import (
 const claudeVersion = "9.9.9"
 
 var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-	binDir    string
+	buildOnce, tinyOnce sync.Once
+	builtBin, tinyBin   string
+	buildErr, tinyErr   error
+	binDir              string
 )
 
 func TestMain(m *testing.M) {
@@ -55,6 +55,23 @@ func staticSporectl(t *testing.T) string {
 	})
 	require.NoError(t, buildErr, builtBin)
 	return builtBin
+}
+
+// tinyStatic is a small static executable, for the spore image's
+// fixture builds: packing the real 55 MB binary in each would only make
+// them slow.
+func tinyStatic(t *testing.T) string {
+	t.Helper()
+	tinyOnce.Do(func() {
+		tinyBin = filepath.Join(binDir, "tiny")
+		cmd := exec.Command("go", "build", "-o", tinyBin, "./testdata/static")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			tinyErr, tinyBin = err, string(out)
+		}
+	})
+	require.NoError(t, tinyErr, tinyBin)
+	return tinyBin
 }
 
 func goarch() string { return runtime.GOARCH }
@@ -187,7 +204,7 @@ func newFixture(t *testing.T, mtime time.Time, change func(rootfs, wrapper, nati
 		change(&rootfs, &wrapper, &native)
 	}
 	f := fixture{dir: dir, in: images.SporeInputs{
-		Sporectl:          staticSporectl(t),
+		Sporectl:          tinyStatic(t),
 		Rootfs:            filepath.Join(dir, "rootfs.tar"),
 		ClaudeCode:        filepath.Join(dir, "claude-code.tgz"),
 		ClaudeCodeNative:  filepath.Join(dir, "claude-code-native.tgz"),
