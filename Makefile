@@ -14,10 +14,26 @@ LDFLAGS  := -X github.com/sporectl/sporectl/cmd/cli.version=$(VERSION)
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 5
 
-.PHONY: build test test-short bench fuzz fmt vet demo deps screenshots
+.PHONY: build test test-short bench fuzz fmt vet demo deps screenshots images
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sporectl
+
+# images writes bin/images/sporectl.tar and bin/images/spore.tar, OCI
+# image archives, with no Docker and no registry (docs/runtimes.md,
+# "Building the images"): the static binary, the inputs from Debian and npm
+# (.ci/images.sh, cached under $${SPORECTL_CACHE:-$$HOME/.cache/sporectl}/images),
+# then cmd/mkimages packs, reads back and checks both. SOURCE_DATE_EPOCH,
+# if set, is every file's time (else 0).
+IMAGES ?= bin/images
+images:
+	@set -e; mkdir -p $(IMAGES); \
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s $(LDFLAGS)" -o $(IMAGES)/sporectl ./cmd/sporectl; \
+	inputs="$$(bash .ci/images.sh)"; eval "$$inputs"; \
+	$(GO) run ./cmd/mkimages -out $(IMAGES) -sporectl $(IMAGES)/sporectl \
+		-layer-cache "$$SPORECTL_IMAGE_LAYERS" -rootfs "$$SPORECTL_IMAGE_ROOTFS" \
+		-claude-code "$$SPORECTL_IMAGE_CLAUDE_CODE" -claude-code-native "$$SPORECTL_IMAGE_CLAUDE_CODE_NATIVE" \
+		-claude-code-version "$$SPORECTL_IMAGE_CLAUDE_CODE_VERSION"
 
 # deps prints the environment the real-component tests need; each script
 # is idempotent and caches under $${SPORECTL_CACHE:-$$HOME/.cache/sporectl}.

@@ -1,6 +1,8 @@
 # A spore: Claude Code, git and sporectl (which runs as `sporectl bridge`
 # and answers to `mycologist` and `swarm` through argv[0]).
 #   docker build -f kube/deploy/images/spore.Dockerfile -t ghcr.io/sporectl/spore .
+# Without Docker, `make images` builds the same image as an OCI archive
+# (docs/runtimes.md, "Building the images"; kube/images checks the two agree).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

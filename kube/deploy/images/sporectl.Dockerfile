@@ -1,5 +1,7 @@
 # sporectl itself, for `serve` and the reconcile CronJob.
 #   docker build -f kube/deploy/images/sporectl.Dockerfile -t ghcr.io/sporectl/sporectl .
+# Without Docker, `make images` builds the same image as an OCI archive
+# (docs/runtimes.md, "Building the images"; kube/images checks the two agree).
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
