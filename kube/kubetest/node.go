@@ -156,13 +156,13 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			}
 		}
 	}()
-	if n.dir, err = os.MkdirTemp("", "kubetest-node-"); err != nil {
-		return n, fmt.Errorf("node dir: %w", err)
-	}
 	// Record the host's state before anything changes it, so Stop puts
 	// back exactly that.
-	if n.host, err = recordHost(n.dir); err != nil {
+	if n.host, err = recordHost(n.binDir); err != nil {
 		return n, err
+	}
+	if n.dir, err = os.MkdirTemp("", "kubetest-node-"); err != nil {
+		return n, fmt.Errorf("node dir: %w", err)
 	}
 	if err := n.host.createBridge(); err != nil {
 		return n, err
@@ -360,19 +360,31 @@ func (n *Node) Stop() error {
 	n.stopped = true
 	var errs []error
 	bg := context.Background()
+	mark := time.Now()
+	step := func(what string) {
+		if os.Getenv("SPORECTL_KUBETEST_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "kubetest: stop: %s took %s\n", what, time.Since(mark))
+		}
+		mark = time.Now()
+	}
+	defer step("the rest")
 	n.stopProc("kube-controller-manager", 10*time.Second)
 	n.stopProc("kube-scheduler", 10*time.Second)
 	if n.Client != nil && n.proc("kubelet") != nil && !n.proc("kubelet").exited() {
 		n.drainPods(bg, 30*time.Second)
 	}
+	step("controllers and pods")
 	n.stopProc("kubelet", 15*time.Second)
+	step("kubelet")
 	if n.proc("containerd") != nil {
 		n.removeAllTasks(bg)
 		n.stopProc("containerd", 15*time.Second)
 	}
+	step("containerd")
 	if n.Server != nil {
 		n.Server.Stop()
 	}
+	step("API server")
 	if n.host != nil {
 		errs = append(errs, n.host.restore(n.binDir, n.dir))
 	}

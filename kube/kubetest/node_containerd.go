@@ -11,8 +11,9 @@ import (
 )
 
 // containerdConfig is containerd's config (version 3) for the node. Every
-// path is under the node's directory except the shim sockets, which
-// containerd always puts in /run/containerd/s (Stop removes them).
+// path (runc's state too) is under the node's directory except the shim
+// sockets, which containerd always puts in /run/containerd/s (Stop
+// removes /run/containerd when the node made it).
 //   - restrict_oom_score_adj: these machines' root lacks CAP_SYS_RESOURCE,
 //     so runc may not lower a container's oom_score_adj below containerd's
 //     own; without it every sandbox fails ("nsexec: failed to update
@@ -48,6 +49,7 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
       runtime_type = "io.containerd.runc.v2"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         BinaryName = %[6]q
+        Root = %[10]q
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = [%[7]q]
@@ -73,7 +75,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	runc, _ := NodeBinary("runc")
 	cfg := fmt.Sprintf(containerdConfig,
 		filepath.Join(cdir, "root"), filepath.Join(cdir, "state"), n.containerdSocket(),
-		filepath.Join(cdir, "opt"), PauseImage, runc, n.binDir, netd, filepath.Join(cdir, "cdi"))
+		filepath.Join(cdir, "opt"), PauseImage, runc, n.binDir, netd, filepath.Join(cdir, "cdi"), filepath.Join(cdir, "runc"))
 	cfgFile := filepath.Join(cdir, "config.toml")
 	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("write containerd's config: %w", err)
@@ -126,9 +128,13 @@ func (n *Node) ctr(ctx context.Context, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--address", n.containerdSocket(), "-n", "k8s.io"}, args...)...)
-	out, err := cmd.CombinedOutput()
+	// Only stdout is the answer: ctr warns on stderr (cgroup v1 is
+	// deprecated), and a list must not read the warning as IDs.
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return string(out), fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
 }

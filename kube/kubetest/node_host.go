@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,13 +27,24 @@ var kubeletSysctls = []string{
 
 // hostState is what the machine looked like before the node started, so
 // teardown undoes exactly what the node did and nothing else.
+//
+// It is also written to hostStateFile while a node runs: a node killed
+// with its test binary cannot put the machine back, and the next node
+// must restore the machine's values, not the dead kubelet's.
 type hostState struct {
-	sysctls         map[string]string
-	hadRunContainer bool            // /run/containerd existed
-	hadLogDir       bool            // /var/log/containers existed
-	hadCgroup       map[string]bool // a kubepods cgroup that existed, by path
-	netnsBefore     map[string]bool // names in /run/netns
+	Sysctls         map[string]string
+	HadRunContainer bool            // /run/containerd existed
+	HadLogDir       bool            // /var/log/containers existed
+	HadKubeletLib   bool            // /var/lib/kubelet existed (device plugins' socket)
+	HadCNILib       bool            // /var/lib/cni existed (libcni's result cache)
+	HadChains       bool            // the kubelet's iptables chains existed
+	HadCgroup       map[string]bool // a kubepods cgroup that existed, by path
+	NetnsBefore     map[string]bool // names in /run/netns
 }
+
+// hostStateFile outlives a crashed test binary (it is not under the
+// node's temporary directory) and is removed by a clean teardown.
+const hostStateFile = "/run/sporectl-kubetest-node.json"
 
 func sysctlPath(k string) string { return "/proc/sys/" + strings.ReplaceAll(k, ".", "/") }
 
@@ -61,17 +73,63 @@ func netnsNames() map[string]bool {
 	return m
 }
 
-func recordHost(dir string) (*hostState, error) {
-	h := &hostState{sysctls: map[string]string{}, hadCgroup: map[string]bool{}}
+// clearStale removes what a node killed with its test binary left (the
+// lock is held, so no other node runs): its processes, its mounts and
+// directories under the temporary directory.
+func clearStale(binDir string) {
+	for _, pid := range processesOf(binDir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	waitGone(func() bool { return len(processesOf(binDir)) == 0 }, 5*time.Second)
+	stale, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubetest-node-*"))
+	for _, d := range stale {
+		for i := 0; i < 5; i++ {
+			points, _ := mountsUnder(d)
+			if len(points) == 0 {
+				break
+			}
+			for _, p := range points {
+				_ = unix.Unmount(p, unix.MNT_DETACH)
+			}
+		}
+		if points, _ := mountsUnder(d); len(points) == 0 {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+func recordHost(binDir string) (*hostState, error) {
+	clearStale(binDir)
+	if b, err := os.ReadFile(hostStateFile); err == nil {
+		// A node died without teardown: what it recorded is the
+		// machine's real state; Stop will put that back.
+		var h hostState
+		if err := json.Unmarshal(b, &h); err != nil {
+			return nil, fmt.Errorf("read %s (left by a node that did not stop): %w", hostStateFile, err)
+		}
+		// Its containers outlived their shims; their cgroups are its.
+		for _, c := range kubepodsCgroups() {
+			if !h.HadCgroup[c] {
+				for _, pid := range cgroupProcs(c) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		return &h, nil
+	}
+	h := &hostState{Sysctls: map[string]string{}, HadCgroup: map[string]bool{}}
 	for _, k := range kubeletSysctls {
 		b, err := os.ReadFile(sysctlPath(k))
 		if err != nil {
 			continue // not on this kernel
 		}
-		h.sysctls[k] = strings.TrimSpace(string(b))
+		h.Sysctls[k] = strings.TrimSpace(string(b))
 	}
-	h.hadRunContainer = exists("/run/containerd")
-	h.hadLogDir = exists("/var/log/containers")
+	h.HadRunContainer = exists("/run/containerd")
+	h.HadLogDir = exists("/var/log/containers")
+	h.HadKubeletLib = exists("/var/lib/kubelet")
+	h.HadCNILib = exists("/var/lib/cni")
+	h.HadChains = len(kubeletChains()) > 0
 	for _, c := range kubepodsCgroups() {
 		if !exists(c) {
 			continue
@@ -83,10 +141,17 @@ func recordHost(dir string) (*hostState, error) {
 		}
 		removeCgroupTree(c)
 		if exists(c) {
-			h.hadCgroup[c] = true
+			h.HadCgroup[c] = true
 		}
 	}
-	h.netnsBefore = netnsNames()
+	h.NetnsBefore = netnsNames()
+	b, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(hostStateFile, b, 0o600); err != nil {
+		return nil, fmt.Errorf("record the machine's state: %w", err)
+	}
 	return h, nil
 }
 
@@ -224,7 +289,7 @@ func (h *hostState) podNetns(dir string) []string {
 		}
 	}
 	for name := range netnsNames() {
-		if h != nil && !h.netnsBefore[name] && strings.HasPrefix(name, "cni-") {
+		if h != nil && !h.NetnsBefore[name] && strings.HasPrefix(name, "cni-") {
 			out = append(out, "/run/netns/"+name)
 		}
 	}
@@ -286,7 +351,7 @@ func (h *hostState) restore(binDir, dir string) error {
 		}
 	}
 	for name := range netnsNames() {
-		if !h.netnsBefore[name] && strings.HasPrefix(name, "cni-") {
+		if !h.NetnsBefore[name] && strings.HasPrefix(name, "cni-") {
 			_ = unix.Unmount("/run/netns/"+name, unix.MNT_DETACH)
 			_ = os.Remove("/run/netns/" + name)
 		}
@@ -294,11 +359,11 @@ func (h *hostState) restore(binDir, dir string) error {
 	deleteBridge()
 
 	for _, c := range kubepodsCgroups() {
-		if exists(c) && !h.hadCgroup[c] {
+		if exists(c) && !h.HadCgroup[c] {
 			removeCgroupTree(c)
 		}
 	}
-	for k, v := range h.sysctls {
+	for k, v := range h.Sysctls {
 		if err := os.WriteFile(sysctlPath(k), []byte(v), 0o644); err != nil {
 			errs = append(errs, fmt.Errorf("restore sysctl %s=%s: %w", k, v, err))
 		}
@@ -312,17 +377,37 @@ func (h *hostState) restore(binDir, dir string) error {
 				_ = os.Remove(p)
 			}
 		}
-		if !h.hadLogDir {
+		if !h.HadLogDir {
 			_ = os.Remove("/var/log/containers")
 		}
 	}
-	if !h.hadRunContainer {
+	if !h.HadRunContainer {
 		_ = os.RemoveAll("/run/containerd")
+	}
+	// The kubelet's device-plugin socket has a fixed path, and libcni
+	// caches each attachment's result under /var/lib/cni, named after
+	// the network ("kubetest").
+	if !h.HadKubeletLib {
+		_ = os.RemoveAll("/var/lib/kubelet")
+	}
+	if cached, _ := filepath.Glob("/var/lib/cni/results/kubetest-*"); len(cached) > 0 {
+		for _, c := range cached {
+			_ = os.Remove(c)
+		}
+	}
+	if !h.HadCNILib {
+		_ = os.RemoveAll("/var/lib/cni")
 	}
 	if left := h.leftovers(binDir, dir, nil); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("left behind: %s", strings.Join(left, "; ")))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err // the state file stays, for the next node to finish the job
+	}
+	if err := os.Remove(hostStateFile); err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("remove %s: %w", hostStateFile, err)
+	}
+	return nil
 }
 
 func waitGone(done func() bool, limit time.Duration) {
@@ -353,11 +438,24 @@ func (h *hostState) leftovers(binDir, dir string, pids []int) []string {
 		out = append(out, "link "+nodeBridge)
 	}
 	for _, c := range kubepodsCgroups() {
-		if exists(c) && !h.hadCgroup[c] {
+		if exists(c) && !h.HadCgroup[c] {
 			out = append(out, "cgroup "+c)
 		}
 	}
-	for k, v := range h.sysctls {
+	for _, p := range []struct {
+		path string
+		had  bool
+	}{{"/var/lib/kubelet", h.HadKubeletLib}, {"/var/lib/cni", h.HadCNILib}, {"/run/containerd", h.HadRunContainer}} {
+		if !p.had && exists(p.path) {
+			out = append(out, "directory "+p.path)
+		}
+	}
+	if !h.HadChains {
+		if chains := kubeletChains(); len(chains) > 0 {
+			out = append(out, "iptables chains "+strings.Join(chains, ", "))
+		}
+	}
+	for k, v := range h.Sysctls {
 		if b, err := os.ReadFile(sysctlPath(k)); err == nil && strings.TrimSpace(string(b)) != v {
 			out = append(out, fmt.Sprintf("sysctl %s=%s (was %s)", k, strings.TrimSpace(string(b)), v))
 		}
@@ -404,4 +502,28 @@ func lockNode(ctx context.Context) (*os.File, error) {
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// kubeletChains are the kubelet's iptables chains present on the machine
+// (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT); none is
+// expected, as the node's kubelet makes none.
+func kubeletChains() []string {
+	var out []string
+	for _, save := range []string{"iptables-save", "ip6tables-save"} {
+		if _, err := exec.LookPath(save); err != nil {
+			continue
+		}
+		b, err := exec.Command(save).Output()
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, c := range []string{"KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT"} {
+				if strings.HasPrefix(line, ":"+c+" ") {
+					out = append(out, save+" "+c)
+				}
+			}
+		}
+	}
+	return out
 }

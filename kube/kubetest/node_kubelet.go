@@ -24,6 +24,8 @@ import (
 //     volume plugins) is under the node's directory;
 //   - image GC never runs (the images are imported, not pullable) and
 //     eviction thresholds are low, so a busy disk does not evict tests;
+//   - no iptables chains (KUBE-FIREWALL, the canaries): nothing here needs
+//     them, and they would outlive the node;
 //   - status every 2s, so a test sees Ready and pod changes quickly.
 const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -43,6 +45,7 @@ authentication:
 authorization:
   mode: AlwaysAllow
 failSwapOn: false
+makeIPTablesUtilChains: false
 podLogsDir: %[4]q
 volumePluginDir: %[5]q
 evictionHard: {"memory.available": "50Mi", "nodefs.available": "1%%", "imagefs.available": "1%%", "nodefs.inodesFree": "1%%"}
