@@ -74,7 +74,7 @@ fi
 build containerd github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 containerd-shim-runc-v2 0 "" "$ctrd_ldflags"
 build containerd github.com/containerd/containerd/v2/cmd/ctr ctr 0 "" "$ctrd_ldflags"
 build containerd github.com/containerd/containerd/v2/cmd/containerd containerd 1 "$ctrd_tags" "$ctrd_ldflags"
-for c in kube-scheduler kube-controller-manager kube-proxy kubelet; do
+for c in kube-scheduler kube-controller-manager kubelet kube-proxy; do
 	build node "k8s.io/kubernetes/cmd/$c" "$c" 0 "" "$kube_ldflags"
 done
 for p in bridge host-local loopback portmap; do

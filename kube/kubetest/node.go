@@ -98,7 +98,7 @@ func nodePrereqs() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, b := range []string{"kubelet", "kube-controller-manager", "kube-scheduler", "containerd", "ctr", "containerd-shim-runc-v2", "runc", "bridge", "host-local", "loopback"} {
+	for _, b := range []string{"kubelet", "kube-controller-manager", "kube-scheduler", "containerd", "ctr", "containerd-shim-runc-v2", "runc", "bridge", "host-local", "loopback", "portmap"} {
 		if _, err := NodeBinary(b); err != nil {
 			errs = append(errs, err)
 		}
@@ -145,6 +145,13 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		opts.Ready = 2 * time.Minute
 	}
 	began := time.Now()
+	mark := began
+	phase := func(what string) {
+		if os.Getenv("SPORECTL_KUBETEST_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "kubetest: start: %s took %s\n", what, time.Since(mark))
+		}
+		mark = time.Now()
+	}
 	n = &Node{Name: opts.Name, IP: nodeIP, Subnet: nodeSubnet, binDir: os.Getenv(EnvNodeBinDir)}
 	if n.lock, err = lockNode(ctx); err != nil {
 		return nil, err
@@ -187,13 +194,17 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if n.Client, err = kubernetes.NewForConfig(n.Config); err != nil {
 		return n, err
 	}
+	phase("API server")
 	srvDir := filepath.Dir(n.Kubeconfig)
 
 	cm, _ := NodeBinary("kube-controller-manager")
 	if err := n.spawn(cm, "--kubeconfig="+n.Kubeconfig, "--leader-elect=false", "--secure-port=0",
 		"--service-account-private-key-file="+filepath.Join(srvDir, "sa.key"),
 		"--root-ca-file="+filepath.Join(srvDir, "serving.crt"),
-		"--use-service-account-credentials=false", "--controllers=*", "--v=0"); err != nil {
+		"--use-service-account-credentials=false", "--controllers=*",
+		// Claims bind within a second of their first pod being scheduled
+		// (the default resync is 15 s).
+		"--pvclaimbinder-sync-period=1s", "--v=0"); err != nil {
 		return n, err
 	}
 	sched, _ := NodeBinary("kube-scheduler")
@@ -204,6 +215,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err := n.startContainerd(ctx); err != nil {
 		return n, err
 	}
+	phase("controllers and containerd")
 	images, err := writeNodeImages(ctx, n.dir)
 	if err != nil {
 		return n, err
@@ -214,6 +226,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		}
 	}
 
+	phase("images (build and import)")
 	cfg, err := n.writeKubeletConfig(kcerts.ca, opts.MaxPods)
 	if err != nil {
 		return n, err
@@ -227,6 +240,7 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err := n.waitNodeReady(ctx, opts.Ready); err != nil {
 		return n, err
 	}
+	phase("kubelet to node Ready")
 	n.ReadyAfter = time.Since(began)
 	return n, nil
 }
