@@ -6,7 +6,7 @@
 # host-local, loopback, portmap) linked into the same directory. Caches
 # outside the repository, keyed by versions, and prints that directory on
 # stdout; logs go to stderr. Idempotent: when every binary exists it returns
-# at once. The cold build takes ~15 minutes on 2 cores.
+# at once. The cold build takes 15-25 minutes on 2 cores.
 #
 #   export SPORECTL_NODE_BIN_DIR="$(.ci/real-node.sh)"
 set -euo pipefail
