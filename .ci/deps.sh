@@ -23,4 +23,5 @@ run() { # run NAME SCRIPT
 run SPORECTL_PG_BIN postgres.sh
 run SPORECTL_CLAUDE_BIN claude-code.sh
 run SPORECTL_KUBE_BIN_DIR kube-tools.sh
+run SPORECTL_NODE_BIN_DIR real-node.sh
 run SPORECTL_CHROMIUM chromium.sh

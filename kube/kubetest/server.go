@@ -48,9 +48,15 @@ func (p *proc) exited() bool {
 // Start launches etcd and the API server and waits until /readyz passes,
 // which includes the RBAC bootstrap roles.
 func Start(ctx context.Context) (*Server, error) {
+	return StartWithArgs(ctx)
+}
+
+// StartWithArgs is Start with extra kube-apiserver flags (a real node's
+// harness adds its kubelet client settings).
+func StartWithArgs(ctx context.Context, extra ...string) (*Server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 2; attempt++ { // a stolen free port is the usual failure
-		s, err := start(ctx)
+		s, err := start(ctx, extra)
 		if err == nil {
 			return s, nil
 		}
@@ -59,7 +65,7 @@ func Start(ctx context.Context) (*Server, error) {
 	return nil, lastErr
 }
 
-func start(ctx context.Context) (s *Server, err error) {
+func start(ctx context.Context, extra []string) (s *Server, err error) {
 	etcdBin, err := Binary("etcd")
 	if err != nil {
 		return nil, err
@@ -111,22 +117,22 @@ func start(ctx context.Context) (s *Server, err error) {
 	if err := os.WriteFile(tokens, []byte(token+`,kubetest-admin,kubetest-admin,"system:masters"`+"\n"), 0o600); err != nil {
 		return nil, err
 	}
-	if err := s.spawn(apiBin, "kube-apiserver.log",
-		"--etcd-servers="+etcdURL,
+	if err := s.spawn(apiBin, "kube-apiserver.log", append([]string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(securePort),
-		"--tls-cert-file="+certFile, "--tls-private-key-file="+keyFile,
-		"--token-auth-file="+tokens,
+		"--secure-port=" + strconv.Itoa(securePort),
+		"--tls-cert-file=" + certFile, "--tls-private-key-file=" + keyFile,
+		"--token-auth-file=" + tokens,
 		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+saPub,
-		"--service-account-signing-key-file="+saKey,
+		"--service-account-key-file=" + saPub,
+		"--service-account-signing-key-file=" + saKey,
 		"--api-audiences=https://kubernetes.default.svc",
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--endpoint-reconciler-type=none",
 		"--v=0",
-	); err != nil {
+	}, extra...)...); err != nil {
 		return nil, err
 	}
 
