@@ -54,7 +54,7 @@ func TestRealNodeSpore(t *testing.T) {
 
 	var before []bridge.Event // every line seen so far, in order
 
-	t.Run("wake: pod Running, bridge Up through the pod proxy, Healthy", func(t *testing.T) {
+	require.True(t, t.Run("wake: pod Running, bridge Up through the pod proxy, Healthy", func(t *testing.T) {
 		began := time.Now()
 		require.NoError(t, rt.Start(ctx, s, launch))
 		o := waitHealthy(t, rt, s.ID)
@@ -66,17 +66,20 @@ func TestRealNodeSpore(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "echo", st.Agent)
 		assert.True(t, st.Healthy)
-	})
+	}), "each step needs the one before")
 
-	t.Run("a prompt is answered", func(t *testing.T) {
+	require.True(t, t.Run("a prompt is answered", func(t *testing.T) {
 		before = promptAndRead(t, rt, s.ID, "p1", "hello from the real node", 0)
-	})
+	}), "each step needs the one before")
 
-	t.Run("sleep deletes the pod and keeps the claim; wake finds the same home and its lines", func(t *testing.T) {
+	require.True(t, t.Run("sleep deletes the pod and keeps the claim; wake finds the same home and its lines", func(t *testing.T) {
 		claim, err := n.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pod, metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Equal(t, vols[0], claim.Spec.VolumeName, "the claim bound the local volume")
 
+		asleep, err := bridgeClient(t, rt, s.ID).Status(ctx)
+		require.NoError(t, err)
+		require.NotEmpty(t, asleep.SessionID)
 		require.NoError(t, rt.Stop(ctx, s.ID))
 		waitPodGone(t, n, ns, pod)
 		kept, err := n.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pod, metav1.GetOptions{})
@@ -91,14 +94,17 @@ func TestRealNodeSpore(t *testing.T) {
 		again, err := n.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pod, metav1.GetOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, claim.UID, again.UID, "the same claim")
+		woken, err := bridgeClient(t, rt, s.ID).Status(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, asleep.SessionID, woken.SessionID, "the same session, kept in the home")
 		all := promptAndRead(t, rt, s.ID, "p2", "hello again after a sleep", before[len(before)-1].Seq)
 		require.Greater(t, len(all), len(before))
 		assert.Equal(t, before, all[:len(before)], "the earlier lines, as they were")
 		assert.Equal(t, before[len(before)-1].Seq+1, all[len(before)].Seq, "numbering continues")
 		before = all
-	})
+	}), "each step needs the one before")
 
-	t.Run("the container SIGKILLed: the kubelet restarts it, counted, Healthy, no line lost", func(t *testing.T) {
+	require.True(t, t.Run("the container SIGKILLed: the kubelet restarts it, counted, Healthy, no line lost", func(t *testing.T) {
 		p, err := n.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
 		require.NoError(t, err)
 		require.Len(t, p.Status.ContainerStatuses, 1)
@@ -118,7 +124,7 @@ func TestRealNodeSpore(t *testing.T) {
 		all := promptAndRead(t, rt, s.ID, "p3", "hello after a SIGKILL", before[len(before)-1].Seq)
 		assert.Equal(t, before, all[:len(before)], "no line lost")
 		assert.Equal(t, before[len(before)-1].Seq+1, all[len(before)].Seq, "numbering continues")
-	})
+	}), "each step needs the one before")
 }
 
 // sporectlImage builds the sporectl binary (static, as the images need)
@@ -173,7 +179,7 @@ func bridgeClient(t *testing.T, rt *kube.Runtime, id string) *bridge.Client {
 }
 
 // promptAndRead sends a prompt, waits until it is done and the echo's
-// line past after holds its text, and returns every line from the start.
+// result past after answers it, and returns every line from the start.
 func promptAndRead(t *testing.T, rt *kube.Runtime, id, promptID, text string, after uint64) []bridge.Event {
 	t.Helper()
 	ctx := t.Context()
@@ -185,7 +191,7 @@ func promptAndRead(t *testing.T, rt *kube.Runtime, id, promptID, text string, af
 		evs, err := c.Events(ctx, 0, bridge.MaxLimit, 0)
 		require.NoError(t, err)
 		for _, e := range evs.Events {
-			if e.Seq > after && strings.Contains(string(e.Line), text) && !strings.Contains(string(e.Line), `"type":"user"`) {
+			if e.Seq > after && strings.Contains(string(e.Line), `"type":"result"`) && strings.Contains(string(e.Line), `"echo: `+text+`"`) {
 				return evs.Events
 			}
 		}
