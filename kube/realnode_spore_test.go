@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,6 +24,7 @@ import (
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
 )
 
 // A spore on real containers: the sporectl image built by kube/images
@@ -70,6 +72,33 @@ func TestRealNodeSpore(t *testing.T) {
 
 	require.True(t, t.Run("a prompt is answered", func(t *testing.T) {
 		before = promptAndRead(t, rt, s.ID, "p1", "hello from the real node", 0)
+	}), "each step needs the one before")
+
+	require.True(t, t.Run("a read-only pass judges it Healthy and ingests the answer into the store", func(t *testing.T) {
+		ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "kube"}, dirstore.Options{})
+		require.NoError(t, err)
+		require.NoError(t, ds.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, s) }))
+		pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+		out, err := pass.Run(ctx, reconcile.Options{IDs: []string{s.ID}})
+		require.NoError(t, err)
+		require.NoError(t, out.ObserveErr)
+		require.Len(t, out.Plans, 1)
+		assert.Equal(t, reconcile.Healthy, out.Plans[0].Verdict.Effective, "%+v", out.Plans[0].Verdict)
+
+		var stored []state.Event
+		require.NoError(t, ds.View(ctx, func(tx state.Tx) (err error) {
+			stored, err = tx.Events(ctx, s.ID, 0, 0)
+			return err
+		}))
+		answer := before[len(before)-1] // the echo's result line
+		found := false
+		for _, e := range stored {
+			if e.BridgeSeq == answer.Seq {
+				found = true
+				assert.JSONEq(t, string(answer.Line), string(e.Line), "the line as the bridge numbered it")
+			}
+		}
+		assert.True(t, found, "bridge line %d in the store's %d events", answer.Seq, len(stored))
 	}), "each step needs the one before")
 
 	require.True(t, t.Run("sleep deletes the pod and keeps the claim; wake finds the same home and its lines", func(t *testing.T) {
