@@ -55,6 +55,10 @@ func TestRealNodeSpore(t *testing.T) {
 	pod := kube.ObjectName(s.ID)
 
 	var before []bridge.Event // every line seen so far, in order
+	ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "kube"}, dirstore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, ds.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, s) }))
+	pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
 
 	require.True(t, t.Run("wake: pod Running, bridge Up through the pod proxy, Healthy", func(t *testing.T) {
 		began := time.Now()
@@ -75,10 +79,6 @@ func TestRealNodeSpore(t *testing.T) {
 	}), "each step needs the one before")
 
 	require.True(t, t.Run("a read-only pass judges it Healthy and ingests the answer into the store", func(t *testing.T) {
-		ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "kube"}, dirstore.Options{})
-		require.NoError(t, err)
-		require.NoError(t, ds.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, s) }))
-		pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
 		out, err := pass.Run(ctx, reconcile.Options{IDs: []string{s.ID}})
 		require.NoError(t, err)
 		require.NoError(t, out.ObserveErr)
@@ -152,6 +152,30 @@ func TestRealNodeSpore(t *testing.T) {
 
 		all := promptAndRead(t, rt, s.ID, "p3", "hello after a SIGKILL", before[len(before)-1].Seq)
 		assert.Equal(t, before, all[:len(before)], "no line lost")
+		assert.Equal(t, before[len(before)-1].Seq+1, all[len(before)].Seq, "numbering continues")
+		before = all
+	}), "each step needs the one before")
+
+	require.True(t, t.Run("the pod deleted by someone else: Dead, then a healing pass makes a new pod on the same home", func(t *testing.T) {
+		old, err := n.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		require.NoError(t, err)
+		deletePodAndWait(t, n, ns, pod)
+		obs, _, err := reconcile.Observe(ctx, rt, []string{s.ID})
+		require.NoError(t, err)
+		assert.Equal(t, reconcile.Dead, reconcile.Health(state.Running, obs[s.ID], false).Effective, "%+v", obs[s.ID])
+
+		out, err := pass.Run(ctx, reconcile.Options{IDs: []string{s.ID}, Heal: true})
+		require.NoError(t, err)
+		require.NoError(t, out.ObserveErr)
+		require.Len(t, out.Plans, 1)
+		require.True(t, out.Plans[0].Start, "the pass starts the dead spore")
+		require.NoError(t, out.Plans[0].StartErr)
+		waitHealthy(t, rt, s.ID)
+		fresh, err := n.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
+		require.NoError(t, err)
+		assert.NotEqual(t, old.UID, fresh.UID, "a new pod")
+		all := promptAndRead(t, rt, s.ID, "p4", "hello after the pod was deleted", before[len(before)-1].Seq)
+		assert.Equal(t, before, all[:len(before)], "the same home: no line lost")
 		assert.Equal(t, before[len(before)-1].Seq+1, all[len(before)].Seq, "numbering continues")
 	}), "each step needs the one before")
 }
