@@ -40,6 +40,7 @@ func TestStartCreatesSporeObjects(t *testing.T) {
 	require.Len(t, pod.Spec.Containers, 1)
 	c := pod.Spec.Containers[0]
 	assert.Equal(t, []string{"sporectl", "bridge", "--agent", "claude"}, c.Command)
+	assert.Equal(t, corev1.PullIfNotPresent, c.ImagePullPolicy, "an image imported into the node's containerd is used, not pulled again (`:latest` defaults to Always)")
 	assert.True(t, c.Resources.Limits.Cpu().Equal(resource.MustParse("2")), "cpu limit %s", c.Resources.Limits.Cpu())
 	assert.True(t, c.Resources.Limits.Memory().Equal(resource.MustParse("3Gi")), "memory limit %s", c.Resources.Limits.Memory())
 	assert.Equal(t, c.Resources.Limits, c.Resources.Requests)

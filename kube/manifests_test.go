@@ -112,8 +112,9 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 		if ns := o.GetNamespace(); ns != "" {
 			ri = dyn.Resource(m.Resource).Namespace(ns)
 		}
-		_, err = ri.Create(ctx, o, dryRun)
+		stored, err := ri.Create(ctx, o, dryRun)
 		require.NoError(t, err, "dry-run create %s %s", o.GetKind(), o.GetName())
+		assertPullsIfNotPresent(t, stored)
 		if o.GetKind() == "Namespace" {
 			// Admission of namespaced objects needs the namespace to exist.
 			_, err = ri.Create(ctx, o, metav1.CreateOptions{})
@@ -123,6 +124,31 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 		}
 	}
 	assert.Empty(t, w.all, "the API server warned about a manifest")
+}
+
+// assertPullsIfNotPresent checks the stored object's containers, as the
+// API server defaulted them: with the `:latest` tag the default is Always,
+// which would pull an image imported into containerd (ctr, k3s) from the
+// registry instead of using it.
+func assertPullsIfNotPresent(t *testing.T, o *unstructured.Unstructured) {
+	t.Helper()
+	var path []string
+	switch o.GetKind() {
+	case "Deployment":
+		path = []string{"spec", "template", "spec", "containers"}
+	case "CronJob":
+		path = []string{"spec", "jobTemplate", "spec", "template", "spec", "containers"}
+	default:
+		return
+	}
+	containers, found, err := unstructured.NestedSlice(o.Object, path...)
+	require.NoError(t, err)
+	require.True(t, found, "%s %s has containers", o.GetKind(), o.GetName())
+	for _, c := range containers {
+		m, ok := c.(map[string]any)
+		require.True(t, ok)
+		assert.Equal(t, string(corev1.PullIfNotPresent), m["imagePullPolicy"], "%s %s container %v", o.GetKind(), o.GetName(), m["name"])
+	}
 }
 
 // moveNamespace renames the namespace from -> to wherever a manifest

@@ -118,10 +118,14 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
-				Name:       containerName,
-				Image:      spec.Image,
-				Command:    []string{"sporectl", "bridge", "--agent", o.agent()},
-				WorkingDir: HomePath,
+				Name:  containerName,
+				Image: spec.Image,
+				// Not Always (the default for `:latest`): an image imported
+				// into the node's containerd (ctr, k3s) must run as it is,
+				// with no registry asked.
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:         []string{"sporectl", "bridge", "--agent", o.agent()},
+				WorkingDir:      HomePath,
 				// A bridge that exits on an error says why on its last
 				// line of stderr; the kubelet keeps the log's end as the
 				// termination message, which status shows.
