@@ -44,6 +44,82 @@ func (b *podBridge) kill(t *testing.T) {
 	}
 }
 
+// kubeSpore is one spore on the kube runtime against the real API server
+// harness: the CLI rig on a fresh store, a test kubelet, and a directory
+// that stands for the spore's claim.
+type kubeSpore struct {
+	r       *rig
+	cs      kubernetes.Interface
+	ns      string
+	ctx     context.Context
+	kubelet *kubetest.Kubelet
+	host    *kubetest.PodHost
+	id      string
+	name    string
+	volume  string
+}
+
+func newKubeSpore(t *testing.T, id string) *kubeSpore {
+	t.Helper()
+	srv := kubetest.New(t)
+	ns := kubetest.Namespace(t, srv.Config)
+	host := kubetest.NewPodHost(t)
+	cs, err := kubernetes.NewForConfig(srv.Config)
+	require.NoError(t, err)
+	ctx := context.Background()
+	k := &kubeSpore{cs: cs, ns: ns, ctx: ctx, host: host, id: id, name: kube.ObjectName(id), volume: t.TempDir(),
+		kubelet: &kubetest.Kubelet{Client: cs, Namespace: ns, IP: host.IP}}
+	store := filepath.Join(t.TempDir(), "store")
+	k.r = &rig{t: t, store: store, root: store, env: []string{"KUBECONFIG=" + srv.Kubeconfig},
+		homeOf: func(string) string { return k.volume },
+		bridgeOf: func(string) (*bridge.Client, error) {
+			sec, err := cs.CoreV1().Secrets(ns).Get(ctx, k.name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return bridge.NewClient("http://"+host.IP+":8080", string(sec.Data[kube.SecretKeyBridgeToken]), &http.Client{Timeout: 5 * time.Second})
+		}}
+	k.r.ok(append([]string{"init", "--runtime", "kube", "-n", ns}, echoInit()...)...)
+	t.Cleanup(func() { _ = k.r.cmd("delete", id).Run() })
+	return k
+}
+
+// token is the bridge token in the spore's Secret.
+func (k *kubeSpore) token() string {
+	k.r.t.Helper()
+	sec, err := k.cs.CoreV1().Secrets(k.ns).Get(k.ctx, k.name, metav1.GetOptions{})
+	require.NoError(k.r.t, err)
+	return string(sec.Data[kube.SecretKeyBridgeToken])
+}
+
+// runPod plays the node for the spore's current pod: it starts the
+// bridge with the pod's Secret on the claim's volume, then reports the
+// pod scheduled and running.
+func (k *kubeSpore) runPod() *podBridge {
+	t := k.r.t
+	t.Helper()
+	b := k.host.Command(context.Background(), binPath, "bridge", "--addr", k.host.IP+":8080", "--home", k.volume, "--agent", "echo")
+	b.Env = append(os.Environ(), "SPORECTL_BRIDGE_TOKEN="+k.token())
+	logf, err := os.OpenFile(filepath.Join(t.TempDir(), "bridge.log"), os.O_CREATE|os.O_WRONLY, 0o600)
+	require.NoError(t, err)
+	b.Stdout, b.Stderr = logf, logf
+	require.NoError(t, b.Start())
+	pb := &podBridge{cmd: b, done: make(chan struct{})}
+	go func() { _ = b.Wait(); logf.Close(); close(pb.done) }()
+	t.Cleanup(func() { _ = b.Process.Kill(); <-pb.done })
+	require.NoError(t, k.kubelet.Schedule(k.ctx, k.name))
+	require.NoError(t, k.kubelet.Run(k.ctx, k.name, true))
+	return pb
+}
+
+// pod is the spore's pod as the API server has it.
+func (k *kubeSpore) pod() *corev1.Pod {
+	k.r.t.Helper()
+	p, err := k.cs.CoreV1().Pods(k.ns).Get(k.ctx, k.name, metav1.GetOptions{})
+	require.NoError(k.r.t, err)
+	return p
+}
+
 // TestRecoveryKubeWholeSpore — row "the whole spore (pod OOMKilled / pod
 // deleted)" on Kubernetes: the pod's bridge dies with its pod, first as
 // the kubelet reports it OOMKilled (pod Failed), then as someone deletes
@@ -53,60 +129,9 @@ func (b *podBridge) kill(t *testing.T) {
 // same log and session, the lines numbered before the pod died are
 // ingested, and a prompt sent while it was dead is delivered once.
 func TestRecoveryKubeWholeSpore(t *testing.T) {
-	srv := kubetest.New(t)
-	ns := kubetest.Namespace(t, srv.Config)
-	host := kubetest.NewPodHost(t)
-	cs, err := kubernetes.NewForConfig(srv.Config)
-	require.NoError(t, err)
-	ctx := context.Background()
-	kubelet := &kubetest.Kubelet{Client: cs, Namespace: ns, IP: host.IP}
-	const id = "rec-kube"
-	name := kube.ObjectName(id)
-	volume := t.TempDir() // the claim's volume, as the node mounts it
-
-	token := func() string {
-		t.Helper()
-		sec, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return string(sec.Data[kube.SecretKeyBridgeToken])
-	}
-	store := filepath.Join(t.TempDir(), "store")
-	r := &rig{t: t, store: store, root: store, env: []string{"KUBECONFIG=" + srv.Kubeconfig},
-		homeOf: func(string) string { return volume },
-		bridgeOf: func(string) (*bridge.Client, error) {
-			sec, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return bridge.NewClient("http://"+host.IP+":8080", string(sec.Data[kube.SecretKeyBridgeToken]), &http.Client{Timeout: 5 * time.Second})
-		}}
-	r.ok(append([]string{"init", "--runtime", "kube", "-n", ns}, echoInit()...)...)
-	t.Cleanup(func() { _ = r.cmd("delete", id).Run() })
-
-	// runPod plays the node for the spore's current pod: it starts the
-	// bridge with the pod's Secret on the claim's volume, then reports the
-	// pod scheduled and running.
-	runPod := func() *podBridge {
-		t.Helper()
-		b := host.Command(context.Background(), binPath, "bridge", "--addr", host.IP+":8080", "--home", volume, "--agent", "echo")
-		b.Env = append(os.Environ(), "SPORECTL_BRIDGE_TOKEN="+token())
-		logf, err := os.OpenFile(filepath.Join(t.TempDir(), "bridge.log"), os.O_CREATE|os.O_WRONLY, 0o600)
-		require.NoError(t, err)
-		b.Stdout, b.Stderr = logf, logf
-		require.NoError(t, b.Start())
-		pb := &podBridge{cmd: b, done: make(chan struct{})}
-		go func() { _ = b.Wait(); logf.Close(); close(pb.done) }()
-		t.Cleanup(func() { _ = b.Process.Kill(); <-pb.done })
-		require.NoError(t, kubelet.Schedule(ctx, name))
-		require.NoError(t, kubelet.Run(ctx, name, true))
-		return pb
-	}
-	pod := func() *corev1.Pod {
-		t.Helper()
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return p
-	}
+	k := newKubeSpore(t, "rec-kube")
+	r, cs, ns, ctx, kubelet, id, name := k.r, k.cs, k.ns, k.ctx, k.kubelet, k.id, k.name
+	runPod, pod := k.runPod, k.pod
 	// newPod waits until reconcile has created a pod other than old, and
 	// checks that it mounts the same claim.
 	newPod := func(old types.UID) *corev1.Pod {

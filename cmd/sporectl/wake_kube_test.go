@@ -1,23 +1,14 @@
 package main
 
 import (
-	"context"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/sporectl/sporectl/bridge"
-	"github.com/sporectl/sporectl/kube"
-	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -32,58 +23,9 @@ import (
 // "woken", went Diverged, then "Dead: nothing running", and the start
 // after it counted a crash; wake --wait never started it.)
 func TestKubeWakeWhileTheOldPodTerminates(t *testing.T) {
-	srv := kubetest.New(t)
-	ns := kubetest.Namespace(t, srv.Config)
-	host := kubetest.NewPodHost(t)
-	cs, err := kubernetes.NewForConfig(srv.Config)
-	require.NoError(t, err)
-	ctx := context.Background()
-	kubelet := &kubetest.Kubelet{Client: cs, Namespace: ns, IP: host.IP}
-	const id = "nap-kube"
-	name := kube.ObjectName(id)
-	volume := t.TempDir()
-
-	token := func() string {
-		t.Helper()
-		sec, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return string(sec.Data[kube.SecretKeyBridgeToken])
-	}
-	store := filepath.Join(t.TempDir(), "store")
-	r := &rig{t: t, store: store, root: store, env: []string{"KUBECONFIG=" + srv.Kubeconfig},
-		homeOf: func(string) string { return volume },
-		bridgeOf: func(string) (*bridge.Client, error) {
-			sec, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			return bridge.NewClient("http://"+host.IP+":8080", string(sec.Data[kube.SecretKeyBridgeToken]), &http.Client{Timeout: 5 * time.Second})
-		}}
-	r.ok(append([]string{"init", "--runtime", "kube", "-n", ns}, echoInit()...)...)
-	t.Cleanup(func() { _ = r.cmd("delete", id).Run() })
-
-	// runPod plays the node for the spore's current pod.
-	runPod := func() *podBridge {
-		t.Helper()
-		b := host.Command(context.Background(), binPath, "bridge", "--addr", host.IP+":8080", "--home", volume, "--agent", "echo")
-		b.Env = append(os.Environ(), "SPORECTL_BRIDGE_TOKEN="+token())
-		logf, err := os.OpenFile(filepath.Join(t.TempDir(), "bridge.log"), os.O_CREATE|os.O_WRONLY, 0o600)
-		require.NoError(t, err)
-		b.Stdout, b.Stderr = logf, logf
-		require.NoError(t, b.Start())
-		pb := &podBridge{cmd: b, done: make(chan struct{})}
-		go func() { _ = b.Wait(); logf.Close(); close(pb.done) }()
-		t.Cleanup(func() { _ = b.Process.Kill(); <-pb.done })
-		require.NoError(t, kubelet.Schedule(ctx, name))
-		require.NoError(t, kubelet.Run(ctx, name, true))
-		return pb
-	}
-	pod := func() *corev1.Pod {
-		t.Helper()
-		p, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		require.NoError(t, err)
-		return p
-	}
+	k := newKubeSpore(t, "nap-kube")
+	r, cs, ns, ctx, kubelet, id, name := k.r, k.cs, k.ns, k.ctx, k.kubelet, k.id, k.name
+	runPod, pod := k.runPod, k.pod
 	newPod := func(old types.UID) {
 		t.Helper()
 		require.Eventually(t, func() bool {
