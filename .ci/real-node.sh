@@ -32,6 +32,8 @@ if ((${#need_pkgs[@]})); then
 	sudo=""
 	[[ "$(id -u)" == 0 ]] || sudo="sudo"
 	log "installing ${need_pkgs[*]}"
+	# A fresh machine has no package lists yet: update, then install.
+	$sudo apt-get update -q >&2
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need_pkgs[@]}" >&2
 fi
 
