@@ -25,3 +25,13 @@ run SPORECTL_CLAUDE_BIN claude-code.sh
 run SPORECTL_KUBE_BIN_DIR kube-tools.sh
 run SPORECTL_NODE_BIN_DIR real-node.sh
 run SPORECTL_CHROMIUM chromium.sh
+
+# The spore image's inputs (Debian's userland, Claude Code's npm tarballs,
+# the layer cache): images.sh prints NAME=VALUE lines, exported as they are,
+# for the real-node tests that build the images (kube/images/imagestest).
+if out="$(bash "$here/images.sh")"; then
+	sed 's/^/export /' <<<"$out"
+else
+	echo "deps: images.sh failed" >&2
+	if [[ -n "${CI:-}" ]]; then exit 1; fi
+fi

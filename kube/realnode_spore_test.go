@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/images"
+	"github.com/sporectl/sporectl/kube/images/imagestest"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -184,20 +184,7 @@ func TestRealNodeSpore(t *testing.T) {
 // and the sporectl image from it, as `make images` does.
 func sporectlImage(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "sporectl")
-	began := time.Now()
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-o", bin, "../cmd/sporectl")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/sporectl: %s", out)
-	a, err := images.Builder{}.Sporectl(t.Context(), images.SporectlInputs{
-		Sporectl: bin,
-		CACerts:  "/etc/ssl/certs/ca-certificates.crt",
-	}, filepath.Join(dir, "sporectl.tar"))
-	require.NoError(t, err, "build the sporectl image")
-	t.Logf("sporectl built and packed in %s", time.Since(began).Round(10*time.Millisecond))
-	return a.Path
+	return imagestest.Sporectl(t)
 }
 
 // waitHealthy polls reconcile's observation (the runtime's pods and the
