@@ -84,7 +84,10 @@ func claudeCodeFiles(ctx context.Context, sp *spool, wrapperTgz, nativeTgz, vers
 		}
 		out = append(out, f)
 	}
-	out = append(out, file{hdr: tar.Header{Typeflag: tar.TypeLink, Name: bin, Linkname: nativeBin}})
+	// The link's header carries the file's mode: an extractor (containerd,
+	// Docker) applies a hard link's own mode to the one inode they share,
+	// so a link with mode 0 would leave claude unexecutable.
+	out = append(out, file{hdr: tar.Header{Typeflag: tar.TypeLink, Name: bin, Linkname: nativeBin, Mode: 0o755}})
 	rel, err := relPath("usr/local/bin", bin)
 	if err != nil {
 		return nil, err

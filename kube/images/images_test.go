@@ -152,6 +152,14 @@ func TestSporeImageFromFixture(t *testing.T) {
 	assert.Equal(t, strings.TrimPrefix(native, "/"), h.Linkname)
 	assert.Equal(t, int64(0o755), img.Files[native].Mode&0o7777)
 	assert.Equal(t, 0, img.Files[native].Uid, "the publisher's ids are not kept")
+	// containerd and Docker chmod the shared inode to the link's own
+	// header: a link of mode 0 made claude unexecutable in a real pod.
+	assert.Equal(t, img.Files[native].Mode, h.Mode, "the hard link's header carries its target's mode")
+	h.Mode = 0
+	err = img.Check(images.SporeName)
+	require.Error(t, err, "Check refuses a hard link whose mode is not its target's")
+	assert.Contains(t, err.Error(), "hard link /usr/local/lib/node_modules/@anthropic-ai/claude-code/bin/claude.exe has mode 0")
+	h.Mode = img.Files[native].Mode
 
 	passwd, _ := img.File("/etc/passwd")
 	assert.Equal(t, "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\nspore:x:1000:1000::/home/spore:/bin/bash\n", string(passwd))

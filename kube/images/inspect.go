@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -179,6 +180,17 @@ func (img Image) Check(ref string) error {
 	}
 	if !strings.Contains(":"+env["PATH"]+":", ":"+path.Dir(SporectlPath)+":") {
 		fail("PATH %q leaves out %s", env["PATH"], path.Dir(SporectlPath))
+	}
+	for _, name := range slices.Sorted(maps.Keys(img.Files)) {
+		h := img.Files[name]
+		if h.Typeflag != tar.TypeLink {
+			continue
+		}
+		// Extractors chmod and chown the shared inode to the link's own
+		// header, so it must say what its target's says.
+		if t := img.Files[path.Clean("/"+h.Linkname)]; t != nil && (t.Mode != h.Mode || t.Uid != h.Uid || t.Gid != h.Gid) {
+			fail("hard link %s has mode %o and owner %d:%d, its target %s %o and %d:%d: an extractor would give the file the link's", name, h.Mode, h.Uid, h.Gid, h.Linkname, t.Mode, t.Uid, t.Gid)
+		}
 	}
 	if h, err := img.Content(CACertsPath); err != nil || h.Size == 0 {
 		fail("no CA certificates at %s (%v)", CACertsPath, err)
