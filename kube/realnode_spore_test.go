@@ -242,7 +242,7 @@ func promptAndRead(t *testing.T, rt *kube.Runtime, id, promptID, text string, af
 	return nil
 }
 
-func waitPodGone(t *testing.T, n *kubetest.Node, ns, name string) {
+func waitPodGone(t testing.TB, n *kubetest.Node, ns, name string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
