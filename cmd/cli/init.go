@@ -111,6 +111,11 @@ func (o *initOptions) validateOperator() error {
 	if o.NoOperator && o.changed("operator") {
 		return usageErrorf("--operator and --no-operator exclude each other")
 	}
+	if !o.NoOperator && o.f.Global.Output == "name" {
+		// -o name prints kind/name only (docs/cli.md): the token, shown
+		// once, would be lost with it.
+		return usageErrorf("init -o name would not print the operator token it makes: use the default output or -o json, or pass --no-operator")
+	}
 	if !o.changed("operator") {
 		o.Operator = userName(o.f.Getenv)
 	}

@@ -134,10 +134,22 @@ func TestInitFirstOperator(t *testing.T) {
 
 	// No $USER: "operator", as `sporectl prompt` names a person then.
 	store = filepath.Join(dir, "nouser")
-	r = runAs(t, store, "", "init", "-o", "name")
+	r = runAs(t, store, "", "init")
 	require.Equal(t, 0, r.code, r.err)
-	require.Regexp(t, `^`+store+`\nspo_\S+\n$`, r.out)
+	require.Regexp(t, `^store `+store+` created\nspo_\S+\n$`, r.out)
 	require.Equal(t, "operator", operatorsOf(t, store)[0].Name)
+
+	// -o name prints kind/name only: it would lose the token, so init
+	// refuses it before making anything, unless no token is made.
+	store = filepath.Join(dir, "named")
+	r = runAs(t, store, "erin", "init", "-o", "name")
+	require.Equal(t, 2, r.code, r.err)
+	require.Contains(t, r.err, "init -o name would not print the operator token")
+	require.Empty(t, r.out)
+	require.NoDirExists(t, store, "nothing was made")
+	r = runAs(t, store, "erin", "init", "-o", "name", "--no-operator")
+	require.Equal(t, 0, r.code, r.err)
+	require.Equal(t, store+"\n", r.out)
 
 	// --no-operator: no token anywhere; the page says how to make one.
 	store = filepath.Join(dir, "none")

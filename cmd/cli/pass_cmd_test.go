@@ -332,7 +332,7 @@ func TestStoreLocationsAtTheEdge(t *testing.T) {
 	// homes below it to bridges that start inside them.
 	dir := t.TempDir()
 	t.Chdir(dir)
-	r := run(t, "", "--store", "rel", "init", "-o", "name")
+	r := run(t, "", "--store", "rel", "init", "-o", "name", "--no-operator")
 	require.Equal(t, 0, r.code, r.err)
 	require.Contains(t, r.out, filepath.Join(dir, "rel"))
 	loc, err := ResolveLocation("rel", "--store")

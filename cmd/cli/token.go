@@ -64,6 +64,11 @@ one token at a time: revoke it first to replace it (exit 5 otherwise).`,
 			if err := operatorName(cmd, o.Name); err != nil {
 				return err
 			}
+			if f.Global.Output == "name" {
+				// -o name prints kind/name only (docs/cli.md): the token,
+				// shown once, would be lost with it.
+				return usageErrorf("token create -o name would not print the token: use the default output or -o json")
+			}
 			return o.create(cmd.Context())
 		},
 	}
@@ -80,7 +85,7 @@ type operatorCreated struct {
 }
 
 func (r operatorCreated) Table(bool) ([]string, [][]string) { return nil, [][]string{{r.Token}} }
-func (r operatorCreated) Names() []string                   { return []string{r.Token} }
+func (r operatorCreated) Names() []string                   { return []string{"operator/" + r.Operator} }
 
 func (o *operatorOptions) create(ctx context.Context) error {
 	token, hash, err := state.NewOperatorToken()

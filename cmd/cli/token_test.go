@@ -83,6 +83,13 @@ func TestTokenOperator(t *testing.T) {
 	require.Contains(t, r.err, "shown only now")
 	require.NotContains(t, r.err, token)
 
+	// -o name prints kind/name only, which would lose a new token: refused
+	// before anything is made; -o json carries the token.
+	r = c.run("", "token", "create", "--operator", "carol", "-o", "name")
+	require.Equal(t, 2, r.code, r.err)
+	require.Contains(t, r.err, "token create -o name would not print the token")
+	require.Empty(t, r.out)
+
 	st, err := dirstore.Open(context.Background(), c.store, dirstore.Options{})
 	require.NoError(t, err)
 	var s state.Settings
