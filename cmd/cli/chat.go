@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -124,11 +123,7 @@ func (o *chatOptions) print(ctx context.Context, st state.Store, after uint64) (
 			// A stream has no end: one compact JSON document per event and
 			// line (JSON lines).
 			for _, e := range evs {
-				b, err := json.Marshal(e)
-				if err != nil {
-					return after, err
-				}
-				if _, err := o.f.IO.Out.Write(append(escapeJSON(b), '\n')); err != nil {
+				if err := o.f.PrintLine(e); err != nil {
 					return after, err
 				}
 			}

@@ -41,6 +41,18 @@ func (f *Factory) Print(v Printable) error {
 	return printTo(f.IO.Out, f.Global.Output, f.Global.NoHeaders, v)
 }
 
+// PrintLine writes v as one compact JSON document on one line (JSON
+// lines), for a stream that has no end to close one document with
+// (chat -f -o json), under printTo's escaping.
+func (f *Factory) PrintLine(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode json: %w", err)
+	}
+	_, err = f.IO.Out.Write(append(escapeJSON(b), '\n'))
+	return err
+}
+
 // printTo is the one output-safety rule of every printer: table cells
 // are sanitized (control characters, ANSI escapes and bidi controls shown
 // as visible escapes, one line each); JSON escapes every such character
