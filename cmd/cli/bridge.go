@@ -27,7 +27,9 @@ type bridgeOptions struct {
 	ExtraArgs      []string
 }
 
-func newCmdBridge(f *Factory) *cobra.Command {
+// newCmdBridge builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdBridge(f *Factory, runF func(context.Context, *bridgeOptions) error) *cobra.Command {
 	o := &bridgeOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "bridge [--addr :8080] [--home DIR] [--agent claude|echo] [-- extra agent args]",
@@ -49,6 +51,9 @@ prompt with "echo: <prompt>" and needs no key. The HTTP API is in docs/bridge.md
 			o.ExtraArgs = args
 			if err := o.validate(); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},

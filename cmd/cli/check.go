@@ -12,7 +12,9 @@ import (
 
 type checkOptions struct{ f *Factory }
 
-func newCmdCheck(f *Factory) *cobra.Command {
+// newCmdCheck builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdCheck(f *Factory, runF func(context.Context, *checkOptions) error) *cobra.Command {
 	o := &checkOptions{f: f}
 	return &cobra.Command{
 		Use:   "check",
@@ -22,7 +24,12 @@ written. Exits 0 when the store is sound, 7 when a problem is found (each named
 with its file and line). Notes are states the format allows, such as the
 uncommitted tail a crash leaves, which the next writer clears.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd.Context()) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return o.run(cmd.Context())
+		},
 	}
 }
 

@@ -23,7 +23,9 @@ type createOptions struct {
 	changed func(string) bool
 }
 
-func newCmdCreate(f *Factory) *cobra.Command {
+// newCmdCreate builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdCreate(f *Factory, runF func(context.Context, *createOptions) error) *cobra.Command {
 	o := &createOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "create ID",
@@ -36,6 +38,9 @@ digits and '-', starting with a letter and ending with a letter or digit.`,
 			o.changed = cmd.Flags().Changed
 			if err := o.validate(); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},

@@ -20,7 +20,9 @@ type deleteOptions struct {
 	Orphan    bool
 }
 
-func newCmdDelete(f *Factory) *cobra.Command {
+// newCmdDelete builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdDelete(f *Factory, runF func(context.Context, *deleteOptions) error) *cobra.Command {
 	o := &deleteOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "delete ID...",
@@ -35,6 +37,9 @@ If ending the processes fails after the store change, they are an orphan that
 		Args: sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
 			return o.run(cmd.Context())
 		},
 	}

@@ -21,7 +21,9 @@ type eventsOptions struct {
 	Tail  int
 }
 
-func newCmdEvents(f *Factory) *cobra.Command {
+// newCmdEvents builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdEvents(f *Factory, runF func(context.Context, *eventsOptions) error) *cobra.Command {
 	o := &eventsOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "events ID",
@@ -37,6 +39,9 @@ func newCmdEvents(f *Factory) *cobra.Command {
 			}
 			if o.Tail > 0 && cmd.Flags().Changed("since") {
 				return usageErrorf("--tail and --since cannot be used together")
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},

@@ -39,7 +39,9 @@ type recoveryFlags struct {
 	BreakerFailures                                         int
 }
 
-func newCmdInit(f *Factory) *cobra.Command {
+// newCmdInit builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdInit(f *Factory, runF func(context.Context, *initOptions) error) *cobra.Command {
 	o := &initOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "init",
@@ -58,6 +60,9 @@ token, --operator NAME makes the first.`,
 			o.changed = cmd.Flags().Changed
 			if err := o.validate(); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},

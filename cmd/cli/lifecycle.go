@@ -29,24 +29,26 @@ type lifecycleOptions struct {
 	Wait    time.Duration
 }
 
-func newCmdWake(f *Factory) *cobra.Command {
+func newCmdWake(f *Factory, runF func(context.Context, *lifecycleOptions) error) *cobra.Command {
 	o := &lifecycleOptions{f: f, verb: "wake", desired: state.Running, action: "woken"}
-	cmd := newLifecycleCmd(o, "Wake spores: desired Running, and start them now")
+	cmd := newLifecycleCmd(o, "Wake spores: desired Running, and start them now", runF)
 	cmd.Flags().DurationVar(&o.Wait, "wait", 0, "wait up to this long for each spore's bridge to answer (0: return once started)")
 	return cmd
 }
 
-func newCmdSleep(f *Factory) *cobra.Command {
+func newCmdSleep(f *Factory, runF func(context.Context, *lifecycleOptions) error) *cobra.Command {
 	return newLifecycleCmd(&lifecycleOptions{f: f, verb: "sleep", desired: state.Paused, action: "asleep"},
-		"Put spores to sleep: desired Paused; their processes end, their homes stay")
+		"Put spores to sleep: desired Paused; their processes end, their homes stay", runF)
 }
 
-func newCmdStop(f *Factory) *cobra.Command {
+func newCmdStop(f *Factory, runF func(context.Context, *lifecycleOptions) error) *cobra.Command {
 	return newLifecycleCmd(&lifecycleOptions{f: f, verb: "stop", desired: state.Stopped, action: "stopped"},
-		"Stop spores until a person wakes them: desired Stopped; homes stay")
+		"Stop spores until a person wakes them: desired Stopped; homes stay", runF)
 }
 
-func newLifecycleCmd(o *lifecycleOptions, short string) *cobra.Command {
+// newLifecycleCmd builds wake, sleep or stop; runF, when not nil, is
+// called instead of running it (tests of what the flags parse into).
+func newLifecycleCmd(o *lifecycleOptions, short string, runF func(context.Context, *lifecycleOptions) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   o.verb + " ID...",
 		Short: short,
@@ -55,6 +57,9 @@ func newLifecycleCmd(o *lifecycleOptions, short string) *cobra.Command {
 			o.IDs = args
 			if o.Wait < 0 {
 				return usageErrorf("invalid value %s for --wait: must be 0 or more", o.Wait)
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},

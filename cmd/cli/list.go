@@ -15,7 +15,9 @@ type listOptions struct {
 	Colony string
 }
 
-func newCmdList(f *Factory) *cobra.Command {
+// newCmdList builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdList(f *Factory, runF func(context.Context, *listOptions) error) *cobra.Command {
 	o := &listOptions{f: f}
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -27,6 +29,9 @@ func newCmdList(f *Factory) *cobra.Command {
 				if err := state.ValidateName("--colony", o.Colony); err != nil {
 					return err
 				}
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},

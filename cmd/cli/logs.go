@@ -22,7 +22,9 @@ type logsOptions struct {
 	Previous bool
 }
 
-func newCmdLogs(f *Factory) *cobra.Command {
+// newCmdLogs builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdLogs(f *Factory, runF func(context.Context, *logsOptions) error) *cobra.Command {
 	o := &logsOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "logs ID [-f] [--tail N] [--previous]",
@@ -46,6 +48,9 @@ cannot be asked.`,
 			o.ID = args[0]
 			if o.Tail < -1 {
 				return usageErrorf("invalid value %d for --tail: a number of lines, or -1 for all", o.Tail)
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},

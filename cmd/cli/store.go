@@ -16,7 +16,7 @@ func newCmdStore(f *Factory) *cobra.Command {
 		Use:   "store",
 		Short: "Work on stores as a whole",
 	}
-	cmd.AddCommand(newCmdStoreCopy(f))
+	cmd.AddCommand(newCmdStoreCopy(f, nil))
 	return cmd
 }
 
@@ -25,7 +25,9 @@ type storeCopyOptions struct {
 	From, To string
 }
 
-func newCmdStoreCopy(f *Factory) *cobra.Command {
+// newCmdStoreCopy builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdStoreCopy(f *Factory, runF func(context.Context, *storeCopyOptions) error) *cobra.Command {
 	o := &storeCopyOptions{f: f}
 	return &cobra.Command{
 		Use:   "copy FROM TO",
@@ -48,6 +50,9 @@ no command writes to FROM while it is copied.`,
 			}
 			if o.To, err = ResolveLocation(args[1], "TO"); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},

@@ -21,7 +21,7 @@ func newCmdToken(f *Factory) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newCmdTokenRotate(f, nil), newCmdTokenCreate(f), newCmdTokenList(f), newCmdTokenRevoke(f))
+	cmd.AddCommand(newCmdTokenRotate(f, nil), newCmdTokenCreate(f, nil), newCmdTokenList(f, nil), newCmdTokenRevoke(f, nil))
 	return cmd
 }
 
@@ -46,7 +46,9 @@ func operatorName(cmd *cobra.Command, name string) error {
 	return nil
 }
 
-func newCmdTokenCreate(f *Factory) *cobra.Command {
+// newCmdTokenCreate builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdTokenCreate(f *Factory, runF func(context.Context, *operatorOptions) error) *cobra.Command {
 	o := &operatorOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "create --operator NAME",
@@ -68,6 +70,9 @@ one token at a time: revoke it first to replace it (exit 5 otherwise).`,
 				// -o name prints kind/name only (docs/cli.md): the token,
 				// shown once, would be lost with it.
 				return usageErrorf("token create -o name would not print the token: use the default output or -o json")
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.create(cmd.Context())
 		},
@@ -113,7 +118,9 @@ func operatorNotice(w io.Writer, name string) {
 	fmt.Fprintf(w, "Log in to the page with it: run 'sporectl serve' and open http://%s/ui/ (or the address serve names).\n", defaultServeAddr)
 }
 
-func newCmdTokenRevoke(f *Factory) *cobra.Command {
+// newCmdTokenRevoke builds the command; runF, when not nil, is called instead of
+// running it (tests of what the flags parse into).
+func newCmdTokenRevoke(f *Factory, runF func(context.Context, *operatorOptions) error) *cobra.Command {
 	o := &operatorOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "revoke --operator NAME",
@@ -126,6 +133,9 @@ store). Exit 4 if NAME has none.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := operatorName(cmd, o.Name); err != nil {
 				return err
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
 			}
 			return o.revoke(cmd.Context())
 		},
@@ -173,8 +183,16 @@ func (o *operatorOptions) updateOperators(ctx context.Context, change func([]sta
 	})
 }
 
-func newCmdTokenList(f *Factory) *cobra.Command {
-	var operators bool
+// tokenListOptions are token list's flags.
+type tokenListOptions struct {
+	f         *Factory
+	Operators bool
+}
+
+// newCmdTokenList builds the command; runF, when not nil, is called
+// instead of running it (tests of what the flags parse into).
+func newCmdTokenList(f *Factory, runF func(context.Context, *tokenListOptions) error) *cobra.Command {
+	o := &tokenListOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "list [--operator]",
 		Short: "List who has a token: every spore's API token state and the operators' logins (never a token or its hash)",
@@ -184,10 +202,13 @@ start) and every operator with a login token for the page, with its time.
 With --operator, only the operators. Never a token or a hash.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return listTokens(cmd.Context(), f, operators)
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return listTokens(cmd.Context(), o.f, o.Operators)
 		},
 	}
-	cmd.Flags().BoolVar(&operators, "operator", false, "list only operators' tokens")
+	cmd.Flags().BoolVar(&o.Operators, "operator", false, "list only operators' tokens")
 	return cmd
 }
 
