@@ -166,6 +166,11 @@ func TestRealNodeHostsMetricsAndLogs(t *testing.T) {
 		assert.Contains(t, text, "agent=echo")
 		assert.NotContains(t, text, creds("m1").BridgeToken)
 
+		// `sporectl logs` reads the same log through the same pods/log.
+		var logs bytes.Buffer
+		require.NoError(t, rt.Logs(ctx, "m1", reconcile.LogOptions{Tail: 5}, &logs))
+		assert.Contains(t, logs.String(), `msg="bridge serving"`)
+
 		out := api.run(t, "mycologist", "host-logs", "m1", "--tail", "5")
 		assert.Contains(t, out, `msg="bridge serving"`)
 		var hl mycelia.HostLogs
