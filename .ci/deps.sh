@@ -25,6 +25,7 @@ run SPORECTL_CLAUDE_BIN claude-code.sh
 run SPORECTL_KUBE_BIN_DIR kube-tools.sh
 run SPORECTL_NODE_BIN_DIR real-node.sh
 run SPORECTL_CHROMIUM chromium.sh
+run SPORECTL_METRICS_SERVER_BIN_DIR metrics-server.sh
 
 # The spore image's inputs (Debian's userland, Claude Code's npm tarballs,
 # the layer cache): images.sh prints NAME=VALUE lines, exported as they are,

@@ -24,6 +24,16 @@ var _ reconcile.HostRuntime = (*Runtime)(nil)
 const (
 	MetricsFromAPI = "metrics API (metrics.k8s.io/v1beta1): cpu_cores is the pod's CPU use now, memory_bytes its working set"
 	MetricsAbsent  = "metrics API absent (metrics.k8s.io answers 404): no CPU or memory figures"
+	// MetricsNotReady: the APIService is registered but its server does
+	// not answer (starting, or down): the aggregator's 503.
+	MetricsNotReady = "metrics API not ready (metrics.k8s.io answers 503: its server is starting or down): no CPU or memory figures"
+	// MetricsNotYet follows MetricsFromAPI ("; ") when some listed pods
+	// are not in the API's answer: metrics-server serves a pod only once
+	// it scraped it twice (CPU is a rate of two samples), so a new pod
+	// has no figures for its first 10-60 s (one or two resolutions).
+	MetricsNotYet = "no figures yet for %s (not scraped twice since it started)"
+	// maxNotYetNames bounds the pods MetricsNotYet names.
+	maxNotYetNames = 5
 )
 
 // Hosts lists sporectl's own spore pods (the LIST Observe makes; pods
@@ -61,7 +71,29 @@ func (r *Runtime) Hosts(ctx context.Context) (reconcile.HostList, error) {
 		out.Hosts = append(out.Hosts, h)
 	}
 	sort.Slice(out.Hosts, func(i, j int) bool { return out.Hosts[i].Name < out.Hosts[j].Name })
+	if usage != nil {
+		out.Metrics += notYet(out.Hosts)
+	}
 	return out, nil
+}
+
+// notYet is "; " and MetricsNotYet naming the hosts (sorted) the metrics
+// API answered no figures for, or "" when every host has them.
+func notYet(hosts []reconcile.Host) string {
+	var names []string
+	for _, h := range hosts {
+		if h.MemoryBytes == nil {
+			names = append(names, h.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	list := strings.Join(names, ", ")
+	if len(names) > maxNotYetNames {
+		list = strings.Join(names[:maxNotYetNames], ", ") + fmt.Sprintf(" and %d more", len(names)-maxNotYetNames)
+	}
+	return "; " + fmt.Sprintf(MetricsNotYet, list)
 }
 
 type podUsage struct {
@@ -72,7 +104,8 @@ type podUsage struct {
 // podMetrics GETs /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods (with
 // the fleet's selector) through the client's REST client: no client of
 // the metrics API is needed. It says where the figures come from, or why
-// there are none.
+// there are none (the map is nil then). A pod metrics-server has not
+// scraped twice yet is not in its answer at all (not a 404).
 func (r *Runtime) podMetrics(ctx context.Context) (map[string]podUsage, string) {
 	rc := r.client.CoreV1().RESTClient()
 	if c, ok := rc.(*rest.RESTClient); rc == nil || (ok && c == nil) {
@@ -85,6 +118,8 @@ func (r *Runtime) podMetrics(ctx context.Context) (map[string]podUsage, string) 
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, MetricsAbsent
+	case apierrors.IsServiceUnavailable(err):
+		return nil, MetricsNotReady
 	case apierrors.IsForbidden(err):
 		return nil, "metrics API not allowed (give the Role get/list on metrics.k8s.io pods): no CPU or memory figures"
 	case err != nil:

@@ -3,13 +3,21 @@ package kube_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/sporectl/sporectl/kube"
+	"github.com/sporectl/sporectl/kube/kubetest"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -54,4 +62,57 @@ func TestHostsWithoutMetricsAPI(t *testing.T) {
 		_, err := e.rt.HostLogs(ctx, name, 10)
 		require.True(t, errors.Is(err, state.ErrNotFound), "%s: %v", name, err)
 	}
+}
+
+// An APIService registered for metrics.k8s.io whose server does not
+// answer (metrics-server starting, or down): the aggregator answers 503;
+// the pods are still listed and the answer says the API is not ready,
+// not that it is absent. Its own API server: an aggregated API that does
+// not answer fails discovery for every other test of a shared one.
+func TestHostsMetricsAPINotReady(t *testing.T) {
+	srv := kubetest.New(t)
+	ctx := t.Context()
+	admin, err := kubernetes.NewForConfig(srv.Config)
+	require.NoError(t, err)
+	ns := kubetest.Namespace(t, srv.Config)
+	rt, err := kube.New(srv.Config, kube.Options{Namespace: ns})
+	require.NoError(t, err)
+	require.NoError(t, rt.Start(ctx, spore("busy"), reconcile.Launch{Creds: creds("busy")}))
+
+	// A Service with no endpoints behind the APIService: nothing answers.
+	_, err = admin.CoreV1().Services("kube-system").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-server"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "https", Port: 443}}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	dyn, err := dynamic.NewForConfig(srv.Config)
+	require.NoError(t, err)
+	gvr := schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+	_, err = dyn.Resource(gvr).Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+		"metadata": map[string]any{"name": "v1beta1.metrics.k8s.io"},
+		"spec": map[string]any{
+			"group": "metrics.k8s.io", "version": "v1beta1", "groupPriorityMinimum": int64(100), "versionPriority": int64(100),
+			"insecureSkipTLSVerify": true,
+			"service":               map[string]any{"namespace": "kube-system", "name": "metrics-server", "port": int64(443)},
+		},
+	}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+
+	// The aggregator takes the APIService up within a moment; until then
+	// the group is still absent (404).
+	var l reconcile.HostList
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l, err = rt.Hosts(ctx)
+		require.NoError(t, err)
+		if l.Metrics != kube.MetricsAbsent || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, kube.MetricsNotReady, l.Metrics)
+	require.Len(t, l.Hosts, 1)
+	require.Equal(t, "spore-busy", l.Hosts[0].Name)
+	require.Nil(t, l.Hosts[0].MemoryBytes)
 }
