@@ -281,3 +281,34 @@ func TestMycologistAddressCollisionsDeploys(t *testing.T) {
 		require.Empty(t, r.out)
 	}
 }
+
+// TestEveryRouteHasItsCommand: the in-pod commands are the API's rows
+// (mycelia.Routes): each row with a command has it, with the row's usage
+// and help, and every mycologist/swarm command is a row's.
+func TestEveryRouteHasItsCommand(t *testing.T) {
+	root := NewRootCmd(NewFactory(IOStreams{}))
+	rows := map[string]*mycelia.Route{}
+	for _, rt := range mycelia.Routes {
+		if rt.Command == "" {
+			continue
+		}
+		rows[rt.Command] = rt
+		cmd, rest, err := root.Find(strings.Fields(rt.Command))
+		require.NoError(t, err, rt.Command)
+		require.Empty(t, rest)
+		require.Equal(t, rt.Command, strings.TrimPrefix(cmd.CommandPath(), root.Name()+" "))
+		require.Equal(t, rt.Use(), cmd.Use)
+		require.Equal(t, rt.Short, cmd.Short)
+		require.Equal(t, rt.Long, cmd.Long)
+	}
+	for _, group := range []string{"mycologist", "swarm"} {
+		g, _, err := root.Find([]string{group})
+		require.NoError(t, err)
+		for _, c := range g.Commands() {
+			if c.Name() == "help" {
+				continue
+			}
+			require.Contains(t, rows, group+" "+c.Name(), "command %s %s is no route's", group, c.Name())
+		}
+	}
+}
