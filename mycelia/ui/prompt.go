@@ -46,7 +46,7 @@ func (h *Handler) promptBox(r *http.Request, sp state.Spore) promptBox {
 		Asleep: sp.Desired != state.Running, Desired: string(sp.Desired), MaxBytes: bridge.MaxPromptBytes, Nonce: nonceOf(r)}
 }
 
-func (h *Handler) promptRoutes(m *http.ServeMux) {
+func (h *Handler) promptRoutes(m pageMux) {
 	m.HandleFunc("POST /ui/spores/{id}/prompt", h.postPrompt)
 }
 
