@@ -345,7 +345,7 @@ var matrix = map[string]matrixRow{
 			}},
 		},
 		out: map[state.Rank]cell{
-			state.RankSwarm:  denied(http.StatusBadRequest),
+			state.RankSwarm: denied(http.StatusBadRequest),
 		},
 	},
 	"swarm-compact": {
@@ -365,7 +365,7 @@ var matrix = map[string]matrixRow{
 			}},
 		},
 		out: map[state.Rank]cell{
-			state.RankSwarm:  denied(http.StatusNotFound),
+			state.RankSwarm: denied(http.StatusNotFound),
 		},
 	},
 	"hosts": {
@@ -373,10 +373,10 @@ var matrix = map[string]matrixRow{
 		// same request: it lists sporectl's hosts and nothing else.
 		request: func(string, bool) (string, any) { return "/api/mycologist/hosts", nil },
 		in: map[state.Rank]cell{
-			state.RankArch:   hostsListed("arch", "lab-a", "far-x"),
+			state.RankArch: hostsListed("arch", "lab-a", "far-x"),
 		},
 		out: map[state.Rank]cell{
-			state.RankArch:   hostsListed(),
+			state.RankArch: hostsListed(),
 		},
 	},
 	"host-logs": {
