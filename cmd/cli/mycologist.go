@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
@@ -402,7 +403,8 @@ func exactText(n int) cobra.PositionalArgs {
 }
 
 // readText is the message text: the argument, or stdin for "-",
-// checked as serve checks it so a mistake is caught before any call.
+// checked as serve checks it (bridge.CheckText within serve's bound) so a
+// mistake is caught before any call.
 func readText(cmd *cobra.Command, arg string) (string, error) {
 	text := arg
 	if arg == "-" {
@@ -412,13 +414,11 @@ func readText(cmd *cobra.Command, arg string) (string, error) {
 		}
 		text = string(b)
 	}
-	switch {
-	case !utf8.ValidString(text):
-		return "", usageErrorf("the text is not valid UTF-8")
-	case strings.TrimSpace(text) == "":
-		return "", usageErrorf("the text is empty")
-	case len(text) > mycelia.MaxTextBytes:
-		return "", usageErrorf("the text is %d bytes or more; at most %d are allowed (a mycologist reads your conversation itself)", len(text), mycelia.MaxTextBytes)
+	if e := bridge.CheckText(text, mycelia.MaxTextBytes); e != nil {
+		if e.Problem == bridge.TextTooLarge {
+			return "", usageErrorf("the text is %d bytes or more; at most %d are allowed (a mycologist reads your conversation itself)", e.Len, e.Max)
+		}
+		return "", usageErrorf("%v", e)
 	}
 	return text, nil
 }

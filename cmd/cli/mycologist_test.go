@@ -152,6 +152,8 @@ func TestMycologistCommands(t *testing.T) {
 		{"myco", []string{"mycologist", "spore", "x"}, ExitForbidden, "not in your reach"},
 		{"myco", []string{"mycologist", "spore", "a", "--turns", "0"}, ExitUsage, "--turns"},
 		{"myco", []string{"mycologist", "tell", "a", " "}, ExitUsage, "the text is empty"},
+		{"myco", []string{"mycologist", "tell", "a", "hi \x1b[2J"}, ExitUsage, "the text holds the control character U+001B at byte 3"},
+		{"a", []string{"swarm", "tell", "coder", "a\rb"}, ExitUsage, "U+000D"},
 		{"myco", []string{"mycologist", "tell", "A", "hi"}, ExitUsage, "invalid spore id"},
 		{"a", []string{"swarm", "compact", "tester"}, ExitForbidden, "may not call"},
 		{"a", []string{"swarm", "tell", "scout", "hi"}, ExitNotFound, "no other spore with role scout"},
