@@ -43,7 +43,8 @@ starts it and delivers once its bridge answers (waiting up to --timeout; after
 that it stays in the outbox and the next reconcile delivers it).
 
 TEXT "-" reads the prompt from standard input. Prompts must be valid UTF-8,
-not empty, and at most 256 KiB. --from names the sender in the store only: the
+not empty, at most 256 KiB, and hold no control character but newline and
+tab. --from names the sender in the store only: the
 agent reads the text alone, with no sender's mark, and a part of it shaped like
 one ("[from …") is rewritten as "[quoted: from …", so a prompt cannot pass for
 a message from a spore.`,
