@@ -235,7 +235,7 @@ func (s *Server) Register(m *http.ServeMux) {
 func (s *Server) Canonical(m http.Handler, except string) http.Handler {
 	notFound := s.handler(nil)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; !canonical(p) && (except == "" || !(p == strings.TrimSuffix(except, "/") || strings.HasPrefix(p, except))) {
+		if p := r.URL.Path; !canonical(p) && (except == "" || !strings.HasPrefix(p, except)) {
 			notFound.ServeHTTP(w, r)
 			return
 		}

@@ -110,6 +110,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if m == nil {
 		m = http.NewServeMux()
 		h.Register(m)
+		// Alone, every other path is the page's too: no such page.
+		m.Handle("/", h.guard(http.HandlerFunc(h.noRoute)))
 		h.mux.CompareAndSwap(nil, m)
 		m = h.mux.Load()
 	}
