@@ -33,14 +33,17 @@ type TextError struct {
 	At   int
 }
 
-func (e *TextError) Error() string {
+func (e *TextError) Error() string { return e.Of("the text") }
+
+// Of words the refusal for a text its caller names ("the prompt").
+func (e *TextError) Of(what string) string {
 	switch e.Problem {
 	case TextTooLarge:
-		return fmt.Sprintf("the text is %d bytes; at most %d are allowed", e.Len, e.Max)
+		return fmt.Sprintf("%s is %d bytes; at most %d are allowed", what, e.Len, e.Max)
 	case TextControl:
-		return fmt.Sprintf("the text holds the control character U+%04X at byte %d (only newline and tab are allowed)", e.Rune, e.At)
+		return fmt.Sprintf("%s holds the control character U+%04X at byte %d (only newline and tab are allowed)", what, e.Rune, e.At)
 	}
-	return "the text is " + e.Problem
+	return what + " is " + e.Problem
 }
 
 // CheckText refuses a text that is not valid UTF-8, is blank (white space

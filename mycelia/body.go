@@ -48,11 +48,9 @@ func checkText(field, s string) error {
 	case e == nil:
 		return nil
 	case e.Problem == bridge.TextTooLarge:
-		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%s is %d bytes; at most %d are allowed", field, e.Len, e.Max)
-	case e.Problem == bridge.TextControl:
-		return errorf(http.StatusBadRequest, CodeBadRequest, "%s holds the control character U+%04X at byte %d", field, e.Rune, e.At)
+		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%s", e.Of(field))
 	}
-	return errorf(http.StatusBadRequest, CodeBadRequest, "%s is %s", field, e.Problem)
+	return errorf(http.StatusBadRequest, CodeBadRequest, "%s", e.Of(field))
 }
 
 // checkName validates a role (or other name) against the id grammar.

@@ -159,7 +159,7 @@ func (s *Server) postPrompt(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusRequestEntityTooLarge, "prompt text is %d bytes; the limit is %d", e.Len, e.Max)
 			return
 		}
-		writeError(w, http.StatusBadRequest, "prompt text%s", strings.TrimPrefix(e.Error(), "the text"))
+		writeError(w, http.StatusBadRequest, "%s", e.Of("prompt text"))
 		return
 	}
 	s.enqueue(w, Prompt{ID: req.ID, From: req.From, Text: req.Text, At: s.cfg.Now().UTC()})

@@ -99,7 +99,7 @@ func validatePrompt(text, from string) error {
 		if e.Problem == bridge.TextTooLarge {
 			return usageErrorf("the prompt is %d bytes or more; at most %d are allowed", e.Len, e.Max)
 		}
-		return usageErrorf("the prompt%s", strings.TrimPrefix(e.Error(), "the text"))
+		return usageErrorf("%s", e.Of("the prompt"))
 	}
 	if from == "" || len(from) > 128 || !utf8.ValidString(from) || strings.ContainsFunc(from, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return usageErrorf("invalid value %q for --from: want a short name without control characters, e.g. user:alice", from)

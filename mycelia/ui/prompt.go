@@ -90,7 +90,7 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 			h.error(w, r, http.StatusRequestEntityTooLarge, "the prompt is too long: at most 256 KiB")
 			return
 		}
-		h.error(w, r, http.StatusBadRequest, "the prompt"+strings.TrimPrefix(e.Error(), "the text"))
+		h.error(w, r, http.StatusBadRequest, e.Of("the prompt"))
 		return
 	}
 	wake := r.PostForm.Get("wake") != ""
