@@ -4,8 +4,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/strictjson"
 )
@@ -37,25 +37,20 @@ func tooLarge() *Error {
 	return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", MaxBodyBytes)
 }
 
-// checkText refuses a message text that is blank, longer than
-// MaxTextBytes (413), or holds a control character other than newline
-// and tab (C0, DEL, C1). (Invalid UTF-8 and lone surrogates never get
-// this far: decodeBody refuses them, so a U+FFFD here is the sender's.)
+// checkText refuses a message text as everything that takes a text does
+// (bridge.CheckText: UTF-8, not blank, no control character but newline
+// and tab), within MaxTextBytes: too long is 413, the rest 400. (Invalid
+// UTF-8 and lone surrogates never get this far: decodeBody refuses them,
+// so a U+FFFD here is the sender's.)
 func checkText(field, s string) error {
+	e := bridge.CheckText(s, MaxTextBytes)
 	switch {
-	case strings.TrimSpace(s) == "":
-		return errorf(http.StatusBadRequest, CodeBadRequest, "%s is empty", field)
-	case len(s) > MaxTextBytes:
-		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%s is %d bytes; at most %d are allowed", field, len(s), MaxTextBytes)
+	case e == nil:
+		return nil
+	case e.Problem == bridge.TextTooLarge:
+		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%s", e.Of(field))
 	}
-	for i, r := range s {
-		switch {
-		case r == '\n' || r == '\t':
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
-			return errorf(http.StatusBadRequest, CodeBadRequest, "%s holds the control character U+%04X at byte %d", field, r, i)
-		}
-	}
-	return nil
+	return errorf(http.StatusBadRequest, CodeBadRequest, "%s", e.Of(field))
 }
 
 // checkName validates a role (or other name) against the id grammar.

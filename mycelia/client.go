@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -129,17 +130,13 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 
 // Ask summons the mycologist one rank up.
 func (c *Client) Ask(ctx context.Context, text string) (SendResponse, error) {
-	var r SendResponse
-	err := c.do(ctx, http.MethodPost, "/api/mycologist/summons", nil, AskRequest{Text: text}, &r)
-	return r, err
+	return callRoute[SendResponse](ctx, c, RouteSummons, nil, AskRequest{Text: text})
 }
 
 // Tell sends a message to a spore in reach; force skips the address
 // check.
 func (c *Client) Tell(ctx context.Context, id, text string, wake, force bool) (SendResponse, error) {
-	var r SendResponse
-	err := c.do(ctx, http.MethodPost, "/spores/"+url.PathEscape(id)+"/prompt", nil, TellRequest{Text: text, Wake: wake, Force: force}, &r)
-	return r, err
+	return callRoute[SendResponse](ctx, c, RouteTell, nil, TellRequest{Text: text, Wake: wake, Force: force}, id)
 }
 
 // windowQuery is ?window=D, or nothing for the server's default.
@@ -153,30 +150,22 @@ func windowQuery(d time.Duration) url.Values {
 // Collisions lists files edited by several spores in reach in the
 // window (0: the server's default).
 func (c *Client) Collisions(ctx context.Context, window time.Duration) (CollisionList, error) {
-	var r CollisionList
-	err := c.do(ctx, http.MethodGet, "/api/mycologist/collisions", windowQuery(window), nil, &r)
-	return r, err
+	return callRoute[CollisionList](ctx, c, RouteCollisions, windowQuery(window), nil)
 }
 
 // Deploys lists pushes and deploys of spores in reach in the window.
 func (c *Client) Deploys(ctx context.Context, window time.Duration) (DeployList, error) {
-	var r DeployList
-	err := c.do(ctx, http.MethodGet, "/api/mycologist/deploys", windowQuery(window), nil, &r)
-	return r, err
+	return callRoute[DeployList](ctx, c, RouteDeploys, windowQuery(window), nil)
 }
 
 // Report records that this spore pushed or deployed (kind), or failed to.
 func (c *Client) Report(ctx context.Context, kind string, failed bool, text string) (ReportResponse, error) {
-	var r ReportResponse
-	err := c.do(ctx, http.MethodPost, "/api/mycologist/report", nil, ReportRequest{Kind: kind, Failed: failed, Text: text}, &r)
-	return r, err
+	return callRoute[ReportResponse](ctx, c, RouteReport, nil, ReportRequest{Kind: kind, Failed: failed, Text: text})
 }
 
 // Spores lists the spores in reach.
 func (c *Client) Spores(ctx context.Context) (SporeList, error) {
-	var r SporeList
-	err := c.do(ctx, http.MethodGet, "/api/spores", nil, nil, &r)
-	return r, err
+	return callRoute[SporeList](ctx, c, RouteSpores, nil, nil)
 }
 
 // Spore reads one spore's last turns (0: the server's default).
@@ -185,16 +174,12 @@ func (c *Client) Spore(ctx context.Context, id string, turns int) (SporeTurns, e
 	if turns > 0 {
 		q = url.Values{"turns": {strconv.Itoa(turns)}}
 	}
-	var r SporeTurns
-	err := c.do(ctx, http.MethodGet, "/api/spores/"+url.PathEscape(id), q, nil, &r)
-	return r, err
+	return callRoute[SporeTurns](ctx, c, RouteSpore, q, nil, id)
 }
 
 // Hosts lists sporectl's own pods or processes ([arch] only).
 func (c *Client) Hosts(ctx context.Context) (reconcile.HostList, error) {
-	var r reconcile.HostList
-	err := c.do(ctx, http.MethodGet, "/api/mycologist/hosts", nil, nil, &r)
-	return r, err
+	return callRoute[reconcile.HostList](ctx, c, RouteHosts, nil, nil)
 }
 
 // HostLogs reads the last tail lines (0: the server's default) of the
@@ -205,37 +190,43 @@ func (c *Client) HostLogs(ctx context.Context, name string, tail int) (HostLogs,
 	if tail > 0 {
 		q = url.Values{"tail": {strconv.Itoa(tail)}}
 	}
-	var r HostLogs
-	// do sets the URL's (unescaped) Path; it escapes the name itself.
-	err := c.do(ctx, http.MethodGet, "/api/mycologist/hosts/"+name+"/logs", q, nil, &r)
-	return r, err
+	return callRoute[HostLogs](ctx, c, RouteHostLogs, q, nil, name)
 }
 
 // SwarmTell sends a message to the teammate with role.
 func (c *Client) SwarmTell(ctx context.Context, role, text string) (SendResponse, error) {
-	var r SendResponse
-	err := c.do(ctx, http.MethodPost, "/api/swarm/tell", nil, SwarmTellRequest{Role: role, Text: text}, &r)
-	return r, err
+	return callRoute[SendResponse](ctx, c, RouteSwarmTell, nil, SwarmTellRequest{Role: role, Text: text})
 }
 
 // SwarmLoop starts, changes (every) or ends (stop) the caller's loop.
 func (c *Client) SwarmLoop(ctx context.Context, every string, stop bool) (LoopResponse, error) {
-	var r LoopResponse
-	err := c.do(ctx, http.MethodPost, "/api/swarm/loop", nil, LoopRequest{Every: every, Stop: stop}, &r)
-	return r, err
+	return callRoute[LoopResponse](ctx, c, RouteSwarmLoop, nil, LoopRequest{Every: every, Stop: stop})
 }
 
 // SwarmCompact compacts the context of the teammate with role.
 func (c *Client) SwarmCompact(ctx context.Context, role string) (CompactResponse, error) {
-	var r CompactResponse
-	err := c.do(ctx, http.MethodPost, "/api/swarm/compact", nil, CompactRequest{Role: role}, &r)
-	return r, err
+	return callRoute[CompactResponse](ctx, c, RouteSwarmCompact, nil, CompactRequest{Role: role})
+}
+
+// callRoute sends rt's request, its wildcard set to args, and reads its answer
+// as Out. The body and the answer must be of rt's types: a client method
+// and its row cannot disagree unnoticed.
+func callRoute[Out any](ctx context.Context, c *Client, rt *Route, q url.Values, in any, args ...string) (Out, error) {
+	var out Out
+	if reflect.TypeOf(in) != reflect.TypeOf(rt.Request) || reflect.TypeOf(out) != reflect.TypeOf(rt.Response) {
+		return out, fmt.Errorf("%s %s: the client sends %T and reads %T, the route takes %T and answers %T", rt.Method, rt.Pattern, in, out, rt.Request, rt.Response)
+	}
+	if rt.wildcard != "" && (len(args) != 1 || args[0] == "" || strings.Contains(args[0], "/")) {
+		return out, fmt.Errorf("%s %s: {%s} must be one path segment", rt.Method, rt.Pattern, rt.wildcard)
+	}
+	err := c.do(ctx, rt.Method, routeURL(*c.base, rt, q, args...), in, &out)
+	return out, err
 }
 
 // do sends one request, retrying with the same request id while serve
 // cannot be reached or cannot answer: a message is recorded once however
 // often it is sent (docs/mycologists.md "Retries and idempotency").
-func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, out any) error {
+func (c *Client) do(ctx context.Context, method, u string, in, out any) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -243,14 +234,11 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 			return fmt.Errorf("encode the request: %w", err)
 		}
 	}
-	u := *c.base
-	u.Path += path
-	u.RawQuery = q.Encode()
 	reqID := newRequestID()
 	deadline := time.Now().Add(c.retryFor)
 	wait := 100 * time.Millisecond
 	for {
-		retry, err := c.once(ctx, method, u.String(), reqID, body, out)
+		retry, err := c.once(ctx, method, u, reqID, body, out)
 		if err == nil || !retry || ctx.Err() != nil || !time.Now().Before(deadline) {
 			if err != nil && retry && ctx.Err() == nil {
 				var ae *Error

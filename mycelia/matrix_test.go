@@ -1,8 +1,10 @@
 package mycelia
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -12,12 +14,15 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/strictjson"
 )
 
 // The security matrix: every route × every rank × in reach and out of
-// reach, from one table. The test iterates the router's own table
-// (routes), so a route added without its row here fails it, and a row
-// without its route does too.
+// reach, generated from the rows (Routes). The test iterates the rows, so
+// a route added without its row here fails it, and a row without its
+// route does too; the refusal of every rank a row does not allow is
+// derived from the row's Ranks (cellOf), so the matrix says only what the
+// allowed ranks get.
 
 // cell is what one caller's request must get, and what must follow.
 type cell struct {
@@ -41,8 +46,29 @@ type matrixRow struct {
 func denied(status int) cell { return cell{status: status} }
 
 // allRanksGet is the same cell for every rank.
-func allRanksGet(c cell) map[state.Rank]cell {
-	return map[state.Rank]cell{state.RankSpore: c, state.RankSwarm: c, state.RankColony: c, state.RankArch: c}
+func allRanksGet(c cell) map[state.Rank]cell { return sameFor(c, allRanks...) }
+
+// sameFor is the same cell for each of ranks.
+func sameFor(c cell, ranks ...state.Rank) map[state.Rank]cell {
+	m := map[state.Rank]cell{}
+	for _, r := range ranks {
+		m[r] = c
+	}
+	return m
+}
+
+// cellOf is what rank gets from rt, reaching in or out: the row's cell
+// for a rank rt allows, and for every other rank the refusal its row's
+// Ranks imply (403 before the body is read), derived here and never
+// written in the matrix (TestSecurityMatrix refuses a row that does).
+func cellOf(rt *Route, row matrixRow, rank state.Rank, in bool) cell {
+	if !rt.Public && !rt.Allows(rank) {
+		return denied(http.StatusForbidden)
+	}
+	if in {
+		return row.in[rank]
+	}
+	return row.out[rank]
 }
 
 // messageTo checks a 202 whose message landed, once, in to's log (and
@@ -189,13 +215,11 @@ var matrix = map[string]matrixRow{
 			state.RankSpore:  messageTo("lab-myco", "[from spore lab-a]\nplease look at my failing test"),
 			state.RankSwarm:  messageTo("lab-myco", "[from the [swarm] mycologist lab-lead of colony lab]\n"),
 			state.RankColony: messageTo("arch", "[from the [colony] mycologist lab-myco of colony lab]\n"),
-			state.RankArch:   denied(http.StatusForbidden),
 		},
 		out: map[state.Rank]cell{
 			state.RankSpore:  denied(http.StatusBadRequest),
 			state.RankSwarm:  denied(http.StatusBadRequest),
 			state.RankColony: denied(http.StatusBadRequest),
-			state.RankArch:   denied(http.StatusForbidden),
 		},
 	},
 	"tell": {
@@ -203,24 +227,21 @@ var matrix = map[string]matrixRow{
 			return "/spores/" + tellTarget(caller, in) + "/prompt", map[string]any{"text": "how is it going?"}
 		},
 		in: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
 			state.RankSwarm:  messageTo("lab-a", "[from the [swarm] mycologist]\nhow is it going?"),
 			state.RankColony: messageTo("lab-a", "[from the [colony] mycologist]\nhow is it going?"),
 			state.RankArch:   messageTo("far-x", "[from the [arch] mycologist]\nhow is it going?"),
 		},
-		out: allRanksGet(denied(http.StatusForbidden)),
+		out: sameFor(denied(http.StatusForbidden), mycologists...),
 	},
 	"spores": {
 		// One request either way: reaching out is what the list leaves out.
 		request: func(string, bool) (string, any) { return "/api/spores", nil },
 		in: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
 			state.RankSwarm:  listing([]string{"lab-a", "lab-b"}, nil),
 			state.RankColony: listing([]string{"lab-a", "lab-b", "lab-c", "lab-lead"}, nil),
 			state.RankArch:   listing([]string{"lab-a", "lab-myco", "far-myco", "far-x", "lab-lead"}, nil),
 		},
 		out: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
 			state.RankSwarm:  listing(nil, []string{"lab-c", "far-x", "lab-myco", "arch", "lab-lead"}),
 			state.RankColony: listing(nil, []string{"far-x", "far-myco", "arch", "lab-myco"}),
 			state.RankArch:   listing(nil, []string{"arch"}),
@@ -231,12 +252,11 @@ var matrix = map[string]matrixRow{
 			return "/api/spores/" + tellTarget(caller, in) + "?turns=2", nil
 		},
 		in: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
 			state.RankSwarm:  turnsOf("lab-a"),
 			state.RankColony: turnsOf("lab-a"),
 			state.RankArch:   turnsOf("far-x"),
 		},
-		out: allRanksGet(denied(http.StatusForbidden)),
+		out: sameFor(denied(http.StatusForbidden), mycologists...),
 	},
 	"swarm-tell": {
 		request: func(_ string, in bool) (string, any) {
@@ -263,13 +283,11 @@ var matrix = map[string]matrixRow{
 		setup:   everyoneEdits,
 		request: func(string, bool) (string, any) { return "/api/mycologist/collisions?window=1h", nil },
 		in: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
 			state.RankSwarm:  collided([]string{"lab-a", "lab-b"}, nil),
 			state.RankColony: collided([]string{"lab-a", "lab-b", "lab-c", "lab-lead"}, nil),
 			state.RankArch:   collided([]string{"lab-a", "far-x", "far-myco", "lab-myco"}, nil),
 		},
 		out: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
 			state.RankSwarm:  collided(nil, []string{"lab-c", "far-x", "lab-myco", "arch", "lab-lead"}),
 			state.RankColony: collided(nil, []string{"far-x", "far-myco", "arch", "lab-myco"}),
 			state.RankArch:   collided(nil, []string{"arch"}),
@@ -279,13 +297,11 @@ var matrix = map[string]matrixRow{
 		setup:   everyoneEdits,
 		request: func(string, bool) (string, any) { return "/api/mycologist/deploys", nil },
 		in: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
 			state.RankSwarm:  deployed([]string{"lab-a", "lab-b"}, nil),
 			state.RankColony: deployed([]string{"lab-a", "lab-b", "lab-c", "lab-lead"}, nil),
 			state.RankArch:   deployed([]string{"lab-a", "far-x", "far-myco", "lab-myco"}, nil),
 		},
 		out: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
 			state.RankSwarm:  deployed(nil, []string{"lab-c", "far-x", "lab-myco", "arch", "lab-lead"}),
 			state.RankColony: deployed(nil, []string{"far-x", "far-myco", "arch", "lab-myco"}),
 			state.RankArch:   deployed(nil, []string{"arch"}),
@@ -317,7 +333,6 @@ var matrix = map[string]matrixRow{
 			return "/api/swarm/loop", map[string]any{"every": "30m", "spore": "lab-a"}
 		},
 		in: map[state.Rank]cell{
-			state.RankSpore: denied(http.StatusForbidden),
 			state.RankSwarm: {status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
 				var res LoopResponse
 				r.decode(t, &res)
@@ -328,14 +343,9 @@ var matrix = map[string]matrixRow{
 				require.True(t, sp.LoopDue.Equal(res.Due))
 				require.Zero(t, h.spore("lab-a").Loop)
 			}},
-			state.RankColony: denied(http.StatusForbidden),
-			state.RankArch:   denied(http.StatusForbidden),
 		},
 		out: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
-			state.RankSwarm:  denied(http.StatusBadRequest),
-			state.RankColony: denied(http.StatusForbidden),
-			state.RankArch:   denied(http.StatusForbidden),
+			state.RankSwarm: denied(http.StatusBadRequest),
 		},
 	},
 	"swarm-compact": {
@@ -346,7 +356,6 @@ var matrix = map[string]matrixRow{
 			return "/api/swarm/compact", map[string]any{"role": "scout"}
 		},
 		in: map[state.Rank]cell{
-			state.RankSpore: denied(http.StatusForbidden),
 			state.RankSwarm: {status: http.StatusAccepted, check: func(t *testing.T, h *harness, r response) {
 				var res CompactResponse
 				r.decode(t, &res)
@@ -354,14 +363,9 @@ var matrix = map[string]matrixRow{
 				require.EqualValues(t, 1, h.compactsOf("lab-a"))
 				require.Equal(t, "/compact", h.prompts("lab-a")[0].Text)
 			}},
-			state.RankColony: denied(http.StatusForbidden),
-			state.RankArch:   denied(http.StatusForbidden),
 		},
 		out: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
-			state.RankSwarm:  denied(http.StatusNotFound),
-			state.RankColony: denied(http.StatusForbidden),
-			state.RankArch:   denied(http.StatusForbidden),
+			state.RankSwarm: denied(http.StatusNotFound),
 		},
 	},
 	"hosts": {
@@ -369,16 +373,10 @@ var matrix = map[string]matrixRow{
 		// same request: it lists sporectl's hosts and nothing else.
 		request: func(string, bool) (string, any) { return "/api/mycologist/hosts", nil },
 		in: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
-			state.RankSwarm:  denied(http.StatusForbidden),
-			state.RankColony: denied(http.StatusForbidden),
-			state.RankArch:   hostsListed("arch", "lab-a", "far-x"),
+			state.RankArch: hostsListed("arch", "lab-a", "far-x"),
 		},
 		out: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
-			state.RankSwarm:  denied(http.StatusForbidden),
-			state.RankColony: denied(http.StatusForbidden),
-			state.RankArch:   hostsListed(),
+			state.RankArch: hostsListed(),
 		},
 	},
 	"host-logs": {
@@ -390,9 +388,6 @@ var matrix = map[string]matrixRow{
 			return "/api/mycologist/hosts/kube-apiserver/logs?tail=2", nil
 		},
 		in: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
-			state.RankSwarm:  denied(http.StatusForbidden),
-			state.RankColony: denied(http.StatusForbidden),
 			state.RankArch: {status: http.StatusOK, check: func(t *testing.T, h *harness, r response) {
 				var l HostLogs
 				r.decode(t, &l)
@@ -400,9 +395,6 @@ var matrix = map[string]matrixRow{
 			}},
 		},
 		out: map[state.Rank]cell{
-			state.RankSpore:  denied(http.StatusForbidden),
-			state.RankSwarm:  denied(http.StatusForbidden),
-			state.RankColony: denied(http.StatusForbidden),
 			state.RankArch: {status: http.StatusNotFound, check: func(t *testing.T, h *harness, r response) {
 				require.JSONEq(t, `{"error":"not found","code":"not_found"}`, string(r.body))
 			}},
@@ -447,29 +439,33 @@ func tellTarget(caller string, in bool) string {
 
 func TestSecurityMatrix(t *testing.T) {
 	var names []string
-	for _, rt := range routes {
-		names = append(names, rt.name)
-		row, ok := matrix[rt.name]
-		require.True(t, ok, "route %s %s (%s) has no row in the security matrix", rt.method, rt.path, rt.name)
+	for _, rt := range Routes {
+		names = append(names, rt.Name)
+		row, ok := matrix[rt.Name]
+		require.True(t, ok, "route %s %s (%s) has no row in the security matrix", rt.Method, rt.Pattern, rt.Name)
 		for _, rank := range allRanks {
-			require.Contains(t, row.in, rank, "route %s: no cell for rank %s in reach", rt.name, rank)
-			require.Contains(t, row.out, rank, "route %s: no cell for rank %s out of reach", rt.name, rank)
+			allowed := rt.Public || rt.Allows(rank)
+			for where, cells := range map[string]map[state.Rank]cell{"in reach": row.in, "out of reach": row.out} {
+				_, has := cells[rank]
+				require.Equal(t, allowed, has, "route %s, rank %s %s: a row gives a cell for exactly the ranks its route allows (the others' 403 is derived)", rt.Name, rank, where)
+			}
 		}
 	}
 	for name := range matrix {
 		require.True(t, slices.Contains(names, name), "the matrix has a row for %s, which is no route", name)
 	}
 
-	for i := range routes {
-		rt := &routes[i]
-		row := matrix[rt.name]
+	mux := http.NewServeMux()
+	(&Server{}).Register(mux)
+	for _, rt := range Routes {
+		row := matrix[rt.Name]
 		for _, rank := range allRanks {
 			for _, in := range []bool{true, false} {
-				where, c := "in-reach", row.in[rank]
+				where, c := "in-reach", cellOf(rt, row, rank, in)
 				if !in {
-					where, c = "out-of-reach", row.out[rank]
+					where = "out-of-reach"
 				}
-				t.Run(fmt.Sprintf("%s/%s/%s", rt.name, rank, where), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/%s", rt.Name, rank, where), func(t *testing.T) {
 					h := newHarness(t).colony()
 					if row.setup != nil {
 						row.setup(h)
@@ -477,9 +473,11 @@ func TestSecurityMatrix(t *testing.T) {
 					}
 					caller := callers[rank]
 					path, body := row.request(caller, in)
-					got, _ := match(rt.method, strings.SplitN(path, "?", 2)[0])
-					require.Same(t, rt, got, "the row's request is not this route's")
-					r := h.do(caller, rt.method, path, body)
+					req, err := http.NewRequest(rt.Method, "http://serve"+path, nil)
+					require.NoError(t, err)
+					_, pattern := mux.Handler(req)
+					require.Equal(t, rt.pattern(), pattern, "the row's request is not this route's")
+					r := h.do(caller, rt.Method, path, body)
 					require.Equal(t, c.status, r.status, "answer: %s", r.body)
 					if c.status >= 400 {
 						require.Zero(t, h.st.updates.Load(), "a refused request wrote to the store")
@@ -490,6 +488,19 @@ func TestSecurityMatrix(t *testing.T) {
 						r.decode(t, &e)
 						require.NotEmpty(t, e.Message)
 						require.NotEmpty(t, e.Code)
+					} else {
+						// The row's types are the wire's: the answer decodes
+						// strictly (no field the type lacks) into Response, and
+						// the body the request sent into Request.
+						require.NoError(t, strictjson.Decode(r.body, reflect.New(reflect.TypeOf(rt.Response)).Interface()), "answer: %s", r.body)
+						if body != nil {
+							require.NotNil(t, rt.Request, "the route takes a body")
+							b, err := json.Marshal(body)
+							require.NoError(t, err)
+							require.NoError(t, strictjson.Decode(b, reflect.New(reflect.TypeOf(rt.Request)).Interface()))
+						} else {
+							require.Nil(t, rt.Request, "the route takes no body")
+						}
 					}
 					if c.check != nil {
 						c.check(t, h, r)
@@ -504,12 +515,11 @@ func TestSecurityMatrix(t *testing.T) {
 // for every way of being wrong, and writes nothing.
 func TestUnauthenticated(t *testing.T) {
 	h := newHarness(t).colony()
-	for i := range routes {
-		rt := &routes[i]
-		if rt.public {
+	for _, rt := range Routes {
+		if rt.Public {
 			continue
 		}
-		path, body := matrix[rt.name].request("lab-a", true)
+		path, body := matrix[rt.Name].request("lab-a", true)
 		for name, hdr := range map[string][]string{
 			"none":                {},
 			"no spore header":     {"Authorization", "Bearer " + h.tokens["lab-a"]},
@@ -524,8 +534,8 @@ func TestUnauthenticated(t *testing.T) {
 			"two tokens":          {"Authorization", "Bearer " + h.tokens["lab-a"], "Authorization", "Bearer " + h.tokens["lab-myco"], HeaderSpore, "lab-a"},
 			"the hash as a token": {"Authorization", "Bearer " + string(state.HashToken(h.tokens["lab-a"])), HeaderSpore, "lab-a"},
 		} {
-			t.Run(rt.name+"/"+name, func(t *testing.T) {
-				r := h.do("", rt.method, path, body, hdr...)
+			t.Run(rt.Name+"/"+name, func(t *testing.T) {
+				r := h.do("", rt.Method, path, body, hdr...)
 				require.Equal(t, http.StatusUnauthorized, r.status, "answer: %s", r.body)
 				require.Contains(t, r.header.Get("WWW-Authenticate"), "Bearer")
 				var e Error
@@ -550,11 +560,14 @@ func TestUnknownRoutes(t *testing.T) {
 		{"GET", "/api/spores/lab-b/extra"}, {"GET", "/healthz/"}, {"POST", "/api/mycologist/summons/"},
 		{"GET", "/ui/"}, {"POST", "/api/mycologist/hosts"}, {"GET", "/api/mycologist/hosts/"},
 		{"GET", "/api/mycologist/hosts/arch"}, {"GET", "/api/mycologist/hosts//logs"}, {"GET", "/api/mycologist/hosts/arch/logs/x"},
+		{"HEAD", "/api/spores"}, {"HEAD", "/healthz"}, {"GET", "/api/../api/spores"}, {"GET", "/api/./spores"},
 	} {
 		for _, caller := range []string{"", "arch"} {
 			r := h.do(caller, c.method, c.path, nil)
 			require.Equal(t, http.StatusNotFound, r.status, "%s %s", c.method, c.path)
-			require.JSONEq(t, `{"error":"not found","code":"not_found"}`, string(r.body))
+			if c.method != "HEAD" {
+				require.JSONEq(t, `{"error":"not found","code":"not_found"}`, string(r.body))
+			}
 		}
 	}
 	require.Zero(t, h.st.updates.Load())
@@ -566,15 +579,14 @@ func TestUnknownRoutes(t *testing.T) {
 // same 401 as anyone (authenticated first, refused after). Woken, it gets
 // the matrix's answer again.
 func TestAsleepCallerIsRefused(t *testing.T) {
-	for i := range routes {
-		rt := &routes[i]
-		if rt.public {
+	for _, rt := range Routes {
+		if rt.Public {
 			continue
 		}
-		row := matrix[rt.name]
+		row := matrix[rt.Name]
 		for _, rank := range allRanks {
 			for _, d := range []state.Desired{state.Paused, state.Stopped} {
-				t.Run(fmt.Sprintf("%s/%s/%s", rt.name, rank, d), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/%s/%s", rt.Name, rank, d), func(t *testing.T) {
 					h := newHarness(t).colony()
 					if row.setup != nil {
 						row.setup(h)
@@ -584,13 +596,13 @@ func TestAsleepCallerIsRefused(t *testing.T) {
 					h.st.updates.Store(0)
 					path, body := row.request(caller, true)
 
-					r := h.do(caller, rt.method, path, body)
+					r := h.do(caller, rt.Method, path, body)
 					require.Equal(t, http.StatusForbidden, r.status, "answer: %s", r.body)
 					var e Error
 					r.decode(t, &e)
 					require.Equal(t, CodeCallerAsleep, e.Code)
 					require.Contains(t, e.Message, fmt.Sprintf("spore %s is asleep (desired %s)", caller, d))
-					wrong := h.do("", rt.method, path, body, "Authorization", "Bearer spt_wrong", HeaderSpore, caller)
+					wrong := h.do("", rt.Method, path, body, "Authorization", "Bearer spt_wrong", HeaderSpore, caller)
 					require.Equal(t, http.StatusUnauthorized, wrong.status, "a wrong token learns nothing of the state: %s", wrong.body)
 					require.NotContains(t, string(wrong.body), string(d))
 					require.Zero(t, h.st.updates.Load(), "a refused caller wrote to the store")
@@ -601,8 +613,8 @@ func TestAsleepCallerIsRefused(t *testing.T) {
 
 					h.setDesired(caller, state.Running)
 					h.st.updates.Store(0)
-					c := row.in[rank]
-					r = h.do(caller, rt.method, path, body)
+					c := cellOf(rt, row, rank, true)
+					r = h.do(caller, rt.Method, path, body)
 					require.Equal(t, c.status, r.status, "woken: %s", r.body)
 					if c.check != nil {
 						c.check(t, h, r)

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sporectl/sporectl/reconcile"
@@ -47,6 +48,8 @@ type Server struct {
 	followers sync.WaitGroup
 	followMu  sync.Mutex
 	following int
+	// mux is ServeHTTP's own mux, built once.
+	mux atomic.Pointer[http.Handler]
 }
 
 // maxFollowers bounds background deliveries in flight.
@@ -70,50 +73,71 @@ type call struct {
 
 func (c *call) ctx() context.Context { return c.r.Context() }
 
-// ServeHTTP routes, authenticates, checks the caller's rank, and runs the
-// route's handler; it logs one line per request (never a header).
+// ServeHTTP answers r with the API alone, on a mux of its own (tests,
+// benchmarks); serve registers the API and the page on one mux instead
+// (Register, Canonical).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	sw := &statusWriter{ResponseWriter: w}
-	name, caller := "unknown", ""
-	defer func() {
-		if p := recover(); p != nil {
-			s.logger().Error("panic in handler", "route", name, "panic", p)
-			if sw.status == 0 {
-				writeError(sw, errorf(http.StatusInternalServerError, CodeInternal, "internal error"))
+	h := s.mux.Load()
+	if h == nil {
+		m := http.NewServeMux()
+		s.Register(m)
+		var own http.Handler = s.Canonical(m, "")
+		s.mux.CompareAndSwap(nil, &own)
+		h = s.mux.Load()
+	}
+	(*h).ServeHTTP(w, r)
+}
+
+// handler answers rt's requests (rt nil: no route, 404): it
+// authenticates, checks the caller's rank, and runs the route's handler;
+// it logs one line per request (never a header).
+func (s *Server) handler(rt *Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		name, caller := "unknown", ""
+		defer func() {
+			if p := recover(); p != nil {
+				s.logger().Error("panic in handler", "route", name, "panic", p)
+				if sw.status == 0 {
+					writeError(sw, errorf(http.StatusInternalServerError, CodeInternal, "internal error"))
+				}
+			}
+			s.logger().Info("request", "method", r.Method, "route", name, "spore", caller, "status", sw.status, "duration", time.Since(start).Round(time.Microsecond))
+		}()
+		// A GET pattern matches HEAD too; the API has no HEAD.
+		if rt == nil || r.Method != rt.Method {
+			writeError(sw, errorf(http.StatusNotFound, CodeNotFound, "not found"))
+			return
+		}
+		name = rt.Name
+		c := &call{w: sw, r: r}
+		if rt.wildcard != "" {
+			c.id = r.PathValue(rt.wildcard)
+		}
+		if !rt.Public {
+			sp, err := s.authenticate(r.Context(), r)
+			if err != nil {
+				s.fail(sw, rt, err)
+				return
+			}
+			c.caller, caller = sp, sp.ID
+			if !rt.Allows(sp.Rank) {
+				writeError(sw, errorf(http.StatusForbidden, CodeForbidden, "a spore of rank %s may not call %s %s", sp.Rank, rt.Method, rt.Pattern))
+				return
+			}
+			if c.requestID, err = requestID(r); err != nil {
+				s.fail(sw, rt, err)
+				return
 			}
 		}
-		s.logger().Info("request", "method", r.Method, "route", name, "spore", caller, "status", sw.status, "duration", time.Since(start).Round(time.Microsecond))
-	}()
-	rt, id := match(r.Method, r.URL.Path)
-	if rt == nil {
-		writeError(sw, errorf(http.StatusNotFound, CodeNotFound, "not found"))
-		return
-	}
-	name = rt.name
-	c := &call{w: sw, r: r, id: id}
-	if !rt.public {
-		sp, err := s.authenticate(r.Context(), r)
+		status, body, err := rt.handle(s, c)
 		if err != nil {
 			s.fail(sw, rt, err)
 			return
 		}
-		c.caller, caller = sp, sp.ID
-		if !rt.allows(sp.Rank) {
-			writeError(sw, errorf(http.StatusForbidden, CodeForbidden, "a spore of rank %s may not call %s %s", sp.Rank, rt.method, rt.path))
-			return
-		}
-		if c.requestID, err = requestID(r); err != nil {
-			s.fail(sw, rt, err)
-			return
-		}
-	}
-	status, body, err := rt.handle(s, c)
-	if err != nil {
-		s.fail(sw, rt, err)
-		return
-	}
-	writeJSON(sw, status, body)
+		writeJSON(sw, status, body)
+	})
 }
 
 // authenticate finds the caller from its id and token. Every failure is
@@ -198,7 +222,7 @@ func messageID(from, to, requestID string) string {
 // fail writes err as the answer: an *Error as it is, the store's and
 // pass's errors by kind, anything else as a 500 logged here (the answer
 // says no more than "internal error").
-func (s *Server) fail(w http.ResponseWriter, rt *route, err error) {
+func (s *Server) fail(w http.ResponseWriter, rt *Route, err error) {
 	var ae *Error
 	var asleep *reconcile.AsleepError
 	var stopped *reconcile.StoppedError
@@ -220,10 +244,10 @@ func (s *Server) fail(w http.ResponseWriter, rt *route, err error) {
 		// The target went away between two reads of the store.
 		ae = errorf(http.StatusNotFound, CodeNotFound, "not found")
 	case errors.As(err, &unavail), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled), errors.Is(err, state.ErrOutcomeUnknown):
-		s.logger().Warn("store unavailable", "route", rt.name, "err", err)
+		s.logger().Warn("store unavailable", "route", rt.Name, "err", err)
 		ae = errorf(http.StatusServiceUnavailable, CodeUnavailable, "the store is not available; try again")
 	default:
-		s.logger().Error("request failed", "route", rt.name, "err", err)
+		s.logger().Error("request failed", "route", rt.Name, "err", err)
 		ae = errorf(http.StatusInternalServerError, CodeInternal, "internal error")
 	}
 	writeError(w, ae)

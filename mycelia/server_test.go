@@ -191,17 +191,16 @@ func TestHostileBodies(t *testing.T) {
 func TestNoTokenAnywhere(t *testing.T) {
 	h := newHarness(t).colony()
 	var answers []string
-	for i := range routes {
-		rt := &routes[i]
-		row := matrix[rt.name]
+	for _, rt := range Routes {
+		row := matrix[rt.Name]
 		for rank, caller := range callers {
 			for _, in := range []bool{true, false} {
 				path, body := row.request(caller, in)
-				answers = append(answers, string(h.do(caller, rt.method, path, body).body))
+				answers = append(answers, string(h.do(caller, rt.Method, path, body).body))
 			}
 			// A token where the id goes, and an id where the token goes.
 			path, body := row.request(caller, true)
-			r := h.do("", rt.method, path, body, "Authorization", "Bearer "+h.tokens[caller], HeaderSpore, h.tokens[caller])
+			r := h.do("", rt.Method, path, body, "Authorization", "Bearer "+h.tokens[caller], HeaderSpore, h.tokens[caller])
 			answers = append(answers, string(r.body))
 			_ = rank
 		}

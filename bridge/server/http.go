@@ -152,11 +152,14 @@ func (s *Server) postPrompt(w http.ResponseWriter, r *http.Request) {
 	case req.From == "" || len(req.From) > maxIDBytes:
 		writeError(w, http.StatusBadRequest, "prompt needs a sender (from) of 1 to %d bytes", maxIDBytes)
 		return
-	case strings.TrimSpace(req.Text) == "":
-		writeError(w, http.StatusBadRequest, "prompt text is empty")
-		return
-	case len(req.Text) > bridge.MaxPromptBytes:
-		writeError(w, http.StatusRequestEntityTooLarge, "prompt text is %d bytes; the limit is %d", len(req.Text), bridge.MaxPromptBytes)
+	}
+	// The one check every text passes on its way here (bridge.CheckText).
+	if e := bridge.CheckText(req.Text, bridge.MaxPromptBytes); e != nil {
+		if e.Problem == bridge.TextTooLarge {
+			writeError(w, http.StatusRequestEntityTooLarge, "prompt text is %d bytes; the limit is %d", e.Len, e.Max)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "%s", e.Of("prompt text"))
 		return
 	}
 	s.enqueue(w, Prompt{ID: req.ID, From: req.From, Text: req.Text, At: s.cfg.Now().UTC()})

@@ -45,6 +45,8 @@ func TestBadRequests(t *testing.T) {
 		{"prompt without id", "POST", "/v1/prompts", testToken, `{"from":"u","text":"t"}`, 400, "id"},
 		{"prompt without sender", "POST", "/v1/prompts", testToken, `{"id":"x","text":"t"}`, 400, "from"},
 		{"empty prompt", "POST", "/v1/prompts", testToken, `{"id":"x","from":"u","text":"  "}`, 400, "empty"},
+		{"prompt with an escape", "POST", "/v1/prompts", testToken, `{"id":"x","from":"u","text":"hi \u001b[2J"}`, 400, "U+001B at byte 3"},
+		{"prompt with a carriage return", "POST", "/v1/prompts", testToken, `{"id":"x","from":"u","text":"a\r\nb"}`, 400, "U+000D"},
 		{"prompt not json", "POST", "/v1/prompts", testToken, `{"id":`, 400, "request body"},
 		{"unknown prompt id", "GET", "/v1/prompts/nope", testToken, "", 404, "unknown prompt id"},
 		{"wrong method", "GET", "/v1/prompts", testToken, "", 405, "needs POST"},

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/bridge/sporeenv"
+	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 )
@@ -61,7 +62,7 @@ func pageLogin(t *testing.T, store, token string) (int, string) {
 	require.NoError(t, err)
 	defer st.Close()
 	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
-	ts := httptest.NewServer((&serveOptions{f: f}).withUI(context.Background(), http.NotFoundHandler(), st))
+	ts := httptest.NewServer((&serveOptions{f: f}).handler(context.Background(), &mycelia.Server{Store: st}, st))
 	defer ts.Close()
 	req, err := http.NewRequest(http.MethodPost, ts.URL+"/ui/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
@@ -66,7 +67,7 @@ func newCmdMycologist(f *Factory) *cobra.Command {
 	co := &clientOptions{}
 	cmd := &cobra.Command{
 		Use:   "mycologist",
-		Short: "Talk to the mycologists from inside a spore: ask, spores, spore, tell, collisions, deploys, report, hosts, host-logs",
+		Short: "Talk to the mycologists from inside a spore: " + verbs("mycologist"),
 		Long: `Commands a spore runs inside its pod, as clients of sporectl serve. Rank and
 reach come from the store, never from the caller: a spore may only ask; a
 mycologist may also list, read and tell the spores below it in its reach.
@@ -81,6 +82,18 @@ mycologist may also list, read and tell the spores below it in its reach.
 	return cmd
 }
 
+// verbs lists the commands of group ("mycologist") in the API's rows,
+// in their order.
+func verbs(group string) string {
+	var v []string
+	for _, rt := range mycelia.Routes {
+		if g, verb, ok := strings.Cut(rt.Command, " "); ok && g == group {
+			v = append(v, verb)
+		}
+	}
+	return strings.Join(v, ", ")
+}
+
 type askOptions struct {
 	f    *Factory
 	co   *clientOptions
@@ -90,14 +103,10 @@ type askOptions struct {
 func newCmdAsk(f *Factory, co *clientOptions, runF func(context.Context, *askOptions) error) *cobra.Command {
 	o := &askOptions{f: f, co: co}
 	return &cobra.Command{
-		Use:   "ask TEXT|-",
-		Short: "Summon the mycologist one rank up (waking it) with a short request",
-		Long: `Summon the mycologist one rank up: a spore's (or a [swarm] mycologist's) colony
-mycologist, or the [arch] when the colony has none; a [colony] mycologist's
-[arch]. It is woken if it sleeps, and gets a prompt marked with your id that
-carries TEXT and tells it how to read your conversation; keep TEXT short.
-TEXT "-" reads it from standard input.`,
-		Args: exactText(1),
+		Use:   mycelia.RouteSummons.Use(),
+		Short: mycelia.RouteSummons.Short,
+		Long:  mycelia.RouteSummons.Long,
+		Args:  exactText(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			text, err := readText(cmd, args[0])
 			if err != nil {
@@ -132,15 +141,9 @@ type tellOptions struct {
 func newCmdTell(f *Factory, co *clientOptions, runF func(context.Context, *tellOptions) error) *cobra.Command {
 	o := &tellOptions{f: f, co: co}
 	cmd := &cobra.Command{
-		Use:   "tell ID TEXT|-",
-		Short: "Tell a spore below you in reach: queued if it is working, refused if asleep unless --wake",
-		Long: `Send TEXT to spore ID, which must be below you in your reach. It arrives as a
-prompt marked with your rank ("[from the [colony] mycologist] …"). A working
-spore's bridge queues it; a sleeping spore is refused (exit 10) unless --wake.
-serve checks the address first: a message that looks meant for another spore
-(a small model decides, or, without a key, whether it names another spore of
-your reach and not ID) is refused (exit 5, naming that spore) unless --force.
-TEXT "-" reads it from standard input.`,
+		Use:   mycelia.RouteTell.Use(),
+		Short: mycelia.RouteTell.Short,
+		Long:  mycelia.RouteTell.Long,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageErrorf("%s takes a spore id and the text (or - for stdin), got %d argument(s)", cmd.CommandPath(), len(args))
@@ -186,12 +189,10 @@ func checkWindow(d time.Duration) error {
 func newCmdCollisions(f *Factory, co *clientOptions) *cobra.Command {
 	var win time.Duration
 	cmd := &cobra.Command{
-		Use:   "collisions",
-		Short: "Files that several spores in your reach edited recently (from their ingested tool calls)",
-		Long: `List the files that two or more spores in your reach edited (Edit, Write,
-MultiEdit, NotebookEdit) within --window, from the tool calls in the store, so
-sleeping spores count too. Paths are relative to each spore's working directory.`,
-		Args: cobra.NoArgs,
+		Use:   mycelia.RouteCollisions.Use(),
+		Short: mycelia.RouteCollisions.Short,
+		Long:  mycelia.RouteCollisions.Long,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkWindow(win); err != nil {
 				return err
@@ -214,13 +215,10 @@ sleeping spores count too. Paths are relative to each spore's working directory.
 func newCmdDeploys(f *Factory, co *clientOptions) *cobra.Command {
 	var win time.Duration
 	cmd := &cobra.Command{
-		Use:   "deploys",
-		Short: "Who pushed and deployed recently in your reach (tool calls and reports)",
-		Long: `List the pushes and deploys of the spores in your reach within --window: Bash
-calls matching git push or a deploy command (docs/mycologists.md), with FAILED
-when the call's result was an error, and what spores reported with
-` + "`mycologist report`.",
-		Args: cobra.NoArgs,
+		Use:   mycelia.RouteDeploys.Use(),
+		Short: mycelia.RouteDeploys.Short,
+		Long:  mycelia.RouteDeploys.Long,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkWindow(win); err != nil {
 				return err
@@ -243,11 +241,9 @@ when the call's result was an error, and what spores reported with
 func newCmdReport(f *Factory, co *clientOptions) *cobra.Command {
 	var failed bool
 	cmd := &cobra.Command{
-		Use:   "report push|deploy TEXT|-",
-		Short: "Report that you pushed or deployed (or failed to, with --failed)",
-		Long: `Record in your own log that you pushed or deployed (--failed: tried and
-failed), with TEXT saying what; your mycologists see it in ` + "`mycologist deploys`" + `.
-TEXT "-" reads it from standard input.`,
+		Use:   mycelia.RouteReport.Use(),
+		Short: mycelia.RouteReport.Short,
+		Long:  mycelia.RouteReport.Long,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 || (args[0] != mycelia.ReportPush && args[0] != mycelia.ReportDeploy) {
 				return usageErrorf("%s takes push or deploy and the text (or - for stdin)", cmd.CommandPath())
@@ -330,8 +326,9 @@ func (r reportResult) Names() []string { return []string{"report/" + r.Action} }
 
 func newCmdMycoSpores(f *Factory, co *clientOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "spores",
-		Short: "List the spores in your reach with their effective health and last activity",
+		Use:   mycelia.RouteSpores.Use(),
+		Short: mycelia.RouteSpores.Short,
+		Long:  mycelia.RouteSpores.Long,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.apiClient(co)
@@ -350,8 +347,9 @@ func newCmdMycoSpores(f *Factory, co *clientOptions) *cobra.Command {
 func newCmdMycoSpore(f *Factory, co *clientOptions) *cobra.Command {
 	var turns int
 	cmd := &cobra.Command{
-		Use:   "spore ID",
-		Short: "Print the last turns of a spore in your reach, from the store (works while it sleeps)",
+		Use:   mycelia.RouteSpore.Use(),
+		Short: mycelia.RouteSpore.Short,
+		Long:  mycelia.RouteSpore.Long,
 		Args:  sporeIDs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if turns < 1 || turns > mycelia.MaxTurns {
@@ -405,7 +403,8 @@ func exactText(n int) cobra.PositionalArgs {
 }
 
 // readText is the message text: the argument, or stdin for "-",
-// checked as serve checks it so a mistake is caught before any call.
+// checked as serve checks it (bridge.CheckText within serve's bound) so a
+// mistake is caught before any call.
 func readText(cmd *cobra.Command, arg string) (string, error) {
 	text := arg
 	if arg == "-" {
@@ -415,13 +414,11 @@ func readText(cmd *cobra.Command, arg string) (string, error) {
 		}
 		text = string(b)
 	}
-	switch {
-	case !utf8.ValidString(text):
-		return "", usageErrorf("the text is not valid UTF-8")
-	case strings.TrimSpace(text) == "":
-		return "", usageErrorf("the text is empty")
-	case len(text) > mycelia.MaxTextBytes:
-		return "", usageErrorf("the text is %d bytes or more; at most %d are allowed (a mycologist reads your conversation itself)", len(text), mycelia.MaxTextBytes)
+	if e := bridge.CheckText(text, mycelia.MaxTextBytes); e != nil {
+		if e.Problem == bridge.TextTooLarge {
+			return "", usageErrorf("the text is %d bytes or more; at most %d are allowed (a mycologist reads your conversation itself)", e.Len, e.Max)
+		}
+		return "", usageErrorf("%v", e)
 	}
 	return text, nil
 }
@@ -489,15 +486,10 @@ func (t sporeTurns) Names() []string                   { return []string{"spore/
 
 func newCmdHosts(f *Factory, co *clientOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "hosts",
-		Short: "[arch] only: sporectl's own pods (or local processes) with state, CPU, memory and restarts",
-		Long: `List sporectl's own pods (kube) or process trees (local): state, restarts, and
-CPU and memory when known. On kube, CPU is cores in use now and memory the
-working set, from the metrics API (metrics.k8s.io) when the cluster has one;
-otherwise the answer says it is absent. On the local runtime, CPU is the CPU
-time each tree used since it started (not a rate) and memory its resident set.
-Only the [arch] mycologist may call it.`,
-		Args: cobra.NoArgs,
+		Use:   mycelia.RouteHosts.Use(),
+		Short: mycelia.RouteHosts.Short,
+		Long:  mycelia.RouteHosts.Long,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := f.apiClient(co)
 			if err != nil {
@@ -521,12 +513,9 @@ Only the [arch] mycologist may call it.`,
 func newCmdHostLogs(f *Factory, co *clientOptions) *cobra.Command {
 	var tail int
 	cmd := &cobra.Command{
-		Use:   "host-logs [POD]",
-		Short: "[arch] only: the last lines of the runtime log of one of sporectl's pods (default: your own)",
-		Long: `Print the last --tail lines of the runtime log (not the conversation) of POD:
-a name from ` + "`mycologist hosts`" + ` (a pod's name on kube, "bridge of ID" locally) or
-a spore id. Without POD, your own. Only the [arch] mycologist may call it; a
-name that is not one of sporectl's is not found (exit 4).`,
+		Use:   mycelia.RouteHostLogs.Use(),
+		Short: mycelia.RouteHostLogs.Short,
+		Long:  mycelia.RouteHostLogs.Long,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("%s takes at most one pod name, got %d", cmd.CommandPath(), len(args))

@@ -152,6 +152,8 @@ func TestMycologistCommands(t *testing.T) {
 		{"myco", []string{"mycologist", "spore", "x"}, ExitForbidden, "not in your reach"},
 		{"myco", []string{"mycologist", "spore", "a", "--turns", "0"}, ExitUsage, "--turns"},
 		{"myco", []string{"mycologist", "tell", "a", " "}, ExitUsage, "the text is empty"},
+		{"myco", []string{"mycologist", "tell", "a", "hi \x1b[2J"}, ExitUsage, "the text holds the control character U+001B at byte 3"},
+		{"a", []string{"swarm", "tell", "coder", "a\rb"}, ExitUsage, "U+000D"},
 		{"myco", []string{"mycologist", "tell", "A", "hi"}, ExitUsage, "invalid spore id"},
 		{"a", []string{"swarm", "compact", "tester"}, ExitForbidden, "may not call"},
 		{"a", []string{"swarm", "tell", "scout", "hi"}, ExitNotFound, "no other spore with role scout"},
@@ -279,5 +281,36 @@ func TestMycologistAddressCollisionsDeploys(t *testing.T) {
 		require.Equal(t, tc.code, r.code, "%s %v: %s", tc.who, tc.args, r.err)
 		require.Contains(t, r.err, tc.msg)
 		require.Empty(t, r.out)
+	}
+}
+
+// TestEveryRouteHasItsCommand: the in-pod commands are the API's rows
+// (mycelia.Routes): each row with a command has it, with the row's usage
+// and help, and every mycologist/swarm command is a row's.
+func TestEveryRouteHasItsCommand(t *testing.T) {
+	root := NewRootCmd(NewFactory(IOStreams{}))
+	rows := map[string]*mycelia.Route{}
+	for _, rt := range mycelia.Routes {
+		if rt.Command == "" {
+			continue
+		}
+		rows[rt.Command] = rt
+		cmd, rest, err := root.Find(strings.Fields(rt.Command))
+		require.NoError(t, err, rt.Command)
+		require.Empty(t, rest)
+		require.Equal(t, rt.Command, strings.TrimPrefix(cmd.CommandPath(), root.Name()+" "))
+		require.Equal(t, rt.Use(), cmd.Use)
+		require.Equal(t, rt.Short, cmd.Short)
+		require.Equal(t, rt.Long, cmd.Long)
+	}
+	for _, group := range []string{"mycologist", "swarm"} {
+		g, _, err := root.Find([]string{group})
+		require.NoError(t, err)
+		for _, c := range g.Commands() {
+			if c.Name() == "help" {
+				continue
+			}
+			require.Contains(t, rows, group+" "+c.Name(), "command %s %s is no route's", group, c.Name())
+		}
 	}
 }

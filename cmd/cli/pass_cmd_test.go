@@ -112,6 +112,8 @@ func TestPromptRejectsBadText(t *testing.T) {
 	}{
 		"empty":       {[]string{"prompt", "a", "  "}, "", "the prompt is empty"},
 		"not utf-8":   {[]string{"prompt", "a", "-"}, "bad \xff", "not valid UTF-8"},
+		"escape":      {[]string{"prompt", "a", "hi \x1b[2J"}, "", "the prompt holds the control character U+001B at byte 3"},
+		"CR":          {[]string{"prompt", "a", "-"}, "a\r\nb", "U+000D"},
 		"too big":     {[]string{"prompt", "a", "-"}, strings.Repeat("x", bridge.MaxPromptBytes+1), "at most 262144"},
 		"bad sender":  {[]string{"prompt", "a", "hi", "--from", "evil\x1b[2J"}, "", "--from"},
 		"no text":     {[]string{"prompt", "a"}, "", "takes a spore id and the prompt text"},

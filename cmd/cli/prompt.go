@@ -43,7 +43,8 @@ starts it and delivers once its bridge answers (waiting up to --timeout; after
 that it stays in the outbox and the next reconcile delivers it).
 
 TEXT "-" reads the prompt from standard input. Prompts must be valid UTF-8,
-not empty, and at most 256 KiB. --from names the sender in the store only: the
+not empty, at most 256 KiB, and hold no control character but newline and
+tab. --from names the sender in the store only: the
 agent reads the text alone, with no sender's mark, and a part of it shaped like
 one ("[from …") is rewritten as "[quoted: from …", so a prompt cannot pass for
 a message from a spore.`,
@@ -91,17 +92,16 @@ func userName(getenv func(string) string) string {
 	return "operator"
 }
 
-// validatePrompt refuses what a bridge would refuse, before anything is
-// written.
+// validatePrompt refuses what a bridge would refuse (bridge.CheckText),
+// before anything is written.
 func validatePrompt(text, from string) error {
-	switch {
-	case !utf8.ValidString(text):
-		return usageErrorf("the prompt is not valid UTF-8")
-	case strings.TrimSpace(text) == "":
-		return usageErrorf("the prompt is empty")
-	case len(text) > bridge.MaxPromptBytes:
-		return usageErrorf("the prompt is %d bytes or more; at most %d are allowed", len(text), bridge.MaxPromptBytes)
-	case from == "" || len(from) > 128 || !utf8.ValidString(from) || strings.ContainsFunc(from, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+	if e := bridge.CheckText(text, bridge.MaxPromptBytes); e != nil {
+		if e.Problem == bridge.TextTooLarge {
+			return usageErrorf("the prompt is %d bytes or more; at most %d are allowed", e.Len, e.Max)
+		}
+		return usageErrorf("%s", e.Of("the prompt"))
+	}
+	if from == "" || len(from) > 128 || !utf8.ValidString(from) || strings.ContainsFunc(from, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return usageErrorf("invalid value %q for --from: want a short name without control characters, e.g. user:alice", from)
 	}
 	return nil

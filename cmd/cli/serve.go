@@ -182,7 +182,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	}
 	api := &mycelia.Server{Store: st, Pass: o.f.Pass(st), Now: o.f.Now, Logger: log, Background: ctx, FollowWoken: o.FollowWoken, RateLimit: o.RateLimit, AddressCheck: check}
 	hs := &http.Server{
-		Handler:           o.withUI(ctx, api, st), // the page under /ui/ (serve_ui.go)
+		Handler:           o.handler(ctx, api, st), // one mux: the API and the page (serve_ui.go)
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      2 * time.Minute,

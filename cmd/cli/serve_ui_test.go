@@ -15,13 +15,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 )
 
-// TestServeMountsUI: /ui/ goes to the page, a browser's GET / (exactly)
-// is sent to it, everything else goes to the API.
+// TestServeMountsUI: serve's one mux: /ui/ goes to the page, a browser's
+// GET / (exactly) is sent to it, everything else goes to the API (its
+// routes, or its 404 without detail, a path that is not canonical
+// included).
 func TestServeMountsUI(t *testing.T) {
 	ctx := context.Background()
 	st, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}, dirstore.Options{})
@@ -29,8 +32,7 @@ func TestServeMountsUI(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	o := &serveOptions{f: f}
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api "+r.URL.Path) })
-	ts := httptest.NewServer(o.withUI(ctx, api, st))
+	ts := httptest.NewServer(o.handler(ctx, &mycelia.Server{Store: st}, st))
 	t.Cleanup(ts.Close)
 	client := *ts.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -60,14 +62,30 @@ func TestServeMountsUI(t *testing.T) {
 		require.Equal(t, http.StatusFound, code, m)
 		require.Equal(t, "/ui/", hdr.Get("Location"), m)
 	}
-	for _, p := range []string{"/healthz", "/api/spores", "/uix", "/healthz/"} {
-		_, hdr, body := get(p)
-		require.Equal(t, "api "+p, body)
-		require.Empty(t, hdr.Get("Content-Security-Policy"), p)
+	notFound := `{"error":"not found","code":"not_found"}`
+	for _, c := range []struct {
+		method, path string
+		status       int
+		body         string
+	}{
+		{http.MethodGet, "/healthz", http.StatusOK, `{"ok":true}`},
+		{http.MethodGet, "/api/spores", http.StatusUnauthorized, `{"error":"unauthorized: send Authorization: Bearer <token> and X-Sporectl-Spore: <spore id>","code":"unauthorized"}`},
+		{http.MethodGet, "/uix", http.StatusNotFound, notFound},
+		{http.MethodGet, "/healthz/", http.StatusNotFound, notFound},
+		{http.MethodGet, "/spores//prompt", http.StatusNotFound, notFound},
+		{http.MethodGet, "/api/./spores", http.StatusNotFound, notFound},
+		{http.MethodPost, "/", http.StatusNotFound, notFound}, // only a browser's GET / is redirected
+		{http.MethodPost, "/api/spores", http.StatusNotFound, notFound},
+	} {
+		code, hdr, body := do(c.method, c.path)
+		require.Equal(t, c.status, code, "%s %s: %s", c.method, c.path, body)
+		require.JSONEq(t, c.body, body, "%s %s", c.method, c.path)
+		require.Empty(t, hdr.Get("Content-Security-Policy"), c.path)
 	}
-	code, _, body = do(http.MethodPost, "/")
-	require.Equal(t, http.StatusOK, code)
-	require.Equal(t, "api /", body, "only a browser's GET / is redirected")
+	// The page's methods: what is registered with POST, and 405 elsewhere.
+	code, hdr, _ = do(http.MethodDelete, "/ui/spores/nobody")
+	require.Equal(t, http.StatusForbidden, code, "the access check comes first")
+	require.Contains(t, hdr.Get("Content-Security-Policy"), "default-src 'none'")
 }
 
 // TestServeUIOperators: without an operator token serve's page answers
@@ -91,7 +109,7 @@ func TestServeUIOperators(t *testing.T) {
 	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
 	f.Dial = c.rt.Dial
 	o := &serveOptions{f: f}
-	ts := httptest.NewServer(o.withUI(context.Background(), http.NotFoundHandler(), st))
+	ts := httptest.NewServer(o.handler(context.Background(), &mycelia.Server{Store: st}, st))
 	t.Cleanup(ts.Close)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)

@@ -29,11 +29,9 @@ Teammates are the spores of your swarm (in your colony), addressed by role.
 
 func newCmdSwarmTell(f *Factory, co *clientOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "tell ROLE TEXT|-",
-		Short: "Tell the teammate with ROLE: woken if asleep, queued if working",
-		Long: `Send TEXT to the spore of your swarm whose role is ROLE. It arrives as a prompt
-marked "[from swarm teammate YOUR-ROLE]" that says how to answer. A sleeping
-teammate is woken; a working one's bridge queues it. TEXT "-" reads stdin.`,
+		Use:   mycelia.RouteSwarmTell.Use(),
+		Short: mycelia.RouteSwarmTell.Short,
+		Long:  mycelia.RouteSwarmTell.Long,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageErrorf("%s takes a role and the text (or - for stdin), got %d argument(s)", cmd.CommandPath(), len(args))
@@ -60,11 +58,9 @@ teammate is woken; a working one's bridge queues it. TEXT "-" reads stdin.`,
 
 func newCmdSwarmCompact(f *Factory, co *clientOptions) *cobra.Command {
 	return &cobra.Command{
-		Use:   "compact ROLE",
-		Short: "Compact the context of the teammate with ROLE ([swarm] mycologist only)",
-		Long: `Ask the bridge of the teammate whose role is ROLE to compact its agent's
-context (/compact, queued behind the prompts it holds). Only the [swarm]
-mycologist may; the teammate must be awake.`,
+		Use:   mycelia.RouteSwarmCompact.Use(),
+		Short: mycelia.RouteSwarmCompact.Short,
+		Long:  mycelia.RouteSwarmCompact.Long,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("%s takes a role, got %d argument(s)", cmd.CommandPath(), len(args))
@@ -88,13 +84,9 @@ mycologist may; the teammate must be awake.`,
 func newCmdSwarmLoop(f *Factory, co *clientOptions) *cobra.Command {
 	var stop bool
 	cmd := &cobra.Command{
-		Use:   "loop EVERY | loop --stop",
-		Short: "Be prompted every EVERY (1m to 24h) to check on your swarm ([swarm] mycologist only)",
-		Long: `Record a loop on your own spore: every EVERY (a duration such as 30m, from 1m
-to 24h) reconcile sends you a prompt marked "[from swarm loop]" to check on
-your swarm and steer it. A due time missed (you slept, no reconcile ran)
-gives one prompt, not a burst. Running it again changes the interval;
---stop ends the loop. Only the [swarm] mycologist may.`,
+		Use:   mycelia.RouteSwarmLoop.Use(),
+		Short: mycelia.RouteSwarmLoop.Short,
+		Long:  mycelia.RouteSwarmLoop.Long,
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case stop && len(args) != 0:

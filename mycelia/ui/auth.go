@@ -277,7 +277,7 @@ type loginPage struct {
 	CSRF     string
 }
 
-func (h *Handler) authRoutes(m *http.ServeMux) {
+func (h *Handler) authRoutes(m pageMux) {
 	m.HandleFunc("GET /ui/login", h.loginForm)
 	m.HandleFunc("POST /ui/login", h.login)
 	m.HandleFunc("GET /ui/logout", h.logoutForm)

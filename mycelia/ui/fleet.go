@@ -121,7 +121,7 @@ type nowLine struct {
 	At     string
 }
 
-func (h *Handler) fleetRoutes(m *http.ServeMux) {
+func (h *Handler) fleetRoutes(m pageMux) {
 	m.HandleFunc("GET /ui/{$}", h.fleet)
 	m.HandleFunc("GET /ui/fleet/events", h.fleetEvents)
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
@@ -46,7 +45,7 @@ func (h *Handler) promptBox(r *http.Request, sp state.Spore) promptBox {
 		Asleep: sp.Desired != state.Running, Desired: string(sp.Desired), MaxBytes: bridge.MaxPromptBytes, Nonce: nonceOf(r)}
 }
 
-func (h *Handler) promptRoutes(m *http.ServeMux) {
+func (h *Handler) promptRoutes(m pageMux) {
 	m.HandleFunc("POST /ui/spores/{id}/prompt", h.postPrompt)
 }
 
@@ -85,15 +84,13 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 	}
 	// A textarea sends CRLF line ends; the terminal's prompt has LF.
 	text := strings.ReplaceAll(r.PostForm.Get("text"), "\r\n", "\n")
-	switch {
-	case len(text) > bridge.MaxPromptBytes:
-		h.error(w, r, http.StatusRequestEntityTooLarge, "the prompt is too long: at most 256 KiB")
-		return
-	case !utf8.ValidString(text):
-		h.error(w, r, http.StatusBadRequest, "the prompt is not valid UTF-8")
-		return
-	case strings.TrimSpace(text) == "":
-		h.error(w, r, http.StatusBadRequest, "the prompt is empty")
+	// The one check every text passes (what a bridge takes).
+	if e := bridge.CheckText(text, bridge.MaxPromptBytes); e != nil {
+		if e.Problem == bridge.TextTooLarge {
+			h.error(w, r, http.StatusRequestEntityTooLarge, "the prompt is too long: at most 256 KiB")
+			return
+		}
+		h.error(w, r, http.StatusBadRequest, e.Of("the prompt"))
 		return
 	}
 	wake := r.PostForm.Get("wake") != ""

@@ -150,6 +150,10 @@ func TestPromptRefused(t *testing.T) {
 		{"empty", url.Values{"csrf": {csrf}, "text": {" \n "}}, nil, http.StatusBadRequest},
 		{"not utf-8", url.Values{"csrf": {csrf}, "text": {"\xff\xfe"}}, nil, http.StatusBadRequest},
 		{"too long", url.Values{"csrf": {csrf}, "text": {strings.Repeat("a", bridge.MaxPromptBytes+1)}}, nil, http.StatusRequestEntityTooLarge},
+		// The one check every text passes (bridge.CheckText): a textarea's
+		// CRLF becomes LF, but a lone carriage return or an escape is refused.
+		{"escape", url.Values{"csrf": {csrf}, "text": {"hi [2J"}}, nil, http.StatusBadRequest},
+		{"lone carriage return", url.Values{"csrf": {csrf}, "text": {"a\rb"}}, nil, http.StatusBadRequest},
 		{"body too big", url.Values{"csrf": {csrf}, "text": {strings.Repeat("\x01", bridge.MaxPromptBytes+10)}}, nil, http.StatusRequestEntityTooLarge},
 	} {
 		before := f.written("lab-a")

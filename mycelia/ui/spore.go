@@ -36,7 +36,7 @@ type sporePage struct {
 	Prompt promptBox
 }
 
-func (h *Handler) sporeRoutes(m *http.ServeMux) {
+func (h *Handler) sporeRoutes(m pageMux) {
 	m.HandleFunc("GET /ui/spores/{id}", h.spore)
 	m.HandleFunc("GET /ui/spores/{id}/events", h.events)
 }

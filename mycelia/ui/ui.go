@@ -102,9 +102,71 @@ type Handler struct {
 	fleetLive fleetShared
 }
 
-// ServeHTTP checks the caller's access, sets the security headers of
-// every answer, and routes.
+// ServeHTTP answers r with the page alone, on a mux of its own (tests,
+// the export); serve registers the page and the API on one mux instead
+// (Register).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := h.mux.Load()
+	if m == nil {
+		m = http.NewServeMux()
+		h.Register(m)
+		// Alone, every other path is the page's too: no such page.
+		m.Handle("/", h.guard(http.HandlerFunc(h.noRoute)))
+		h.mux.CompareAndSwap(nil, m)
+		m = h.mux.Load()
+	}
+	m.ServeHTTP(w, r)
+}
+
+// Register puts the page's patterns on m, each behind the page's checks
+// (guard). What may POST is what is registered with POST (login, logout,
+// a spore's prompt box): any other method or path under Prefix falls to
+// the page's catch-all, which answers 405 for a method other than GET and
+// HEAD, and 404 otherwise — after the access check, as every answer.
+func (h *Handler) Register(m *http.ServeMux) {
+	p := pageMux{m: m, h: h}
+	h.fleetRoutes(p)
+	h.sporeRoutes(p)
+	h.authRoutes(p)
+	h.promptRoutes(p)
+	static, _ := fs.Sub(staticFS, "static")
+	p.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", staticFiles(http.FileServerFS(static))))
+	// Before the access check: the session cookie's Path is /ui/, so a
+	// browser sends none to /ui, and the redirect says nothing.
+	m.HandleFunc("GET /ui", func(w http.ResponseWriter, r *http.Request) {
+		h.headers(w, r)
+		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
+	})
+	p.HandleFunc("/ui", h.noRoute)
+	p.HandleFunc(Prefix, h.noRoute)
+}
+
+// pageMux registers the page's patterns on the shared mux, each behind
+// the page's checks.
+type pageMux struct {
+	m *http.ServeMux
+	h *Handler
+}
+
+func (p pageMux) Handle(pattern string, next http.Handler) { p.m.Handle(pattern, p.h.guard(next)) }
+func (p pageMux) HandleFunc(pattern string, f http.HandlerFunc) {
+	p.m.Handle(pattern, p.h.guard(f))
+}
+
+// noRoute is the page's catch-all: a method the page does not take
+// there (it only reads, but for its forms), or no such page.
+func (h *Handler) noRoute(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		h.error(w, r, http.StatusMethodNotAllowed, "the page only reads (GET), but for its forms")
+		return
+	}
+	h.error(w, r, http.StatusNotFound, "no such page")
+}
+
+// headers sets the security headers of every answer and puts the
+// answer's script nonce in r's context.
+func (h *Handler) headers(w http.ResponseWriter, r *http.Request) *http.Request {
 	nonce := h.nonce()
 	hdr := w.Header()
 	hdr.Set("Content-Security-Policy", csp(nonce))
@@ -115,68 +177,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("Referrer-Policy", "same-origin")
 	hdr.Set("Cross-Origin-Opener-Policy", "same-origin")
 	hdr.Set("Cross-Origin-Resource-Policy", "same-origin")
-	r = r.WithContext(context.WithValue(r.Context(), nonceKey{}, nonce))
-	if r.URL.Path == "/ui" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		// Before the access check: the session cookie's Path is /ui/, so
-		// a browser sends none here, and the redirect says nothing.
-		http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
-		return
-	}
-	ops, err := h.operators(r.Context())
-	if err != nil {
-		// Fail closed: without the operator tokens nobody can be let in.
-		h.logger().Error("ui: access check failed", "path", r.URL.Path, "err", err)
-		h.error(w, r, http.StatusServiceUnavailable, "the store could not be read; see serve's log")
-		return
-	}
-	a, no := h.allowed(r, ops)
-	if no != nil {
-		if no.redirect != "" {
-			http.Redirect(w, r, no.redirect, http.StatusSeeOther)
+	return r.WithContext(context.WithValue(r.Context(), nonceKey{}, nonce))
+}
+
+// guard sets the security headers of every answer, checks the caller's
+// access, and hands the request to next with it.
+func (h *Handler) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = h.headers(w, r)
+		ops, err := h.operators(r.Context())
+		if err != nil {
+			// Fail closed: without the operator tokens nobody can be let in.
+			h.logger().Error("ui: access check failed", "path", r.URL.Path, "err", err)
+			h.error(w, r, http.StatusServiceUnavailable, "the store could not be read; see serve's log")
 			return
 		}
-		h.error(w, r, no.status, no.text)
-		return
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead && !(r.Method == http.MethodPost && writes(r.URL.Path)) {
-		hdr.Set("Allow", "GET, HEAD")
-		h.error(w, r, http.StatusMethodNotAllowed, "the page only reads (GET), but for its forms")
-		return
-	}
-	r = r.WithContext(context.WithValue(r.Context(), accessKey{}, a))
-	h.routes().ServeHTTP(w, r)
-}
-
-// writes reports whether path is one of the page's forms, the only
-// requests that may POST: login, logout and a spore's prompt box.
-func writes(path string) bool {
-	if path == Prefix+"login" || path == Prefix+"logout" {
-		return true
-	}
-	id, ok := strings.CutPrefix(path, Prefix+"spores/")
-	if !ok {
-		return false
-	}
-	id, ok = strings.CutSuffix(id, "/prompt")
-	return ok && id != "" && !strings.Contains(id, "/")
-}
-
-func (h *Handler) routes() *http.ServeMux {
-	if m := h.mux.Load(); m != nil {
-		return m
-	}
-	m := http.NewServeMux()
-	h.fleetRoutes(m)
-	h.sporeRoutes(m)
-	h.authRoutes(m)
-	h.promptRoutes(m)
-	static, _ := fs.Sub(staticFS, "static")
-	m.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", staticFiles(http.FileServerFS(static))))
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		h.error(w, r, http.StatusNotFound, "no such page")
+		a, no := h.allowed(r, ops)
+		if no != nil {
+			if no.redirect != "" {
+				http.Redirect(w, r, no.redirect, http.StatusSeeOther)
+				return
+			}
+			h.error(w, r, no.status, no.text)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), accessKey{}, a)))
 	})
-	h.mux.CompareAndSwap(nil, m)
-	return h.mux.Load()
 }
 
 // staticFiles serves the embedded stylesheet, never a directory listing.
