@@ -45,8 +45,6 @@ func TestBadRequests(t *testing.T) {
 		{"prompt without id", "POST", "/v1/prompts", testToken, `{"from":"u","text":"t"}`, 400, "id"},
 		{"prompt without sender", "POST", "/v1/prompts", testToken, `{"id":"x","text":"t"}`, 400, "from"},
 		{"empty prompt", "POST", "/v1/prompts", testToken, `{"id":"x","from":"u","text":"  "}`, 400, "empty"},
-		{"prompt with an escape", "POST", "/v1/prompts", testToken, `{"id":"x","from":"u","text":"hi \u001b[2J"}`, 400, "U+001B at byte 3"},
-		{"prompt with a carriage return", "POST", "/v1/prompts", testToken, `{"id":"x","from":"u","text":"a\r\nb"}`, 400, "U+000D"},
 		{"prompt not json", "POST", "/v1/prompts", testToken, `{"id":`, 400, "request body"},
 		{"unknown prompt id", "GET", "/v1/prompts/nope", testToken, "", 404, "unknown prompt id"},
 		{"wrong method", "GET", "/v1/prompts", testToken, "", 405, "needs POST"},
@@ -142,4 +140,20 @@ func TestTokenInProxyHeader(t *testing.T) {
 			require.Equal(t, tc.status, resp.StatusCode)
 		})
 	}
+}
+
+// The bridge is the last hop of an outbox delivered in order: a text
+// queued before the intakes refused control characters (an older
+// `sporectl prompt` let a CR or an escape through) is still taken, or
+// its spore's later prompts would wait behind it forever. Every intake
+// refuses such a text before it is queued (bridge.CheckText).
+func TestAQueuedTextWithAControlCharacterIsDelivered(t *testing.T) {
+	h := startBridge(t, t.TempDir(), agent.Echo{}, nil)
+	a, err := h.client.Prompt(context.Background(), bridge.PromptRequest{ID: "old", From: "user:x", Text: "a\r\nb \x1b[0m"})
+	require.NoError(t, err, "accepted")
+	require.False(t, a.Duplicate)
+	h.until(0, 10*time.Second, hasType("result", "", 1))
+	a, err = h.client.Prompt(context.Background(), bridge.PromptRequest{ID: "next", From: "user:x", Text: "the next one"})
+	require.NoError(t, err)
+	h.until(0, 10*time.Second, hasType("result", "", 2))
 }

@@ -102,6 +102,19 @@ func TestPromptDeliversQueuesOrRefuses(t *testing.T) {
 	require.Equal(t, "are you back?", prompts[2].Text)
 }
 
+// A prompt read from a file with CRLF line ends reaches the agent with
+// LF, as the page's box sends it.
+func TestPromptFromACRLFFile(t *testing.T) {
+	c := newFakeColony(t)
+	c.ok("create", "a", "--wake")
+	r := c.run("line one\r\nline two\r\n", "prompt", "a", "-")
+	require.Equal(t, 0, r.code, r.err)
+	prompts := c.rt.BridgeOf("a").Prompts()
+	require.NotEmpty(t, prompts)
+	require.Contains(t, prompts[len(prompts)-1].Text, "line one\nline two\n")
+	require.NotContains(t, prompts[len(prompts)-1].Text, "\r")
+}
+
 func TestPromptRejectsBadText(t *testing.T) {
 	c := newFakeColony(t)
 	c.ok("create", "a", "--wake")
@@ -113,7 +126,8 @@ func TestPromptRejectsBadText(t *testing.T) {
 		"empty":       {[]string{"prompt", "a", "  "}, "", "the prompt is empty"},
 		"not utf-8":   {[]string{"prompt", "a", "-"}, "bad \xff", "not valid UTF-8"},
 		"escape":      {[]string{"prompt", "a", "hi \x1b[2J"}, "", "the prompt holds the control character U+001B at byte 3"},
-		"CR":          {[]string{"prompt", "a", "-"}, "a\r\nb", "U+000D"},
+		"CR":          {[]string{"prompt", "a", "-"}, "a\rb", "U+000D"},
+		"CR in arg":   {[]string{"prompt", "a", "a\r\nb"}, "", "U+000D"},
 		"too big":     {[]string{"prompt", "a", "-"}, strings.Repeat("x", bridge.MaxPromptBytes+1), "at most 262144"},
 		"bad sender":  {[]string{"prompt", "a", "hi", "--from", "evil\x1b[2J"}, "", "--from"},
 		"no text":     {[]string{"prompt", "a"}, "", "takes a spore id and the prompt text"},

@@ -61,7 +61,10 @@ a message from a spore.`,
 				if err != nil {
 					return fmt.Errorf("read the prompt from stdin: %w", err)
 				}
-				o.Text = string(b)
+				// A file from another system ends its lines with CRLF; the
+				// agent's prompt has LF, as the page's box gives it. A lone
+				// CR is still refused.
+				o.Text = strings.ReplaceAll(string(b), "\r\n", "\n")
 			}
 			if o.From == "" {
 				o.From = "user:" + userName(o.f.Getenv)
