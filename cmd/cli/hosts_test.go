@@ -92,3 +92,17 @@ func TestMycologistHosts(t *testing.T) {
 		require.Empty(t, r.out)
 	}
 }
+
+// CPU from the metrics API shows in millicores rounded up, as kubectl
+// top shows it: an idle bridge's 0.000138 cores is 1m, not 0.000.
+func TestHostsTableShowsMillicores(t *testing.T) {
+	idle, busy, zero := 0.000138386, 0.25, 0.0
+	mem := int64(7 << 20)
+	l := hostList{HostList: reconcile.HostList{Hosts: []reconcile.Host{
+		{Name: "spore-a", Spore: "a", State: "Running", CPUCores: &idle, MemoryBytes: &mem},
+		{Name: "spore-b", Spore: "b", State: "Running", CPUCores: &busy},
+		{Name: "spore-c", Spore: "c", State: "Running", CPUCores: &zero},
+	}}}
+	_, rows := l.Table(false)
+	require.Equal(t, []string{"1m", "250m", "0m"}, []string{rows[0][3], rows[1][3], rows[2][3]})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -576,7 +577,9 @@ func (l hostList) Table(bool) ([]string, [][]string) {
 		cpu, mem := "-", "-"
 		switch {
 		case h.CPUCores != nil:
-			cpu = strconv.FormatFloat(*h.CPUCores, 'f', 3, 64) + " cores"
+			// Millicores, rounded up, as kubectl top shows them: an idle
+			// bridge reads 1m, not 0.000 cores.
+			cpu = strconv.FormatInt(int64(math.Ceil(*h.CPUCores*1000)), 10) + "m"
 		case h.CPUSeconds != nil:
 			cpu = strconv.FormatFloat(*h.CPUSeconds, 'f', 2, 64) + "s used"
 		}
