@@ -84,7 +84,10 @@ func claudeCodeFiles(ctx context.Context, sp *spool, wrapperTgz, nativeTgz, vers
 		}
 		out = append(out, f)
 	}
-	out = append(out, file{hdr: tar.Header{Typeflag: tar.TypeLink, Name: bin, Linkname: nativeBin}})
+	// The link carries the binary's mode: containerd's and Docker's
+	// appliers chmod the path of a hard link to its header's mode, which
+	// is the shared inode's, so a mode of 0 left claude unexecutable.
+	out = append(out, file{hdr: tar.Header{Typeflag: tar.TypeLink, Name: bin, Linkname: nativeBin, Mode: 0o755}})
 	rel, err := relPath("usr/local/bin", bin)
 	if err != nil {
 		return nil, err

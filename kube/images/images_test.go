@@ -150,6 +150,7 @@ func TestSporeImageFromFixture(t *testing.T) {
 	native := "/usr/local/lib/node_modules/" + nativeName() + "/claude"
 	assert.Equal(t, byte(tar.TypeLink), h.Typeflag, "claude.exe is the native binary, as the install script links it")
 	assert.Equal(t, strings.TrimPrefix(native, "/"), h.Linkname)
+	assert.Equal(t, int64(0o755), h.Mode&0o7777, "containerd chmods the shared inode to the link's own mode")
 	assert.Equal(t, int64(0o755), img.Files[native].Mode&0o7777)
 	assert.Equal(t, 0, img.Files[native].Uid, "the publisher's ids are not kept")
 
