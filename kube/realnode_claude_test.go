@@ -224,6 +224,9 @@ func TestRealNodeClaude(t *testing.T) {
 			if err == nil {
 				v := reconcile.Health(state.Running, obs[s.ID], false)
 				if obs[s.ID].LastTermination == "OOMKilled" {
+					if !sawOOM {
+						t.Logf("first observed after the kill: %s (%s), restarts %d", v.Effective, v.Text, obs[s.ID].Restarts)
+					}
 					sawOOM = true
 					if p.Status.ContainerStatuses[0].RestartCount == restartsBefore {
 						assert.NotEqual(t, reconcile.Healthy, v.Effective, "the bridge is dead: %+v", obs[s.ID])
