@@ -64,6 +64,12 @@ func TestStartCreatesSporeObjects(t *testing.T) {
 		assert.Equal(t, "spore-alpha", env[name].ValueFrom.SecretKeyRef.Name, name)
 		assert.Equal(t, key, env[name].ValueFrom.SecretKeyRef.Key, name)
 	}
+	// The model's key and endpoint come from the operator's Secret, which
+	// may be absent (the echo agent needs none).
+	require.Len(t, c.EnvFrom, 1)
+	require.NotNil(t, c.EnvFrom[0].SecretRef)
+	assert.Equal(t, kube.ModelSecret, c.EnvFrom[0].SecretRef.Name)
+	assert.True(t, *c.EnvFrom[0].SecretRef.Optional, "a pod starts without the model's Secret")
 	home := ""
 	for _, m := range c.VolumeMounts {
 		if m.MountPath == "/home/spore" {

@@ -23,6 +23,15 @@ const (
 	tmpVolume            = "tmp"
 )
 
+// ModelSecret is the Secret, in the runtime's namespace, whose keys every
+// spore pod gets as environment variables: the model's credentials and
+// endpoint for Claude Code (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
+// CLAUDE_* …), which the local runtime passes through from the caller's
+// environment. The operator creates it; sporectl only names it, never
+// reads it. Optional: a pod starts without it (the echo agent needs no
+// key), and the variables sporectl sets itself win over its keys.
+const ModelSecret = "sporectl-model"
+
 // objectMeta is the identity every spore object carries.
 func objectMeta(s state.Spore, ns string) metav1.ObjectMeta {
 	l := map[string]string{
@@ -131,6 +140,10 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 				// termination message, which status shows.
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				Ports:                    []corev1.ContainerPort{{Name: "bridge", ContainerPort: BridgePort, Protocol: corev1.ProtocolTCP}},
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: ModelSecret},
+					Optional:             &yes,
+				}}},
 				Env: []corev1.EnvVar{
 					{Name: "HOME", Value: HomePath},
 					{Name: sporeenv.SporeID, Value: s.ID},
