@@ -1,0 +1,152 @@
+// Package statetest makes and reads stores for the tests of the packages
+// above state: a directory store checked for consistency when its test
+// ends (as bbolt's test helper checks its file after every test), the same
+// check for any store a test opens (PostgreSQL's, a store `sporectl init`
+// made), a store that counts its write transactions, and reads of one
+// value. Tests only: nothing outside a _test.go file imports it.
+//
+// It lives under state, not in reconcile/reconciletest (the fakes of the
+// runtime and the bridges), because it knows stores and nothing of the
+// pass: the tests of state/storecopy and reconcile/wish use it without
+// linking the pass. It is not state/storetest, the contract suite, which
+// must not depend on a backend.
+package statetest
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
+)
+
+// CheckTimeout bounds the check at a test's end.
+const CheckTimeout = 2 * time.Minute
+
+// Dir is a fresh directory store in tb's temporary directory, initialised
+// with settings, checked and closed when tb ends.
+func Dir(tb testing.TB, settings state.Settings) *dirstore.Store {
+	tb.Helper()
+	return DirAt(tb, filepath.Join(tb.TempDir(), "store"), settings)
+}
+
+// DirAt is Dir at root, for a test that names the store's path (a
+// command line that is given it).
+func DirAt(tb testing.TB, root string, settings state.Settings) *dirstore.Store {
+	tb.Helper()
+	ds, _, err := dirstore.Init(context.Background(), root, settings, dirstore.Options{})
+	if err != nil {
+		tb.Fatalf("init a directory store at %s: %v", root, err)
+	}
+	CheckOnCleanup(tb, ds)
+	return ds
+}
+
+// CheckOnCleanup runs st's consistency check when tb ends and fails tb
+// if the check cannot run or finds a problem (notes, states the format
+// allows, pass), then closes st. Cleanups run last-registered first, so
+// servers and passes a test starts after making its store are stopped
+// before the check reads it.
+func CheckOnCleanup(tb testing.TB, st state.Store) {
+	tb.Helper()
+	tb.Cleanup(func() {
+		check(tb, st)
+		if err := st.Close(); err != nil {
+			tb.Errorf("close the %s store: %v", st.Info().Backend, err)
+		}
+	})
+}
+
+// CheckDirOnCleanup is CheckOnCleanup for the directory store at root
+// that something else made (`sporectl init` in a command's test): opened
+// when tb ends, checked and closed. A root that does not exist by then
+// fails tb too: the test meant to make a store there.
+func CheckDirOnCleanup(tb testing.TB, root string) {
+	tb.Helper()
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), CheckTimeout)
+		defer cancel()
+		ds, err := dirstore.Open(ctx, root, dirstore.Options{})
+		if err != nil {
+			tb.Errorf("open the store at %s to check it: %v", root, err)
+			return
+		}
+		check(tb, ds)
+		_ = ds.Close()
+	})
+}
+
+func check(tb testing.TB, st state.Store) {
+	ctx, cancel := context.WithTimeout(context.Background(), CheckTimeout)
+	defer cancel()
+	where := st.Info().Backend + " store " + st.Info().Location
+	rep, err := st.Check(ctx)
+	if err != nil {
+		tb.Errorf("check the %s at the end of the test: %v", where, err)
+		return
+	}
+	if !rep.OK() {
+		lines := make([]string, 0, len(rep.Problems))
+		for _, p := range rep.Problems {
+			lines = append(lines, "\t"+p.Where+": "+p.Message)
+		}
+		tb.Errorf("the %s is inconsistent at the end of the test (%d problems):\n%s", where, len(rep.Problems), strings.Join(lines, "\n"))
+	}
+}
+
+// Counting is a store that counts its write transactions, so a test can
+// say "nothing was written".
+type Counting struct {
+	state.Store
+	// Updates is the number of Update calls, failed ones included.
+	Updates atomic.Int64
+}
+
+// Update counts, then runs the store's Update.
+func (c *Counting) Update(ctx context.Context, fn func(state.Tx) error) error {
+	c.Updates.Add(1)
+	return c.Store.Update(ctx, fn)
+}
+
+// Spore reads the record of id, failing tb if it cannot.
+func Spore(tb testing.TB, st state.Store, id string) state.Spore {
+	tb.Helper()
+	ctx := context.Background()
+	sp, err := state.ViewValue(ctx, st, func(tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, id) })
+	if err != nil {
+		tb.Fatalf("read spore %s: %v", id, err)
+	}
+	return sp
+}
+
+// Events reads the whole log of id, failing tb if it cannot.
+func Events(tb testing.TB, st state.Store, id string) []state.Event {
+	tb.Helper()
+	ctx := context.Background()
+	evs, err := state.ViewValue(ctx, st, func(tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, id, 0, 0) })
+	if err != nil {
+		tb.Fatalf("read the events of %s: %v", id, err)
+	}
+	return evs
+}
+
+// Create writes the spores as they are, in one transaction.
+func Create(tb testing.TB, st state.Store, spores ...state.Spore) {
+	tb.Helper()
+	ctx := context.Background()
+	err := st.Update(ctx, func(tx state.Tx) error {
+		for _, sp := range spores {
+			if err := tx.CreateSpore(ctx, sp); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("create %d spores: %v", len(spores), err)
+	}
+}
