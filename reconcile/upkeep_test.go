@@ -81,9 +81,9 @@ func TestArchAsleepIsWokenAndStartedByAHealingPass(t *testing.T) {
 func TestArchDryRunWritesNothing(t *testing.T) {
 	e := newEnv(t, "arch")
 	e.update("arch", func(sp *state.Spore) { sp.Rank = state.RankArch })
-	before := e.st.updates.Load()
+	before := e.st.Updates.Load()
 	e.run(reconcile.Options{Heal: true, Deliver: true, DryRun: true})
-	require.Equal(t, before, e.st.updates.Load())
+	require.Equal(t, before, e.st.Updates.Load())
 	require.Equal(t, state.Paused, e.spore("arch").Desired)
 }
 

@@ -22,6 +22,8 @@ import (
 
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/pgstore"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 // CheckTimeout bounds the check at a test's end.
@@ -44,6 +46,32 @@ func DirAt(tb testing.TB, root string, settings state.Settings) *dirstore.Store 
 	}
 	CheckOnCleanup(tb, ds)
 	return ds
+}
+
+// Postgres is a fresh database on the test binary's PostgreSQL server
+// (pgtest.Lazy: skipped without one, failing when $CI is set), initialised
+// with settings, checked, closed and dropped when tb ends; url is the
+// database's, for a test that opens more pools on it. The package's
+// TestMain calls pgtest.StopLazy after m.Run.
+func Postgres(tb testing.TB, settings state.Settings) (st *pgstore.Store, url string) {
+	tb.Helper()
+	ctx := context.Background()
+	srv := pgtest.Lazy(tb)
+	name, url, err := srv.CreateDatabase(ctx)
+	if err != nil {
+		tb.Fatalf("create a test database: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := srv.DropDatabase(context.Background(), name); err != nil {
+			tb.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+	ps, _, err := pgstore.Init(ctx, url, settings, pgstore.Options{})
+	if err != nil {
+		tb.Fatalf("init the PostgreSQL store: %v", err)
+	}
+	CheckOnCleanup(tb, ps)
+	return ps, url
 }
 
 // CheckOnCleanup runs st's consistency check when tb ends and fails tb
