@@ -14,7 +14,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // syncBuffer is a log sink the handler's goroutines may write at once.
@@ -498,7 +497,6 @@ func BenchmarkAccess(b *testing.B) {
 		ops  int
 	}{{"no-session", 0}, {"session-1op", 1}, {"session-256ops", state.MaxOperators}} {
 		b.Run(tc.name, func(b *testing.B) {
-			ctx := context.Background()
 			settings := state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}
 			var cookie *http.Cookie
 			if tc.ops > 0 {
@@ -512,10 +510,7 @@ func BenchmarkAccess(b *testing.B) {
 				settings = settings.WithOperators(ops)
 				cookie = &http.Cookie{Name: SessionCookie, Value: newSession(ops[len(ops)-1].Name, key, t0.Add(2*time.Hour))}
 			}
-			st, _, err := dirstore.Init(ctx, filepath.Join(b.TempDir(), "store"), settings, dirstore.Options{})
-			require.NoError(b, err)
-			b.Cleanup(func() { st.Close() })
-			h := &Handler{Store: st, Now: func() time.Time { return t0.Add(time.Hour) }}
+			h := &Handler{Store: statetest.Dir(b, settings), Now: func() time.Time { return t0.Add(time.Hour) }}
 			b.ResetTimer()
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodGet, "/ui/static/forms.css", nil)
