@@ -7,7 +7,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,15 +17,14 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // TestServeMountsUI: /ui/ goes to the page, a browser's GET / (exactly)
 // is sent to it, everything else goes to the API.
 func TestServeMountsUI(t *testing.T) {
 	ctx := context.Background()
-	st, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}, dirstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
+	st := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
 	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	o := &serveOptions{f: f}
 	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "api "+r.URL.Path) })
