@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,9 +115,10 @@ func (o *serveOptions) validate() error {
 	return nil
 }
 
-// isLoopback: "localhost" or a loopback IP; "" (every interface) is not.
+// isLoopback: "localhost" in any letter case (host names are not case
+// sensitive) or a loopback IP; "" (every interface) is not.
 func isLoopback(host string) bool {
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
