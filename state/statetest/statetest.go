@@ -140,26 +140,28 @@ func (c *Counting) Update(ctx context.Context, fn func(state.Tx) error) error {
 	return c.Store.Update(ctx, fn)
 }
 
+// Read runs read in one read-only transaction of st and returns what it
+// read, failing tb if it cannot (state.ViewValue for a test).
+func Read[T any](tb testing.TB, st state.Store, read func(ctx context.Context, tx state.Tx) (T, error)) T {
+	tb.Helper()
+	ctx := context.Background()
+	v, err := state.ViewValue(ctx, st, func(tx state.Tx) (T, error) { return read(ctx, tx) })
+	if err != nil {
+		tb.Fatalf("read the %s store: %v", st.Info().Backend, err)
+	}
+	return v
+}
+
 // Spore reads the record of id, failing tb if it cannot.
 func Spore(tb testing.TB, st state.Store, id string) state.Spore {
 	tb.Helper()
-	ctx := context.Background()
-	sp, err := state.ViewValue(ctx, st, func(tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, id) })
-	if err != nil {
-		tb.Fatalf("read spore %s: %v", id, err)
-	}
-	return sp
+	return Read(tb, st, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, id) })
 }
 
 // Events reads the whole log of id, failing tb if it cannot.
 func Events(tb testing.TB, st state.Store, id string) []state.Event {
 	tb.Helper()
-	ctx := context.Background()
-	evs, err := state.ViewValue(ctx, st, func(tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, id, 0, 0) })
-	if err != nil {
-		tb.Fatalf("read the events of %s: %v", id, err)
-	}
-	return evs
+	return Read(tb, st, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, id, 0, 0) })
 }
 
 // Create writes the spores as they are, in one transaction.
