@@ -283,12 +283,7 @@ func enqueue(t *testing.T, st state.Store, id, entry, text string) {
 
 func pending(t *testing.T, st state.Store, id string) []state.OutboxEntry {
 	t.Helper()
-	var out []state.OutboxEntry
-	require.NoError(t, st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		out, err = tx.Outbox(context.Background(), id)
-		return err
-	}))
+	out := statetest.Read(t, st, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, id) })
 	return out
 }
 
@@ -431,12 +426,7 @@ func TestPassRacingStartKeepsTheTokenTheSporeGot(t *testing.T) {
 	}
 	_, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
 	require.NoError(t, err)
-	var stored state.TokenHash
-	require.NoError(t, e.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		stored, err = tx.TokenHash(context.Background(), "a")
-		return err
-	}))
+	stored := statetest.Read(t, e.st, func(ctx context.Context, tx state.Tx) (state.TokenHash, error) { return tx.TokenHash(ctx, "a") })
 	require.NotEmpty(t, got)
 	require.Equal(t, got, stored, "the store must hold the hash of the token the running spore has")
 	require.NotContains(t, actions(e.events("a")), "start", "the racer's start is not ours to record")
@@ -499,12 +489,7 @@ func TestPassRacingStartRestoresTheRacersHash(t *testing.T) {
 	}
 	_, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
 	require.NoError(t, err)
-	var stored state.TokenHash
-	require.NoError(t, e.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		stored, err = tx.TokenHash(context.Background(), "a")
-		return err
-	}))
+	stored := statetest.Read(t, e.st, func(ctx context.Context, tx state.Tx) (state.TokenHash, error) { return tx.TokenHash(ctx, "a") })
 	require.Equal(t, got, stored, "our unused hash must give way to the token the running spore has")
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 func TestSendOnce(t *testing.T) {
@@ -17,12 +18,7 @@ func TestSendOnce(t *testing.T) {
 	e := newEnv(t, "a")
 	m := reconcile.Message{To: "a", From: "spore:b", Kind: state.KindMessage, Text: "hi"}
 	events := func() []state.Event {
-		var evs []state.Event
-		require.NoError(t, e.st.View(ctx, func(tx state.Tx) error {
-			var err error
-			evs, err = tx.Events(ctx, "a", 0, 0)
-			return err
-		}))
+		evs := statetest.Read(t, e.st, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "a", 0, 0) })
 		return evs
 	}
 

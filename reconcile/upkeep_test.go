@@ -11,6 +11,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 func (e *env) update(id string, fn func(*state.Spore)) {
@@ -28,12 +29,7 @@ func (e *env) update(id string, fn func(*state.Spore)) {
 
 func (e *env) pending(id string) []state.OutboxEntry {
 	e.t.Helper()
-	var out []state.OutboxEntry
-	require.NoError(e.t, e.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		out, err = tx.Outbox(context.Background(), id)
-		return err
-	}))
+	out := statetest.Read(e.t, e.st, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, id) })
 	return out
 }
 

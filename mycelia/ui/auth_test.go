@@ -96,12 +96,7 @@ func (f *fixture) operator(name string) string {
 	f.t.Helper()
 	tok, hash, err := state.NewOperatorToken()
 	require.NoError(f.t, err)
-	var s state.Settings
-	require.NoError(f.t, f.st.Store.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		s, err = tx.Settings(context.Background())
-		return err
-	}))
+	s := statetest.Read(f.t, f.st.Store, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	f.setOperators(append(s.OperatorTokens(), state.OperatorToken{Name: name, Hash: hash,
 		Session: state.SessionHash(state.OperatorSessionKey(tok)), Created: t0})...)
 	return tok
@@ -388,12 +383,7 @@ func TestSessionEnds(t *testing.T) {
 		return w.Code
 	}
 	require.Equal(t, http.StatusOK, serve(other), "a second replica takes the session")
-	var s state.Settings
-	require.NoError(t, f.st.Store.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		s, err = tx.Settings(context.Background())
-		return err
-	}))
+	s := statetest.Read(t, f.st.Store, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	var kept []state.OperatorToken
 	for _, op := range s.OperatorTokens() {
 		if op.Name != "alice" {
