@@ -1,9 +1,10 @@
 // Package statetest makes and reads stores for the tests of the packages
-// above state: a directory store checked for consistency when its test
-// ends (as bbolt's test helper checks its file after every test), the same
-// check for any store a test opens (PostgreSQL's, a store `sporectl init`
-// made), a store that counts its write transactions, and reads of one
-// value. Tests only: nothing outside a _test.go file imports it.
+// above state: a directory store or a PostgreSQL database whose
+// consistency check runs when its test ends and fails the test (as bbolt's
+// test helper checks its file after every test), the same check for a
+// store something else made (`sporectl init` in a command's test), a
+// store that counts its write transactions, and reads of one value. Tests
+// only: nothing outside a _test.go file imports it.
 //
 // It lives under state, not in reconcile/reconciletest (the fakes of the
 // runtime and the bridges), because it knows stores and nothing of the
@@ -95,16 +96,32 @@ func CheckOnCleanup(tb testing.TB, st state.Store) {
 // fails tb too: the test meant to make a store there.
 func CheckDirOnCleanup(tb testing.TB, root string) {
 	tb.Helper()
+	checkMadeOnCleanup(tb, "the store at "+root, func(ctx context.Context) (state.Store, error) {
+		return dirstore.Open(ctx, root, dirstore.Options{})
+	})
+}
+
+// CheckPostgresOnCleanup is CheckDirOnCleanup for the PostgreSQL store at
+// url. Register it after the database's own cleanup (pgtest.NewDatabase),
+// so that it runs before the database is dropped.
+func CheckPostgresOnCleanup(tb testing.TB, url string) {
+	tb.Helper()
+	checkMadeOnCleanup(tb, "the PostgreSQL store", func(ctx context.Context) (state.Store, error) {
+		return pgstore.Open(ctx, url, pgstore.Options{})
+	})
+}
+
+func checkMadeOnCleanup(tb testing.TB, what string, open func(context.Context) (state.Store, error)) {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), CheckTimeout)
 		defer cancel()
-		ds, err := dirstore.Open(ctx, root, dirstore.Options{})
+		st, err := open(ctx)
 		if err != nil {
-			tb.Errorf("open the store at %s to check it: %v", root, err)
+			tb.Errorf("open %s to check it: %v", what, err)
 			return
 		}
-		check(tb, ds)
-		_ = ds.Close()
+		check(tb, st)
+		_ = st.Close()
 	})
 }
 

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 	"github.com/sporectl/sporectl/state/statetest"
 )
 
@@ -177,4 +179,56 @@ func TestViewValue(t *testing.T) {
 	})
 	require.ErrorIs(t, err, state.ErrNotFound)
 	require.Zero(t, sp)
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.StopLazy()
+	os.Exit(code)
+}
+
+// The same on PostgreSQL: a store made by Postgres, and one opened by
+// URL, fail their test when it left them inconsistent, and the failure
+// holds no password.
+func TestPostgresChecksTheStoreWhenTheTestEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage string // SQL; "" for none
+		want   string
+	}{
+		{"left consistent", "", ""},
+		{"an event lost", `DELETE FROM sporectl.events WHERE spore_id = 'a'`, "no events but last_seq is 1"},
+		{"a bad spore row", `UPDATE sporectl.spores SET colony = 'Not Valid' WHERE id = 'b'`, "colony"},
+	} {
+		for _, made := range []string{"Postgres", "CheckPostgresOnCleanup"} {
+			t.Run(tc.name+"/"+made, func(t *testing.T) {
+				rec := &recorder{TB: t}
+				st, url := statetest.Postgres(rec, state.Settings{Runtime: "local"})
+				seed(t, rec, st)
+				checked := rec
+				if made == "CheckPostgresOnCleanup" {
+					// The check of a store something else made runs as the
+					// only cleanup of its own recorder.
+					checked = &recorder{TB: t}
+					statetest.CheckPostgresOnCleanup(checked, url)
+					defer rec.end() // drops the database (its check is not this row's)
+				}
+				if tc.damage != "" {
+					conn, err := pgx.Connect(t.Context(), url)
+					require.NoError(t, err)
+					_, err = conn.Exec(t.Context(), tc.damage)
+					require.NoError(t, err)
+					require.NoError(t, conn.Close(t.Context()))
+				}
+				checked.end()
+				if tc.want == "" {
+					require.Empty(t, checked.errors)
+					return
+				}
+				require.Len(t, checked.errors, 1, "one failure: the check's")
+				require.Contains(t, checked.errors[0], tc.want)
+				require.NotContains(t, checked.errors[0], pgtest.Lazy(t).Password)
+			})
+		}
+	}
 }
