@@ -202,7 +202,7 @@ func (h *harness) colony() *harness {
 	h.add(state.Spore{ID: "lab-c", Colony: "lab", Rank: state.RankSpore}, true)
 	h.add(state.Spore{ID: "far-myco", Colony: "far", Rank: state.RankColony}, false)
 	h.add(state.Spore{ID: "far-x", Colony: "far", Rank: state.RankSpore, Swarm: "red", Role: "scout"}, true)
-	h.st.Updates.Store(0)
+	h.st.updates.Store(0)
 	return h
 }
 
