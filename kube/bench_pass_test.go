@@ -12,7 +12,7 @@ import (
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 const wakeSpores = 100
@@ -45,10 +45,7 @@ func BenchmarkWake100(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ds, _, err := dirstore.Init(ctx, filepath.Join(dir, strconv.Itoa(i)), state.Settings{Runtime: "kube"}, dirstore.Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			ds := statetest.DirAt(b, filepath.Join(dir, strconv.Itoa(i)), state.Settings{Runtime: "kube"})
 			err = ds.Update(ctx, func(tx state.Tx) error {
 				for _, id := range ids {
 					sp := spore(id)

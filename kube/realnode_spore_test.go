@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,7 +23,7 @@ import (
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // A spore on real containers: the sporectl image built by kube/images
@@ -55,9 +54,8 @@ func TestRealNodeSpore(t *testing.T) {
 	pod := kube.ObjectName(s.ID)
 
 	var before []bridge.Event // every line seen so far, in order
-	ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "kube"}, dirstore.Options{})
-	require.NoError(t, err)
-	require.NoError(t, ds.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, s) }))
+	ds := statetest.Dir(t, state.Settings{Runtime: "kube"})
+	statetest.Create(t, ds, s)
 	pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
 
 	require.True(t, t.Run("wake: pod Running, bridge Up through the pod proxy, Healthy", func(t *testing.T) {

@@ -2,7 +2,6 @@ package kube_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // A spore is awake exactly when its pod exists: `sleep` (and `stop`), as
@@ -21,10 +20,7 @@ import (
 // Secret, and the spore is then Paused with no pod.
 func TestSleepRemovesThePodWhateverItsPhase(t *testing.T) {
 	e := newEnv(t)
-	ctx := t.Context()
-	ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "kube"}, dirstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { ds.Close() })
+	ds := statetest.Dir(t, state.Settings{Runtime: "kube"})
 	pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil }}
 
 	cases := []struct {

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,18 +20,19 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
-// countingStore counts Update calls, so a test can say "nothing written".
+// countingStore is statetest's counting store with its count where this
+// package's tests read it (h.st.updates).
 type countingStore struct {
-	state.Store
-	updates atomic.Int64
+	*statetest.Counting
+	updates *atomic.Int64
 }
 
-func (c *countingStore) Update(ctx context.Context, fn func(state.Tx) error) error {
-	c.updates.Add(1)
-	return c.Store.Update(ctx, fn)
+func newCountingStore(st state.Store) *countingStore {
+	c := &statetest.Counting{Store: st}
+	return &countingStore{Counting: c, updates: &c.Updates}
 }
 
 // syncBuffer is a log sink goroutines may share.
@@ -107,11 +107,8 @@ func (r hostsRuntime) HostLogs(ctx context.Context, name string, tail int) (stri
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	ctx := context.Background()
-	ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}, dirstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { ds.Close() })
-	h := &harness{t: t, st: &countingStore{Store: ds}, rt: reconciletest.New(), logs: &syncBuffer{}, tokens: map[string]string{}}
+	ds := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
+	h := &harness{t: t, st: newCountingStore(ds), rt: reconciletest.New(), logs: &syncBuffer{}, tokens: map[string]string{}}
 	h.rt.AgentLines = func(p bridge.PromptRequest) []string {
 		b, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]string{"type": "text", "text": "echo: " + p.Text}}}})
 		return []string{string(b)}
@@ -264,13 +261,7 @@ func (h *harness) do(caller, method, path string, body any, hdr ...string) respo
 // events is the spore's whole log.
 func (h *harness) events(id string) []state.Event {
 	h.t.Helper()
-	var evs []state.Event
-	require.NoError(h.t, h.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		evs, err = tx.Events(context.Background(), id, 0, 0)
-		return err
-	}))
-	return evs
+	return statetest.Events(h.t, h.st, id)
 }
 
 // messages are the spore's message events.
@@ -291,13 +282,7 @@ func (h *harness) prompts(id string) []bridge.PromptRequest {
 
 func (h *harness) spore(id string) state.Spore {
 	h.t.Helper()
-	var sp state.Spore
-	require.NoError(h.t, h.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		sp, err = tx.Spore(context.Background(), id)
-		return err
-	}))
-	return sp
+	return statetest.Spore(h.t, h.st, id)
 }
 
 // agentLines appends agent lines to id's log, stamped now.

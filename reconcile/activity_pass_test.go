@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,9 +10,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
-	"github.com/sporectl/sporectl/state/pgstore"
-	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // The fake bridge stamps its line n at 2026-01-01T00:00:00Z + n seconds.
@@ -30,20 +27,9 @@ const (
 // storeKinds are the backends the end-to-end test runs on.
 func storeKinds(t *testing.T) map[string]func(t *testing.T) state.Store {
 	return map[string]func(t *testing.T) state.Store{
-		"dir": func(t *testing.T) state.Store {
-			ds, _, err := dirstore.Init(context.Background(), filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local"}, dirstore.Options{})
-			require.NoError(t, err)
-			t.Cleanup(func() { ds.Close() })
-			return ds
-		},
+		"dir": func(t *testing.T) state.Store { return statetest.Dir(t, state.Settings{Runtime: "local"}) },
 		"postgres": func(t *testing.T) state.Store {
-			srv := pgtest.Lazy(t)
-			ctx := context.Background()
-			name, url, err := srv.CreateDatabase(ctx)
-			require.NoError(t, err)
-			st, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{})
-			require.NoError(t, err)
-			t.Cleanup(func() { st.Close(); _ = srv.DropDatabase(context.Background(), name) })
+			st, _ := statetest.Postgres(t, state.Settings{Runtime: "local"})
 			return st
 		},
 	}
@@ -53,7 +39,7 @@ func TestPassCountsActivityInTheCommitThatIngests(t *testing.T) {
 	for kind, open := range storeKinds(t) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
-			st := &countingStore{Store: open(t)}
+			st := &statetest.Counting{Store: open(t)}
 			now := fakeLineHour.Add(2*time.Hour + 10*time.Minute)
 			rt := reconciletest.New()
 			require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
@@ -66,16 +52,7 @@ func TestPassCountsActivityInTheCommitThatIngests(t *testing.T) {
 				_, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true})
 				require.NoError(t, err)
 			}
-			read := func() state.Spore {
-				t.Helper()
-				var sp state.Spore
-				require.NoError(t, st.View(ctx, func(tx state.Tx) error {
-					var err error
-					sp, err = tx.Spore(ctx, "a")
-					return err
-				}))
-				return sp
-			}
+			read := func() state.Spore { t.Helper(); return statetest.Spore(t, st, "a") }
 			run() // starts it
 			b := rt.BridgeOf("a")
 			b.Write(passTools, passText, passTorn, passResult, passTools, passResult)
@@ -86,9 +63,9 @@ func TestPassCountsActivityInTheCommitThatIngests(t *testing.T) {
 			require.Equal(t, []state.HourActivity{{Hour: hour, Turns: 2, ToolCalls: 4, InputTokens: 240, OutputTokens: 60, CostMicros: 500_000}}, sp.Activity)
 
 			// Nothing new: nothing written, the counts as they were.
-			updates := st.updates.Load()
+			updates := st.Updates.Load()
 			run()
-			require.Equal(t, updates, st.updates.Load(), "a pass with nothing ingested writes nothing")
+			require.Equal(t, updates, st.Updates.Load(), "a pass with nothing ingested writes nothing")
 			require.Equal(t, sp.Activity, read().Activity)
 
 			// Lines of a later hour add an hour; a week later, the old

@@ -28,6 +28,7 @@ import (
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // Benchmarks of the pass (docs/performance.md "The pass"). Fixtures are
@@ -72,18 +73,6 @@ func benchTempDir(b *testing.B, pattern string) string {
 	}
 	benchCleanup.add(func() { _ = os.RemoveAll(dir) })
 	return dir
-}
-
-// benchStore counts Update calls: a pass with nothing to do must make
-// none.
-type benchStore struct {
-	state.Store
-	updates atomic.Int64
-}
-
-func (s *benchStore) Update(ctx context.Context, fn func(state.Tx) error) error {
-	s.updates.Add(1)
-	return s.Store.Update(ctx, fn)
 }
 
 // benchViews projects into a views directory the way cmd/cli's adapter
@@ -156,7 +145,7 @@ const noopFleetSize = 10_000
 // running under the fake runtime, whose bridges hold exactly the lines
 // the store holds: a `sporectl reconcile` over it has nothing to do.
 type noopFleet struct {
-	st      *benchStore
+	st      *statetest.Counting
 	rt      *reconciletest.Runtime
 	dir     string // the dir store's directory; "" for Postgres
 	pgURL   string // the Postgres store's database; "" for dir
@@ -230,7 +219,7 @@ func buildNoopFleet(b *testing.B, variant string) *noopFleet {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f.st = &benchStore{Store: st}
+	f.st = &statetest.Counting{Store: st}
 	createSpores(b, f.st, f.ids)
 
 	// Settle: the first pass starts every spore; then each bridge gets
@@ -248,12 +237,12 @@ func buildNoopFleet(b *testing.B, variant string) *noopFleet {
 			b.Fatal(err)
 		}
 	}
-	before := f.st.updates.Load()
+	before := f.st.Updates.Load()
 	out, err := pass.Run(ctx, f.options())
 	if err != nil {
 		b.Fatal(err)
 	}
-	if n := f.st.updates.Load() - before; n != 0 {
+	if n := f.st.Updates.Load() - before; n != 0 {
 		b.Fatalf("the fleet did not settle: a pass after settling opened %d write transaction(s)", n)
 	}
 	for _, s := range out.Spores {
@@ -429,7 +418,7 @@ func BenchmarkReconcileNoop(b *testing.B) {
 				roots = append(roots, f.project.d.Path)
 			}
 			stamps := treeStamps(b, roots...)
-			updates, viewFiles := f.st.updates.Load(), int64(0)
+			updates, viewFiles := f.st.Updates.Load(), int64(0)
 			if f.project != nil {
 				viewFiles = f.project.written.Load()
 			}
@@ -467,7 +456,7 @@ func BenchmarkReconcileNoop(b *testing.B) {
 			if f.project != nil {
 				b.ReportMetric(float64(f.project.written.Load()-viewFiles)/n, "view-files/op")
 			}
-			b.ReportMetric(float64(f.st.updates.Load()-updates)/n, "updates/op")
+			b.ReportMetric(float64(f.st.Updates.Load()-updates)/n, "updates/op")
 		})
 	}
 }
@@ -620,10 +609,7 @@ func BenchmarkIngest100Bridges(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		root := filepath.Join(dir, strconv.Itoa(i))
-		ds, _, err := dirstore.Init(ctx, root, state.Settings{Runtime: "local"}, dirstore.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+		ds := statetest.DirAt(b, root, state.Settings{Runtime: "local"})
 		createSpores(b, ds, f.ids)
 		pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.rt, nil }}
 		b.StartTimer()

@@ -43,5 +43,5 @@ func TestCompact(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "compact-1", a.ID)
 	require.Equal(t, "/compact", e.rt.BridgeOf("a").Prompts()[0].Text)
-	require.Zero(t, e.st.updates.Load(), "compact writes nothing")
+	require.Zero(t, e.st.Updates.Load(), "compact writes nothing")
 }

@@ -10,10 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
-	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore"
-	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // newPGEnv is newEnv over a fresh PostgreSQL database of the package's
@@ -21,23 +20,8 @@ import (
 // without PostgreSQL, and fails when CI is set.
 func newPGEnv(t *testing.T, ids ...string) (*env, string) {
 	t.Helper()
-	ctx := context.Background()
-	srv := pgtest.Lazy(t)
-	name, url, err := srv.CreateDatabase(ctx)
-	require.NoError(t, err)
-	st, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		_ = st.Close()
-		require.NoError(t, srv.DropDatabase(context.Background(), name))
-	})
-	e := &env{t: t, st: &countingStore{Store: st}, rt: reconciletest.New(), now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	for _, id := range ids {
-		require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
-			return tx.CreateSpore(ctx, state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Paused, Created: e.now, Updated: e.now})
-		}))
-	}
-	return e, url
+	st, url := statetest.Postgres(t, state.Settings{Runtime: "local"})
+	return newEnvOn(t, st, ids...), url
 }
 
 // TestSwarmLoopPGOverlappingPassesPromptOncePerDueTime is the PostgreSQL

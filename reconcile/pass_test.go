@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,38 +16,27 @@ import (
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/views"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
-
-// countingStore counts Update calls, so a test can say "nothing written".
-type countingStore struct {
-	state.Store
-	updates atomic.Int64
-}
-
-func (c *countingStore) Update(ctx context.Context, fn func(state.Tx) error) error {
-	c.updates.Add(1)
-	return c.Store.Update(ctx, fn)
-}
 
 type env struct {
 	t   *testing.T
-	st  *countingStore
+	st  *statetest.Counting
 	rt  *reconciletest.Runtime
 	now time.Time
 }
 
 func newEnv(t *testing.T, ids ...string) *env {
 	t.Helper()
-	ctx := context.Background()
-	ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local"}, dirstore.Options{})
-	require.NoError(t, err)
-	e := &env{t: t, st: &countingStore{Store: ds}, rt: reconciletest.New(), now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	t.Cleanup(func() { ds.Close() })
+	return newEnvOn(t, statetest.Dir(t, state.Settings{Runtime: "local"}), ids...)
+}
+
+// newEnvOn is an env over st with the given spores in colony lab, asleep.
+func newEnvOn(t *testing.T, st state.Store, ids ...string) *env {
+	t.Helper()
+	e := &env{t: t, st: &statetest.Counting{Store: st}, rt: reconciletest.New(), now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	for _, id := range ids {
-		require.NoError(t, ds.Update(ctx, func(tx state.Tx) error {
-			return tx.CreateSpore(ctx, state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Paused, Created: e.now, Updated: e.now})
-		}))
+		statetest.Create(t, st, state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Paused, Created: e.now, Updated: e.now})
 	}
 	return e
 }
@@ -75,24 +63,12 @@ func (e *env) heal() *reconcile.Outcome {
 
 func (e *env) spore(id string) state.Spore {
 	e.t.Helper()
-	var sp state.Spore
-	require.NoError(e.t, e.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		sp, err = tx.Spore(context.Background(), id)
-		return err
-	}))
-	return sp
+	return statetest.Spore(e.t, e.st, id)
 }
 
 func (e *env) events(id string) []state.Event {
 	e.t.Helper()
-	var evs []state.Event
-	require.NoError(e.t, e.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		evs, err = tx.Events(context.Background(), id, 0, 0)
-		return err
-	}))
-	return evs
+	return statetest.Events(e.t, e.st, id)
 }
 
 func (e *env) setDesired(id string, d state.Desired) {
@@ -150,10 +126,10 @@ func TestPassIngestsOnceAndWritesNothingWhenNothingChanged(t *testing.T) {
 	require.Equal(t, []uint64{1, 2, 3}, agentSeqs(e.events("a")))
 	require.Equal(t, uint64(3), e.spore("a").BridgeSeq)
 
-	before := e.st.updates.Load()
+	before := e.st.Updates.Load()
 	e.run(reconcile.Options{})
 	e.heal()
-	require.Equal(t, before, e.st.updates.Load(), "a pass with nothing new must not open a write transaction")
+	require.Equal(t, before, e.st.Updates.Load(), "a pass with nothing new must not open a write transaction")
 
 	b.Write(`{"type":"result"}`)
 	e.run(reconcile.Options{})
@@ -307,12 +283,7 @@ func enqueue(t *testing.T, st state.Store, id, entry, text string) {
 
 func pending(t *testing.T, st state.Store, id string) []state.OutboxEntry {
 	t.Helper()
-	var out []state.OutboxEntry
-	require.NoError(t, st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		out, err = tx.Outbox(context.Background(), id)
-		return err
-	}))
+	out := statetest.Read(t, st, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, id) })
 	return out
 }
 
@@ -455,12 +426,7 @@ func TestPassRacingStartKeepsTheTokenTheSporeGot(t *testing.T) {
 	}
 	_, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
 	require.NoError(t, err)
-	var stored state.TokenHash
-	require.NoError(t, e.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		stored, err = tx.TokenHash(context.Background(), "a")
-		return err
-	}))
+	stored := statetest.Read(t, e.st, func(ctx context.Context, tx state.Tx) (state.TokenHash, error) { return tx.TokenHash(ctx, "a") })
 	require.NotEmpty(t, got)
 	require.Equal(t, got, stored, "the store must hold the hash of the token the running spore has")
 	require.NotContains(t, actions(e.events("a")), "start", "the racer's start is not ours to record")
@@ -523,12 +489,7 @@ func TestPassRacingStartRestoresTheRacersHash(t *testing.T) {
 	}
 	_, err := ps.Run(context.Background(), reconcile.Options{Heal: true})
 	require.NoError(t, err)
-	var stored state.TokenHash
-	require.NoError(t, e.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		stored, err = tx.TokenHash(context.Background(), "a")
-		return err
-	}))
+	stored := statetest.Read(t, e.st, func(ctx context.Context, tx state.Tx) (state.TokenHash, error) { return tx.TokenHash(ctx, "a") })
 	require.Equal(t, got, stored, "our unused hash must give way to the token the running spore has")
 }
 
@@ -596,10 +557,10 @@ func TestPassFailedObservationRecordsNothing(t *testing.T) {
 	e := newEnv(t, "a")
 	e.setDesired("a", state.Running)
 	e.rt.ObserveErr = fmt.Errorf("api server blip")
-	before := e.st.updates.Load()
+	before := e.st.Updates.Load()
 	out := e.heal()
 	require.Error(t, out.ObserveErr)
-	require.Equal(t, before, e.st.updates.Load(), "a pass that observed nothing wrote something")
+	require.Equal(t, before, e.st.Updates.Load(), "a pass that observed nothing wrote something")
 	e.rt.ObserveErr = nil
 	out = e.heal()
 	require.True(t, out.Plans[0].Start)

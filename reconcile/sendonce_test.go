@@ -10,6 +10,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 func TestSendOnce(t *testing.T) {
@@ -17,12 +18,7 @@ func TestSendOnce(t *testing.T) {
 	e := newEnv(t, "a")
 	m := reconcile.Message{To: "a", From: "spore:b", Kind: state.KindMessage, Text: "hi"}
 	events := func() []state.Event {
-		var evs []state.Event
-		require.NoError(t, e.st.View(ctx, func(tx state.Tx) error {
-			var err error
-			evs, err = tx.Events(ctx, "a", 0, 0)
-			return err
-		}))
+		evs := statetest.Read(t, e.st, func(ctx context.Context, tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, "a", 0, 0) })
 		return evs
 	}
 
@@ -43,14 +39,14 @@ func TestSendOnce(t *testing.T) {
 	require.Equal(t, "m-1", evs[1].Action, "the message event names its entry")
 
 	// Again while it waits in the outbox: nothing written.
-	before := e.st.updates.Load()
+	before := e.st.Updates.Load()
 	s, err = reconcile.SendOnce(ctx, e.st, m, reconcile.Once{ID: "m-1", Window: time.Hour}, e.now.Add(time.Minute))
 	require.NoError(t, err)
 	require.True(t, s.Duplicate)
 	require.True(t, s.Pending)
 	require.False(t, s.Woke)
 	require.Len(t, events(), 2)
-	require.Equal(t, before+1, e.st.updates.Load(), "one transaction, nothing in it")
+	require.Equal(t, before+1, e.st.Updates.Load(), "one transaction, nothing in it")
 
 	// Delivered (out of the outbox): still recognised from the log.
 	require.NoError(t, e.rt.Start(ctx, state.Spore{ID: "a"}, reconcile.Launch{Creds: reconcile.Credentials{}}))

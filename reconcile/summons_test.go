@@ -3,7 +3,6 @@ package reconcile_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,9 +16,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile/incident"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
-	"github.com/sporectl/sporectl/state/pgstore"
-	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // summonsLines are when the fake bridges stamp their lines (from
@@ -39,20 +36,11 @@ func newSummonsEnv(t *testing.T, backend string, withoutArch bool, ids ...string
 	var st state.Store
 	switch backend {
 	case "dir":
-		ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local"}, dirstore.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { ds.Close() })
-		st = ds
+		st = statetest.Dir(t, state.Settings{Runtime: "local"})
 	case "postgres":
-		srv := pgtest.Lazy(t)
-		name, url, err := srv.CreateDatabase(ctx)
-		require.NoError(t, err)
-		ps, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { ps.Close(); _ = srv.DropDatabase(context.Background(), name) })
-		st = ps
+		st, _ = statetest.Postgres(t, state.Settings{Runtime: "local"})
 	}
-	e := &env{t: t, st: &countingStore{Store: st}, rt: reconciletest.New(), now: summonsNow}
+	e := &env{t: t, st: &statetest.Counting{Store: st}, rt: reconciletest.New(), now: summonsNow}
 	all := ids
 	if !withoutArch {
 		all = append([]string{"arch"}, ids...)
@@ -153,10 +141,10 @@ func TestSummonsCollisionIsRaisedOncePerIncident(t *testing.T) {
 
 			// Later passes see the same collision: nothing more, nothing
 			// written when nothing was ingested.
-			before := e.st.updates.Load()
+			before := e.st.Updates.Load()
 			e.readOnly()
 			e.readOnly()
-			require.Equal(t, before, e.st.updates.Load(), "a pass that ingested nothing writes nothing")
+			require.Equal(t, before, e.st.Updates.Load(), "a pass that ingested nothing writes nothing")
 			a.Write(edit("e3", "/homes/a/repo/x.go"))
 			e.readOnly()
 			require.Len(t, e.summonses(), 1, "more edits by the same spores: the same incident")
@@ -317,9 +305,9 @@ func TestSummonsWithoutArchRaisesNothing(t *testing.T) {
 	e := newSummonsEnv(t, "dir", true, "a", "b")
 	e.rt.BridgeOf("a").Write(edit("e1", "/r/x.go"), agentToolUse("p1", "Bash", map[string]string{"command": "git push"}), agentToolResult("p1", true, "rejected"))
 	e.rt.BridgeOf("b").Write(edit("e2", "/r/x.go"))
-	before := e.st.updates.Load()
+	before := e.st.Updates.Load()
 	e.readOnly()
-	require.Equal(t, before+1, e.st.updates.Load(), "the commit of the lines, and no other write")
+	require.Equal(t, before+1, e.st.Updates.Load(), "the commit of the lines, and no other write")
 	for _, id := range []string{"a", "b"} {
 		for _, p := range e.pending(id) {
 			require.NotEqual(t, reconcile.SummonsFrom, p.From)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 func (e *env) update(id string, fn func(*state.Spore)) {
@@ -28,12 +29,7 @@ func (e *env) update(id string, fn func(*state.Spore)) {
 
 func (e *env) pending(id string) []state.OutboxEntry {
 	e.t.Helper()
-	var out []state.OutboxEntry
-	require.NoError(e.t, e.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		out, err = tx.Outbox(context.Background(), id)
-		return err
-	}))
+	out := statetest.Read(e.t, e.st, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, id) })
 	return out
 }
 
@@ -81,9 +77,9 @@ func TestArchAsleepIsWokenAndStartedByAHealingPass(t *testing.T) {
 func TestArchDryRunWritesNothing(t *testing.T) {
 	e := newEnv(t, "arch")
 	e.update("arch", func(sp *state.Spore) { sp.Rank = state.RankArch })
-	before := e.st.updates.Load()
+	before := e.st.Updates.Load()
 	e.run(reconcile.Options{Heal: true, Deliver: true, DryRun: true})
-	require.Equal(t, before, e.st.updates.Load())
+	require.Equal(t, before, e.st.Updates.Load())
 	require.Equal(t, state.Paused, e.spore("arch").Desired)
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // Benchmarks of commands that run the pass (docs/performance.md "The
@@ -80,18 +80,9 @@ func BenchmarkPromptToIdleSpore(b *testing.B) {
 
 	const id = "idle-1"
 	store := filepath.Join(root, "store")
-	ds, _, err := dirstore.Init(ctx, store, state.Settings{Runtime: "local"}, dirstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
 	now := time.Now().UTC()
-	err = ds.Update(ctx, func(tx state.Tx) error {
-		return tx.CreateSpore(ctx, state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now})
-	})
-	_ = ds.Close()
-	if err != nil {
-		b.Fatal(err)
-	}
+	statetest.Create(b, statetest.DirAt(b, store, state.Settings{Runtime: "local"}),
+		state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now})
 	rt := &reconciletest.Static{Endpoints: map[string]reconcile.BridgeEndpoint{id: {BaseURL: ts.URL, Token: passBenchToken}}}
 	runtime := func() reconcile.Runtime { return rt }
 	waitIdle := func() {
@@ -162,10 +153,7 @@ func buildPassBenchFleet(b *testing.B, awake bool) *passBenchFleet {
 	f := &passBenchFleet{store: filepath.Join(b.TempDir(), "store"), rt: reconciletest.New()}
 	f.http = reconciletest.NewHTTP(f.rt)
 	b.Cleanup(f.http.Close)
-	ds, _, err := dirstore.Init(ctx, f.store, state.Settings{Runtime: "local"}, dirstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	ds := statetest.DirAt(b, f.store, state.Settings{Runtime: "local"})
 	now := time.Now().UTC()
 	ids := make([]string, passBenchFleetSize)
 	for i := range ids {
@@ -173,7 +161,7 @@ func buildPassBenchFleet(b *testing.B, awake bool) *passBenchFleet {
 	}
 	// One transaction: the directory store's cost is per transaction and
 	// per new event file.
-	err = ds.Update(ctx, func(tx state.Tx) error {
+	err := ds.Update(ctx, func(tx state.Tx) error {
 		for _, id := range ids {
 			sp := state.Spore{ID: id, Colony: "colony-" + id[len(id)-1:], Rank: state.RankSpore, Desired: state.Paused,
 				Spec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"}, Created: now, Updated: now}

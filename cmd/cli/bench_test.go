@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/sporectl/sporectl/state/storetest"
 )
 
@@ -33,10 +32,7 @@ func benchRun(b *testing.B, store string, args ...string) {
 
 func buildFleet(b *testing.B, root string, spores int) {
 	ctx := context.Background()
-	s, _, err := dirstore.Init(ctx, root, state.Settings{Runtime: "local"}, dirstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := statetest.DirAt(b, root, state.Settings{Runtime: "local"})
 	// Created in transactions of 100, as a colony grows, so the store is
 	// in the state its compaction policy leaves it.
 	for done := 0; done < spores; done += 100 {
@@ -79,21 +75,12 @@ func BenchmarkStatusFleet(b *testing.B) {
 // BenchmarkHistoryCommands runs `status ID` and `events ID --since N` for
 // the newest 50 events of a spore with 1,000 and 1,000,000 events.
 func BenchmarkHistoryCommands(b *testing.B) {
-	dir, err := os.MkdirTemp("", "cli-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := b.TempDir()
 	ctx := context.Background()
 	for _, n := range []int{1000, 1000000} {
 		root := filepath.Join(dir, strconv.Itoa(n))
-		s, _, err := dirstore.Init(ctx, root, state.Settings{Runtime: "local"}, dirstore.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("talker")) }); err != nil {
-			b.Fatal(err)
-		}
+		s := statetest.DirAt(b, root, state.Settings{Runtime: "local"})
+		statetest.Create(b, s, storetest.Spore("talker"))
 		if err := storetest.AppendHistory(ctx, s, "talker", n, 100); err != nil {
 			b.Fatal(err)
 		}

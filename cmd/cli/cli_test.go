@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,8 +50,18 @@ func mustRun(t *testing.T, store string, args ...string) string {
 	return r.out
 }
 
-// fixture is a store with a few spores, created at testNow.
+// fixture is a store with a few spores, created at testNow, checked when
+// the test ends.
 func fixture(t *testing.T) string {
+	t.Helper()
+	store := fixtureToDamage(t)
+	statetest.CheckDirOnCleanup(t, store)
+	return store
+}
+
+// fixtureToDamage is fixture for a test that damages the store on
+// purpose: not checked when it ends.
+func fixtureToDamage(t *testing.T) string {
 	t.Helper()
 	store := filepath.Join(t.TempDir(), "store")
 	mustRun(t, store, "init")
@@ -165,7 +176,7 @@ func TestExitCodes(t *testing.T) {
 }
 
 func TestCheckReportsCorruption(t *testing.T) {
-	store := fixture(t)
+	store := fixtureToDamage(t)
 	require.Equal(t, ExitOK, run(t, store, "check").code)
 	// Hand-edit the spore's event log: the line keeps its shape but no
 	// longer matches its checksum.

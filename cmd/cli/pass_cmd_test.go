@@ -18,6 +18,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // fakeColony is a store whose runtime is reconciletest's fake, with echo
@@ -37,6 +38,7 @@ func newFakeColony(t *testing.T) *fakeColony {
 		return []string{string(b)}
 	}
 	c.ok("init", "--backoff-initial", "1s", "--no-operator")
+	statetest.CheckDirOnCleanup(t, c.store)
 	return c
 }
 

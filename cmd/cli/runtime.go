@@ -19,12 +19,8 @@ import (
 // first. Commands that run the pass get the runtime from it instead, built
 // from the snapshot's settings.
 func (f *Factory) Runtime(ctx context.Context, st state.Store) (reconcile.Runtime, error) {
-	var settings state.Settings
-	if err := st.View(ctx, func(tx state.Tx) error {
-		var err error
-		settings, err = tx.Settings(ctx)
-		return err
-	}); err != nil {
+	settings, err := state.ViewValue(ctx, st, func(tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
+	if err != nil {
 		return nil, err
 	}
 	return f.RuntimeFor(ctx, st, settings)

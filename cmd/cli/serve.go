@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -114,9 +115,10 @@ func (o *serveOptions) validate() error {
 	return nil
 }
 
-// isLoopback: "localhost" or a loopback IP; "" (every interface) is not.
+// isLoopback: "localhost" in any letter case (host names are not case
+// sensitive) or a loopback IP; "" (every interface) is not.
 func isLoopback(host string) bool {
-	if host == "localhost" {
+	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
@@ -148,12 +150,7 @@ func listenError(addr string, err error) error {
 // nobody can log in to the page yet. A store that cannot be read now is
 // not a reason not to serve: the page answers 503 until it can be.
 func noOperator(ctx context.Context, st state.Store, log *slog.Logger) bool {
-	var s state.Settings
-	err := st.View(ctx, func(tx state.Tx) error {
-		var err error
-		s, err = tx.Settings(ctx)
-		return err
-	})
+	s, err := state.ViewValue(ctx, st, func(tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	if err != nil {
 		log.Warn("serve: could not read the operator tokens", "err", err)
 		return false

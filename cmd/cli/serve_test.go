@@ -30,6 +30,19 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
+// isLoopback takes a host name in any letter case (names are not case
+// sensitive), and only the loopback ones.
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LOCALHOST": true, "LocalHost": true,
+		"127.0.0.1": true, "127.0.0.2": true, "::1": true, "::ffff:127.0.0.1": true,
+		"": false, "0.0.0.0": false, "::": false, "10.0.0.1": false, "198.19.77.1": false,
+		"example.com": false, "localhost.example.com": false, "notlocalhost": false, "localhost:7070": false,
+	} {
+		require.Equal(t, want, isLoopback(host), "%q", host)
+	}
+}
+
 func TestServeFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -38,6 +51,7 @@ func TestServeFlags(t *testing.T) {
 	}{
 		{nil, true, ""},
 		{[]string{"--addr", "localhost:7070"}, true, ""},
+		{[]string{"--addr", "LocalHost:7070"}, true, ""},
 		{[]string{"--addr", "[::1]:7070"}, true, ""},
 		{[]string{"--addr", "127.0.0.2:7070"}, true, ""},
 		{[]string{"--addr", ":7070"}, false, "not a loopback address"},

@@ -7,7 +7,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // TestServeMountsUI: serve's one mux: /ui/ goes to the page, a browser's
@@ -27,9 +27,7 @@ import (
 // included).
 func TestServeMountsUI(t *testing.T) {
 	ctx := context.Background()
-	st, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}, dirstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
+	st := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
 	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	o := &serveOptions{f: f}
 	ts := httptest.NewServer(o.handler(ctx, &mycelia.Server{Store: st}, st))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 func TestTokenRotate(t *testing.T) {
@@ -22,12 +23,7 @@ func TestTokenRotate(t *testing.T) {
 
 	out := c.ok("token", "rotate", "a")
 	require.Equal(t, "token/a rotated\n", out)
-	var hash state.TokenHash
-	require.NoError(t, c.st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		hash, err = tx.TokenHash(context.Background(), "a")
-		return err
-	}))
+	hash := statetest.Read(t, c.st, func(ctx context.Context, tx state.Tx) (state.TokenHash, error) { return tx.TokenHash(ctx, "a") })
 	require.True(t, hash.Valid())
 	require.False(t, hash.Matches(old))
 
@@ -92,12 +88,7 @@ func TestTokenOperator(t *testing.T) {
 
 	st, err := dirstore.Open(context.Background(), c.store, dirstore.Options{})
 	require.NoError(t, err)
-	var s state.Settings
-	require.NoError(t, st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		s, err = tx.Settings(context.Background())
-		return err
-	}))
+	s := statetest.Read(t, st, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	ops := s.OperatorTokens()
 	require.Len(t, ops, 1)
 	require.Equal(t, "alice", ops[0].Name)
@@ -162,12 +153,7 @@ func TestTokenListAlone(t *testing.T) {
 
 	st, err := dirstore.Open(context.Background(), c.store, dirstore.Options{})
 	require.NoError(t, err)
-	var hash state.TokenHash
-	require.NoError(t, st.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		hash, err = tx.TokenHash(context.Background(), "a")
-		return err
-	}))
+	hash := statetest.Read(t, st, func(ctx context.Context, tx state.Tx) (state.TokenHash, error) { return tx.TokenHash(ctx, "a") })
 	require.NoError(t, st.Close())
 	require.True(t, hash.Valid())
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,6 +50,7 @@ func (w *lineWatcher) count(sub string) int {
 // prints every line once.
 func TestChatFollowSurvivesABridgeRestart(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	runOK(t, store, "init", "--agent", "echo", "--backoff-initial", "1s")
 	runOK(t, store, "create", "talker", "--wake")
 	t.Cleanup(func() { _ = sporectl(store, "stop", "talker").Run() })

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,6 +46,7 @@ const noClaudeReason = "no claude executable: pass --claude-bin, set $SPORECTL_C
 // it (exit 9), status shows it, logs prints the bridge's stderr.
 func TestFirstFiveMinutesWithoutClaude(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	t.Cleanup(func() { _, _, _ = newUser(t, store, "delete", "w1") })
 
 	_, errOut, code := newUser(t, store, "init")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // TestKubeLifecycle drives a spore through the kube runtime with the real
@@ -31,6 +32,7 @@ func TestKubeLifecycle(t *testing.T) {
 	kubelet := &kubetest.Kubelet{Client: cs, Namespace: ns, IP: host.IP}
 
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	kctl := func(args ...string) *exec.Cmd {
 		cmd := sporectl(store, args...)
 		cmd.Env = append(cmd.Env, "KUBECONFIG="+srv.Kubeconfig)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 type statusDoc struct {
@@ -65,6 +66,7 @@ func bridgePID(t *testing.T, store, id string) int {
 // on the local runtime with the echo agent, observing for real each time.
 func TestLocalLifecycle(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	runOK(t, store, "init", "--agent", "echo")
 	t.Cleanup(func() { _ = sporectl(store, "delete", "echo-1").Run() })
 	runOK(t, store, "create", "echo-1", "--wake")
@@ -124,6 +126,7 @@ func TestLocalLifecycle(t *testing.T) {
 // TestConcurrentWakes: wakes racing from several processes start one bridge.
 func TestConcurrentWakes(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	runOK(t, store, "init", "--agent", "echo")
 	runOK(t, store, "create", "racer")
 	t.Cleanup(func() { _ = sporectl(store, "delete", "racer").Run() })
@@ -180,6 +183,7 @@ func TestConcurrentWakes(t *testing.T) {
 // the home: status then says Paused with nothing there.
 func TestSleepEndsWhatADeadSporeLeft(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	runOK(t, store, "init", "--agent", "echo")
 	t.Cleanup(func() { _ = sporectl(store, "delete", "dead-1").Run() })
 	runOK(t, store, "create", "dead-1", "--wake")
@@ -236,6 +240,7 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // only by `delete --orphan`.
 func TestOrphans(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	runOK(t, store, "init", "--agent", "echo")
 	runOK(t, store, "create", "lost", "--wake")
 	runOK(t, store, "create", "kept")

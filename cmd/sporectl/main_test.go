@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // These tests run the real binary, as operators and cron do.
@@ -58,6 +59,7 @@ func runOK(t *testing.T, store string, args ...string) []byte {
 // each succeeds (waiting its turn for the store's lock) and nothing is lost.
 func TestConcurrentCommands(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	runOK(t, store, "init")
 	const n = 16
 	var wg sync.WaitGroup
@@ -89,6 +91,7 @@ func TestConcurrentCommands(t *testing.T) {
 // create that exited 0 is in the store and check stays clean.
 func TestKilledCommands(t *testing.T) {
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	runOK(t, store, "init")
 	acked := map[string]bool{}
 	for i := 0; i < 30; i++ {

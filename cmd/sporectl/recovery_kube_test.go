@@ -25,6 +25,7 @@ import (
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // podBridge is the bridge a pod runs: our binary inside the pod network,
@@ -70,6 +71,7 @@ func newKubeSpore(t *testing.T, id string) *kubeSpore {
 	k := &kubeSpore{cs: cs, ns: ns, ctx: ctx, host: host, id: id, name: kube.ObjectName(id), volume: t.TempDir(),
 		kubelet: &kubetest.Kubelet{Client: cs, Namespace: ns, IP: host.IP}}
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	k.r = &rig{t: t, store: store, root: store, env: []string{"KUBECONFIG=" + srv.Kubeconfig},
 		homeOf: func(string) string { return k.volume },
 		bridgeOf: func(string) (*bridge.Client, error) {

@@ -46,6 +46,7 @@ import (
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // commandTimeout bounds every sporectl command a recovery test runs.
@@ -69,6 +70,7 @@ type rig struct {
 func newRig(t *testing.T, env []string, initArgs ...string) *rig {
 	t.Helper()
 	store := filepath.Join(t.TempDir(), "store")
+	statetest.CheckDirOnCleanup(t, store)
 	r := &rig{t: t, store: store, root: store, env: env}
 	r.ok(append([]string{"init"}, initArgs...)...)
 	return r

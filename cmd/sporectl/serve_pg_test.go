@@ -30,6 +30,7 @@ import (
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // servePGRateLimit is both replicas' --rate-limit: high enough for the
@@ -200,6 +201,7 @@ func requireRateLimited(t *testing.T, ans answer) {
 // and `mycologist spores` answers the same through both.
 func TestServePGTwoReplicasAreOne(t *testing.T) {
 	dbURL := pgtest.NewDatabase(t) // skips without PostgreSQL, fails in CI
+	statetest.CheckPostgresOnCleanup(t, dbURL)
 	stateHome := t.TempDir()
 	r := &rig{t: t, store: dbURL, root: "/nonexistent", env: []string{"XDG_STATE_HOME=" + stateHome}}
 	r.ok(append([]string{"init"}, echoInit()...)...)

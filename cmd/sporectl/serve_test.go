@@ -21,6 +21,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/cmd/cli"
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // A serve that dies at a failpoint is this test binary run again as
@@ -122,6 +123,7 @@ func serveEnv(extra ...string) []string {
 func TestServeAskWakesTheMycologistOnceAcrossASIGKILL(t *testing.T) {
 	dir := t.TempDir()
 	store := filepath.Join(dir, "store")
+	statetest.CheckDirOnCleanup(t, store)
 	runOK(t, store, "init", "--agent", "echo", "--backoff-initial", "1s")
 	runOK(t, store, "create", "myco", "--rank", "colony", "--colony", "lab")
 	runOK(t, store, "create", "asker", "--colony", "lab", "--wake")

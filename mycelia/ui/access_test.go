@@ -1,30 +1,15 @@
 package ui
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sporectl/sporectl/state"
 )
-
-// countingStore counts the transactions that write, to tell that a
-// refused request wrote nothing.
-type countingStore struct {
-	state.Store
-	updates atomic.Int64
-}
-
-func (s *countingStore) Update(ctx context.Context, fn func(state.Tx) error) error {
-	s.updates.Add(1)
-	return s.Store.Update(ctx, fn)
-}
 
 // TestLoopbackIsNotAnOperator is the attack of a local spore: a loopback
 // process with no session reads the page, takes a CSRF value from it and
@@ -44,7 +29,7 @@ func TestLoopbackIsNotAnOperator(t *testing.T) {
 			if tc.operators {
 				f.operator("alice")
 			}
-			counted := &countingStore{Store: f.h.Store}
+			counted := &statetest.Counting{Store: f.h.Store}
 			f.h.Store = counted
 			before := f.written("lab-a")
 			spore := f.user() // a loopback client with no session cookie
@@ -72,7 +57,7 @@ func TestLoopbackIsNotAnOperator(t *testing.T) {
 					"Origin", origin, "Host", host)
 				require.Contains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, a.status, "a prompt posted from %s: %s", origin, a.body)
 			}
-			require.Zero(t, counted.updates.Load(), "a refused request wrote a transaction")
+			require.Zero(t, counted.Updates.Load(), "a refused request wrote a transaction")
 			require.Equal(t, before, f.written("lab-a"))
 			require.Empty(t, f.prompts("lab-a", before.head))
 			require.Empty(t, f.rt.BridgeOf("lab-a").Prompts())

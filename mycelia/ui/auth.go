@@ -71,12 +71,7 @@ func (h *Handler) sender(a access) string {
 // operators reads the store's operator tokens; each request reads them
 // anew, so a token made or revoked on any machine counts at once.
 func (h *Handler) operators(ctx context.Context) ([]state.OperatorToken, error) {
-	var s state.Settings
-	err := h.Store.View(ctx, func(tx state.Tx) error {
-		var err error
-		s, err = tx.Settings(ctx)
-		return err
-	})
+	s, err := state.ViewValue(ctx, h.Store, func(tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	if err != nil {
 		return nil, fmt.Errorf("read the operator tokens: %w", err)
 	}

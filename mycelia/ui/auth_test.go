@@ -14,7 +14,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -24,7 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // syncBuffer is a log sink the handler's goroutines may write at once.
@@ -97,12 +96,7 @@ func (f *fixture) operator(name string) string {
 	f.t.Helper()
 	tok, hash, err := state.NewOperatorToken()
 	require.NoError(f.t, err)
-	var s state.Settings
-	require.NoError(f.t, f.st.Store.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		s, err = tx.Settings(context.Background())
-		return err
-	}))
+	s := statetest.Read(f.t, f.st.Store, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	f.setOperators(append(s.OperatorTokens(), state.OperatorToken{Name: name, Hash: hash,
 		Session: state.SessionHash(state.OperatorSessionKey(tok)), Created: t0})...)
 	return tok
@@ -389,12 +383,7 @@ func TestSessionEnds(t *testing.T) {
 		return w.Code
 	}
 	require.Equal(t, http.StatusOK, serve(other), "a second replica takes the session")
-	var s state.Settings
-	require.NoError(t, f.st.Store.View(context.Background(), func(tx state.Tx) error {
-		var err error
-		s, err = tx.Settings(context.Background())
-		return err
-	}))
+	s := statetest.Read(t, f.st.Store, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	var kept []state.OperatorToken
 	for _, op := range s.OperatorTokens() {
 		if op.Name != "alice" {
@@ -498,7 +487,6 @@ func BenchmarkAccess(b *testing.B) {
 		ops  int
 	}{{"no-session", 0}, {"session-1op", 1}, {"session-256ops", state.MaxOperators}} {
 		b.Run(tc.name, func(b *testing.B) {
-			ctx := context.Background()
 			settings := state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}
 			var cookie *http.Cookie
 			if tc.ops > 0 {
@@ -512,10 +500,7 @@ func BenchmarkAccess(b *testing.B) {
 				settings = settings.WithOperators(ops)
 				cookie = &http.Cookie{Name: SessionCookie, Value: newSession(ops[len(ops)-1].Name, key, t0.Add(2*time.Hour))}
 			}
-			st, _, err := dirstore.Init(ctx, filepath.Join(b.TempDir(), "store"), settings, dirstore.Options{})
-			require.NoError(b, err)
-			b.Cleanup(func() { st.Close() })
-			h := &Handler{Store: st, Now: func() time.Time { return t0.Add(time.Hour) }}
+			h := &Handler{Store: statetest.Dir(b, settings), Now: func() time.Time { return t0.Add(time.Hour) }}
 			b.ResetTimer()
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodGet, "/ui/static/forms.css", nil)

@@ -7,16 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // BenchmarkFleetPage is GET /ui/ on 1,000 spores (10 colonies, one in
@@ -30,12 +29,7 @@ func BenchmarkFleetPage(b *testing.B) {
 	const spores = 1000
 	ctx := context.Background()
 	stores := map[string]state.Store{}
-	ds, _, err := dirstore.Init(ctx, filepath.Join(b.TempDir(), "store"), state.Settings{Runtime: "local"}, dirstore.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ds.Close() })
-	stores["dir"] = ds
+	stores["dir"] = statetest.Dir(b, state.Settings{Runtime: "local"})
 	if pg := benchPostgres(b); pg != nil {
 		stores["postgres"] = pg
 	}
@@ -93,7 +87,7 @@ func benchPostgres(b *testing.B) state.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { st.Close() })
+	statetest.CheckOnCleanup(b, st)
 	return st
 }
 

@@ -1,28 +1,16 @@
 package ui
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
 )
-
-// countingUpdates counts the store's write transactions.
-type countingUpdates struct {
-	state.Store
-	n atomic.Int64
-}
-
-func (c *countingUpdates) Update(ctx context.Context, fn func(state.Tx) error) error {
-	c.n.Add(1)
-	return c.Store.Update(ctx, fn)
-}
 
 // TestRepeatedFormFields: a form field sent twice was half read (the first
 // value won: text=a&text=b sent "a", wake=1&wake= woke a sleeping spore,
@@ -37,7 +25,7 @@ func TestRepeatedFormFields(t *testing.T) {
 	other.login(f.operator("bob"))
 	otherCSRF := csrfOn(t, other.get("/ui/spores/lab-a").body)
 	tok := f.operator("carol")
-	updates := &countingUpdates{Store: f.st.Store}
+	updates := &statetest.Counting{Store: f.st.Store}
 	f.st.Store = updates
 
 	for _, tc := range []struct {
@@ -58,7 +46,7 @@ func TestRepeatedFormFields(t *testing.T) {
 			require.Equal(t, http.StatusBadRequest, a.status, a.body)
 			require.Equal(t, "the form could not be read: "+tc.msg+"\n", a.body)
 			require.Equal(t, before, f.written(tc.spore), "nothing written")
-			require.Zero(t, updates.n.Load(), "no write transaction")
+			require.Zero(t, updates.Updates.Load(), "no write transaction")
 			require.Empty(t, f.rt.BridgeOf(tc.spore).Prompts())
 		})
 	}
@@ -84,5 +72,5 @@ func TestRepeatedFormFields(t *testing.T) {
 	require.Equal(t, "the form could not be read: the field \"csrf\" is sent more than once\n", a.body)
 	require.Empty(t, a.header.Values("Set-Cookie"))
 	require.Equal(t, http.StatusOK, u.get("/ui/spores/lab-a").status, "still logged in")
-	require.Zero(t, updates.n.Load(), "no write transaction")
+	require.Zero(t, updates.Updates.Load(), "no write transaction")
 }

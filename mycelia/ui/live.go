@@ -57,11 +57,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var head state.SporeHead
-	err = h.Store.View(ctx, func(tx state.Tx) error {
-		var err error
-		head, err = tx.Head(ctx, id)
-		return err
-	})
+	head, err = state.ViewValue(ctx, h.Store, func(tx state.Tx) (state.SporeHead, error) { return tx.Head(ctx, id) })
 	if errors.Is(err, state.ErrNotFound) {
 		h.error(w, r, http.StatusNotFound, "no such spore")
 		return
@@ -110,12 +106,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 		if st.ended() {
 			return
 		}
-		var evs []state.Event
-		err := h.Store.View(ctx, func(tx state.Tx) error {
-			var err error
-			evs, err = tx.Events(ctx, id, after, PollBatch)
-			return err
-		})
+		evs, err := state.ViewValue(ctx, h.Store, func(tx state.Tx) ([]state.Event, error) { return tx.Events(ctx, id, after, PollBatch) })
 		switch {
 		case errors.Is(err, state.ErrNotFound):
 			fmt.Fprint(bw, "event: gone\ndata: the spore was deleted\n\n")

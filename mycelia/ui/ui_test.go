@@ -24,7 +24,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/ui")
@@ -88,10 +88,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}, dirstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { ds.Close() })
+	ds := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
 	f := &fixture{t: t, st: &recordingStore{Store: ds}, rt: reconciletest.New()}
 	pass := &reconcile.Pass{
 		Store:   f.st,

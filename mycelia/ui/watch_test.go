@@ -19,6 +19,7 @@ import (
 
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 // fakeChanges is a Changes whose changes the test sends; it counts the
@@ -341,14 +342,10 @@ func TestLivePushGone(t *testing.T) {
 // replica would) reaches every stream, pushed.
 func TestLivePushPostgres(t *testing.T) {
 	fixtures.mu.Lock()
-	url := pgDatabase(t)
+	s, url := statetest.Postgres(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
 	fixtures.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	settings := state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}
-	s, _, err := pgstore.Init(ctx, url, settings, pgstore.Options{})
-	require.NoError(t, err)
-	defer s.Close()
 	other, err := pgstore.Open(ctx, url, pgstore.Options{})
 	require.NoError(t, err)
 	defer other.Close()

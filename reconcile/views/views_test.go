@@ -19,7 +19,7 @@ import (
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
+	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/sporectl/sporectl/state/storetest"
 )
 
@@ -80,10 +80,7 @@ func (s *countingStore) reset() map[string]int {
 
 func newStore(t *testing.T) *countingStore {
 	t.Helper()
-	st, _, err := dirstore.Init(t.Context(), filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "local"}, dirstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	return &countingStore{Store: st, renders: map[string]int{}}
+	return &countingStore{Store: statetest.Dir(t, state.Settings{Runtime: "local"}), renders: map[string]int{}}
 }
 
 // appendEvents adds evs to spore id (creating it first when create) and

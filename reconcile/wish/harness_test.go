@@ -9,9 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
-	"github.com/sporectl/sporectl/state/pgstore"
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 func TestMain(m *testing.M) {
@@ -31,32 +30,8 @@ var backends = []struct {
 	name string
 	open func(t *testing.T) state.Store
 }{
-	{"dir", func(t *testing.T) state.Store {
-		st, _, err := dirstore.Init(context.Background(), t.TempDir(), settings, dirstore.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() { checkAndClose(t, st) })
-		return st
-	}},
-	{"pg", func(t *testing.T) state.Store {
-		ctx := context.Background()
-		srv := pgtest.Lazy(t)
-		name, url, err := srv.CreateDatabase(ctx)
-		require.NoError(t, err)
-		st, _, err := pgstore.Init(ctx, url, settings, pgstore.Options{})
-		require.NoError(t, err)
-		t.Cleanup(func() {
-			checkAndClose(t, st)
-			require.NoError(t, srv.DropDatabase(context.Background(), name))
-		})
-		return st
-	}},
-}
-
-func checkAndClose(t *testing.T, st state.Store) {
-	rep, err := st.Check(context.Background())
-	require.NoError(t, err)
-	require.True(t, rep.OK(), "store check: %v", rep.Problems)
-	require.NoError(t, st.Close())
+	{"dir", func(t *testing.T) state.Store { return statetest.Dir(t, settings) }},
+	{"pg", func(t *testing.T) state.Store { st, _ := statetest.Postgres(t, settings); return st }},
 }
 
 // eachBackend runs fn as a subtest on every backend's fresh store.

@@ -10,6 +10,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 func TestResetClosesTheBreakerWithANewGeneration(t *testing.T) {
@@ -67,19 +68,13 @@ func TestRotateTokenReplacesTheHashAndKeepsTheGeneration(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, st state.Store) {
-				ctx := context.Background()
 				put(t, st, state.Spore{ID: "a", Desired: state.Running, Generation: 3})
 				old := state.HashToken("spt_old")
 				if tt.had {
 					require.NoError(t, update(st, func(ctx context.Context, tx state.Tx) error { return tx.SetTokenHash(ctx, "a", old) }))
 				}
 				require.NoError(t, update(st, func(ctx context.Context, tx state.Tx) error { return wish.RotateToken(ctx, tx, "a", now) }))
-				var h state.TokenHash
-				require.NoError(t, st.View(ctx, func(tx state.Tx) error {
-					var err error
-					h, err = tx.TokenHash(ctx, "a")
-					return err
-				}))
+				h := statetest.Read(t, st, func(ctx context.Context, tx state.Tx) (state.TokenHash, error) { return tx.TokenHash(ctx, "a") })
 				require.NotEqual(t, old, h)
 				require.Len(t, string(h), 64, "a sha256 hash in hex")
 				sp, evs := read(t, st, "a")

@@ -78,12 +78,7 @@ func (s *Store) Watch(ctx context.Context) (<-chan string, error) {
 }
 
 func (s *Store) heads(ctx context.Context) (map[string]state.SporeHead, error) {
-	var h map[string]state.SporeHead
-	err := s.View(ctx, func(tx state.Tx) error {
-		var err error
-		h, err = tx.Heads(ctx)
-		return err
-	})
+	h, err := state.ViewValue(ctx, s, func(tx state.Tx) (map[string]state.SporeHead, error) { return tx.Heads(ctx) })
 	return h, err
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore"
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/sporectl/sporectl/state/storecopy"
 	"github.com/sporectl/sporectl/state/storetest"
 )
@@ -24,7 +25,7 @@ func pgBackend() backend {
 		url := pgtest.NewDatabase(t)
 		s, _, err := pgstore.Init(context.Background(), url, state.Settings{Runtime: "local"}, pgstore.Options{})
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
+		statetest.CheckOnCleanup(t, s)
 		return s
 	}}
 }
