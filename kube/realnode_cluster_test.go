@@ -3,6 +3,7 @@ package kube_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -100,17 +101,20 @@ func TestRealNodeCluster(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, cidr.Contains(net.ParseIP(clusterIP)), "ClusterIP %s in %s", clusterIP, kubetest.ServiceCIDR)
 		// Only kube-proxy's DNAT rules make the ClusterIP answer (a Service
-		// whose endpoints are not published yet is refused, so wait).
+		// whose endpoints are not published yet is refused, so wait). No
+		// HTTP proxy: a machine's proxy could answer for any address.
+		direct := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
 		var last string
 		if !within(30*time.Second, func() bool {
-			resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + clusterIP + "/healthz")
+			resp, err := direct.Get("http://" + clusterIP + "/healthz")
 			if err != nil {
 				last = err.Error()
 				return false
 			}
-			resp.Body.Close()
-			last = resp.Status
-			return resp.StatusCode == http.StatusOK
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+			last = resp.Status + " " + string(body)
+			return resp.StatusCode == http.StatusOK && strings.TrimSpace(string(body)) == `{"ok":true}`
 		}) {
 			t.Fatalf("serve not reached at its Service's ClusterIP %s: %s\nkube-proxy:\n%s", clusterIP, last, n.NodeLogTail("kube-proxy"))
 		}

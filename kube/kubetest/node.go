@@ -187,6 +187,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	if err := n.host.createBridge(); err != nil {
 		return n, err
 	}
+	if err := routeServices(); err != nil {
+		return n, err
+	}
 
 	kcerts, err := writeKubeletClientCerts(n.dir)
 	if err != nil {

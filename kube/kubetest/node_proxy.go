@@ -26,6 +26,18 @@ const (
 	KubernetesServiceIP = "198.19.96.1"
 )
 
+// routeServices keeps the Services' range on the machine: a ClusterIP
+// kube-proxy has a rule for is rewritten before routing, and any other
+// address of the range (nothing answers it) goes to the bridge and no
+// further, instead of out through the machine's default route. The route
+// goes with the bridge.
+func routeServices() error {
+	if err := ip("route", "replace", ServiceCIDR, "dev", nodeBridge); err != nil {
+		return fmt.Errorf("route the Services' range to the node's bridge: %w", err)
+	}
+	return nil
+}
+
 // startKubeProxy runs kube-proxy in iptables mode for the node. It changes
 // no sysctl: conntrack limits and timeouts are left as they are (0), and
 // localhost NodePorts are off (they set route_localnet); NodePorts, if a
