@@ -16,7 +16,11 @@ import (
 )
 
 // writeServingCert writes a self-signed certificate for 127.0.0.1 and
-// returns its PEM so clients can trust exactly this server.
+// returns its PEM so clients can trust exactly this server. It also
+// names the addresses pods dial on a real node (the node's bridge
+// address, the kubernetes Service's ClusterIP and its DNS names), so an
+// in-cluster client (serve, the reconcile CronJob) verifies it with the
+// service account's ca.crt.
 func writeServingCert(dir string) (certPEM []byte, certFile, keyFile string, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -31,8 +35,8 @@ func writeServingCert(dir string) (certPEM []byte, certFile, keyFile string, err
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
+		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(nodeIP), net.ParseIP(KubernetesServiceIP)},
+		DNSNames:              []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {

@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -35,8 +36,10 @@ type NodeOptions struct {
 }
 
 // Node is a real one-node Kubernetes: etcd and kube-apiserver (a Server),
-// kube-controller-manager, kube-scheduler, containerd with runc and the
-// kubelet, its pods on a bridge this harness creates. Only one runs on a
+// kube-controller-manager, kube-scheduler, kube-proxy (iptables mode, so
+// Services work), containerd with runc and the kubelet, its pods on a
+// bridge this harness creates. Pods reach the API server through the
+// kubernetes Service, as in any cluster. Only one runs on a
 // machine at a time (a file lock serialises test binaries): the kubelet's
 // cgroups, sysctls and the kubelet port on the bridge are machine-wide.
 type Node struct {
@@ -50,7 +53,8 @@ type Node struct {
 	Client kubernetes.Interface
 	binDir string
 	dir    string
-	procs  []*proc // controller-manager, scheduler, containerd, kubelet
+	procs  []*proc  // controller-manager, scheduler, kube-proxy, containerd, kubelet
+	relays []*relay // the API server's to the pods, and ForwardToPods'
 	host   *hostState
 	lock   *os.File
 	// spawnedPIDs are every process this node started, for Leftovers.
@@ -98,7 +102,7 @@ func nodePrereqs() error {
 			errs = append(errs, err)
 		}
 	}
-	for _, b := range []string{"kubelet", "kube-controller-manager", "kube-scheduler", "containerd", "ctr", "containerd-shim-runc-v2", "runc", "bridge", "host-local", "loopback", "portmap"} {
+	for _, b := range []string{"kubelet", "kube-controller-manager", "kube-scheduler", "kube-proxy", "containerd", "ctr", "containerd-shim-runc-v2", "runc", "bridge", "host-local", "loopback", "portmap"} {
 		if _, err := NodeBinary(b); err != nil {
 			errs = append(errs, err)
 		}
@@ -163,6 +167,15 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 			}
 		}
 	}()
+	// A node that died without teardown left kube-proxy's rules in the
+	// machine's tables; they go before the machine's state is recorded.
+	if b, err := os.ReadFile(hostStateFile); err == nil {
+		var dead hostState
+		_ = json.Unmarshal(b, &dead) // unreadable: recordHost says so
+		if err := n.cleanupKubeProxy(ctx, dead.HadChains); err != nil {
+			return n, fmt.Errorf("remove the rules of a node that did not stop: %w", err)
+		}
+	}
 	// Record the host's state before anything changes it, so Stop puts
 	// back exactly that.
 	if n.host, err = recordHost(n.binDir); err != nil {
@@ -172,6 +185,9 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		return n, fmt.Errorf("node dir: %w", err)
 	}
 	if err := n.host.createBridge(); err != nil {
+		return n, err
+	}
+	if err := routeServices(); err != nil {
 		return n, err
 	}
 
@@ -186,6 +202,11 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 		"--kubelet-client-certificate="+kcerts.clientCert,
 		"--kubelet-client-key="+kcerts.clientKey,
 		"--allow-privileged=true",
+		// Pods reach the API server through the kubernetes Service: its
+		// endpoints name the bridge's address (relayed to the loopback
+		// the server listens on; see apiRelay).
+		"--advertise-address="+nodeIP,
+		"--endpoint-reconciler-type=lease",
 	)
 	if err != nil {
 		return n, fmt.Errorf("start the API server: %w", err)
@@ -209,6 +230,12 @@ func StartNode(ctx context.Context, opts NodeOptions) (n *Node, err error) {
 	}
 	sched, _ := NodeBinary("kube-scheduler")
 	if err := n.spawn(sched, "--kubeconfig="+n.Kubeconfig, "--leader-elect=false", "--secure-port=0", "--v=0"); err != nil {
+		return n, err
+	}
+	if err := n.apiRelay(); err != nil {
+		return n, err
+	}
+	if err := n.startKubeProxy(); err != nil {
 		return n, err
 	}
 
@@ -360,7 +387,8 @@ func (n *Node) Namespace(tb testing.TB) string {
 	}
 }
 
-// Stop tears the node down completely, kubelet first: pods are deleted
+// Stop tears the node down completely, kubelet first: kube-proxy stops and
+// its rules are removed (kube-proxy --cleanup), pods are deleted
 // and left to the kubelet to unwind (CNI, volumes), then the kubelet
 // stops, containerd's remaining tasks are killed, containerd, the
 // controllers and the API server stop; then mounts under the node's
@@ -384,6 +412,15 @@ func (n *Node) Stop() error {
 	defer step("the rest")
 	n.stopProc("kube-controller-manager", 10*time.Second)
 	n.stopProc("kube-scheduler", 10*time.Second)
+	if n.proc("kube-proxy") != nil {
+		n.stopProc("kube-proxy", 10*time.Second)
+		if err := n.cleanupKubeProxy(bg, n.host != nil && n.host.HadChains); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range n.relays {
+		r.Close()
+	}
 	if n.Client != nil && n.proc("kubelet") != nil && !n.proc("kubelet").exited() {
 		n.drainPods(bg, 30*time.Second)
 	}

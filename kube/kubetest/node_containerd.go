@@ -105,18 +105,21 @@ func (n *Node) startContainerd(ctx context.Context) error {
 }
 
 // cniConfig puts pods on the harness's bridge with addresses from its
-// subnet; no masquerading, so nothing leaves the machine through it.
+// subnet; no masquerading, so nothing leaves the machine through it. Their
+// one route beyond the subnet is the Services' range, through the bridge,
+// where kube-proxy's rules take it: no default route, so a pod reaches
+// nothing off the machine.
 func (n *Node) cniConfig() string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "kubetest",
   "plugins": [
     {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": false, "hairpinMode": true,
-     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "dataDir": %q}},
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": %q, "gateway": %q}]], "routes": [{"dst": %q}], "dataDir": %q}},
     {"type": "portmap", "capabilities": {"portMappings": true}}
   ]
 }
-`, nodeBridge, n.Subnet, n.IP, filepath.Join(n.dir, "cni", "ipam"))
+`, nodeBridge, n.Subnet, n.IP, ServiceCIDR, filepath.Join(n.dir, "cni", "ipam"))
 }
 
 // ctr runs containerd's client in the k8s.io namespace (the CRI's).

@@ -504,9 +504,10 @@ func lockNode(ctx context.Context) (*os.File, error) {
 	}
 }
 
-// kubeletChains are the kubelet's iptables chains present on the machine
-// (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT); none is
-// expected, as the node's kubelet makes none.
+// kubeletChains are the KUBE- iptables chains present on the machine: the
+// kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT),
+// which the node's kubelet does not make, and kube-proxy's (KUBE-SERVICES,
+// KUBE-SVC-…, KUBE-PROXY-CANARY, …), which its teardown removes.
 func kubeletChains() []string {
 	var out []string
 	for _, save := range []string{"iptables-save", "ip6tables-save"} {
@@ -518,10 +519,8 @@ func kubeletChains() []string {
 			continue
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			for _, c := range []string{"KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT"} {
-				if strings.HasPrefix(line, ":"+c+" ") {
-					out = append(out, save+" "+c)
-				}
+			if c, ok := strings.CutPrefix(line, ":KUBE-"); ok {
+				out = append(out, save+" KUBE-"+strings.Fields(c)[0])
 			}
 		}
 	}

@@ -139,7 +139,11 @@ func start(ctx context.Context, extra []string) (s *Server, err error) {
 		"--service-account-key-file=" + saPub,
 		"--service-account-signing-key-file=" + saKey,
 		"--api-audiences=https://kubernetes.default.svc",
-		"--service-cluster-ip-range=10.96.0.0/16",
+		// In the benchmarking range, beside the node's pod subnet: with
+		// kube-proxy running (a real node), a Service's address becomes a
+		// DNAT rule in the machine's own nat table, so it must be an
+		// address nothing real on any network uses.
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--endpoint-reconciler-type=none",
 		// Aggregation (an APIService such as the real node's
 		// metrics-server): the API server proxies to an aggregated server
