@@ -159,7 +159,9 @@ func benchSession(tb testing.TB, st state.Store) *http.Cookie {
 		return tx.PutSettings(ctx, s.WithOperators(ops))
 	})
 	require.NoError(tb, err)
-	return &http.Cookie{Name: SessionCookie, Value: newSession(fixtureOperator, key, t0.Add(2*time.Hour)), Path: Prefix}
+	// Valid for every benchmark's clock: the spore pages' t0+1h and the
+	// fleet page's 12:30, under SessionLifetime from each.
+	return &http.Cookie{Name: SessionCookie, Value: newSession(fixtureOperator, key, t0.Add(8*time.Hour)), Path: Prefix}
 }
 
 // request is a request straight to the handler, from loopback, with the
