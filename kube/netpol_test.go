@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,6 +198,13 @@ func runningPod(t *testing.T, admin kubernetes.Interface, kl *kubetest.Kubelet, 
 // manifests' namespace moved there; its Pod Security labels copied).
 func applyDeploy(t *testing.T, srv *kubetest.Server, admin kubernetes.Interface, ns string) {
 	t.Helper()
+	applyDeployKinds(t, srv, admin, ns)
+}
+
+// applyDeployKinds is applyDeploy for only the objects of the given kinds
+// (all when none is given): a real node runs what it is given.
+func applyDeployKinds(t *testing.T, srv *kubetest.Server, admin kubernetes.Interface, ns string, kinds ...string) {
+	t.Helper()
 	ctx := t.Context()
 	dyn, err := dynamic.NewForConfig(srv.Config)
 	require.NoError(t, err)
@@ -204,6 +212,9 @@ func applyDeploy(t *testing.T, srv *kubetest.Server, admin kubernetes.Interface,
 	require.NoError(t, err)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	for _, o := range renderDeploy(t) {
+		if len(kinds) > 0 && !slices.Contains(kinds, o.GetKind()) {
+			continue
+		}
 		if o.GetKind() == "Namespace" {
 			nsObj, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			require.NoError(t, err)
