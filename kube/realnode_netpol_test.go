@@ -56,9 +56,14 @@ func TestRealNodeNetworkPolicyWithPackets(t *testing.T) {
 	serve := waitPod(t, n, ns, "serve", "Running and Ready", ready)
 	stranger := waitPod(t, n, ns, "stranger", "Running and Ready", ready)
 
-	var enforcer *kubetest.NetworkPolicies
+	var enforcer, daemon *kubetest.NetworkPolicies
 	require.True(t, t.Run("kube-network-policies runs on the node, or the kernel says why it cannot", func(t *testing.T) {
 		np, err := n.StartNetworkPolicies(ctx)
+		daemon = np
+		if np != nil {
+			// Should a step fail, before the node's own teardown.
+			t.Cleanup(func() { _ = np.Stop() })
+		}
 		if err != nil {
 			// The one reason accepted: the kernel's, after the daemon ran
 			// and synced with the API server. Anything else is a broken
@@ -72,10 +77,6 @@ func TestRealNodeNetworkPolicyWithPackets(t *testing.T) {
 			return
 		}
 		enforcer = np
-		t.Cleanup(func() {
-			assert.NoError(t, np.Stop())
-			assert.Empty(t, np.Leftovers())
-		})
 	}), "each step needs the one before")
 
 	type conn struct {
@@ -112,11 +113,21 @@ func TestRealNodeNetworkPolicyWithPackets(t *testing.T) {
 				assert.Error(t, dial(c), "%s must be dropped", c.name)
 			}
 		})
-		return
+	} else {
+		t.Run("not enforced here: the ports the policy closes are open", func(t *testing.T) {
+			for _, c := range denied {
+				assert.NoError(t, dial(c), "%s: the port listens, so only an enforcer could refuse it", c.name)
+			}
+		})
 	}
-	t.Run("not enforced here: the ports the policy closes are open", func(t *testing.T) {
-		for _, c := range denied {
-			assert.NoError(t, dial(c), "%s: the port listens, so only an enforcer could refuse it", c.name)
-		}
+
+	// Last: the daemon and then the node go, and neither leaves anything
+	// (its process, its nftables table, the node's processes, mounts,
+	// bridge, cgroups, sysctls).
+	t.Run("teardown leaves no daemon, no nftables table, nothing of the node", func(t *testing.T) {
+		assert.NoError(t, daemon.Stop())
+		assert.Empty(t, daemon.Leftovers())
+		require.NoError(t, n.Stop())
+		assert.Empty(t, n.Leftovers())
 	})
 }
