@@ -2,8 +2,9 @@
 # Builds what a real one-node Kubernetes needs beside kube-apiserver and etcd
 # (.ci/kube-tools.sh): kubelet, kube-controller-manager, kube-scheduler and
 # kube-proxy from k8s.io/kubernetes, containerd + ctr + containerd-shim-runc-v2,
-# runc, all from the Go module proxy, plus Debian's CNI plugins (bridge,
-# host-local, loopback, portmap) linked into the same directory. Caches
+# runc, kube-network-policies (the NetworkPolicy enforcer, nftables), all
+# from the Go module proxy, plus Debian's CNI plugins (bridge, host-local,
+# loopback, portmap) linked into the same directory. Caches
 # outside the repository, keyed by versions, and prints that directory on
 # stdout; logs go to stderr. Idempotent: when every binary exists it returns
 # at once. The cold build takes 15-25 minutes on 2 cores.
@@ -14,6 +15,7 @@ set -euo pipefail
 KUBE_VERSION=1.37.2
 CONTAINERD_VERSION=2.4.2
 RUNC_VERSION=1.5.3
+KNP_VERSION=0.8.0
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="${SPORECTL_CACHE:-$HOME/.cache/sporectl}"
@@ -27,6 +29,8 @@ need_pkgs=()
 [[ -e /usr/include/seccomp.h ]] || need_pkgs+=(libseccomp-dev)
 [[ -x /usr/lib/cni/bridge ]] || need_pkgs+=(containernetworking-plugins)
 command -v iptables >/dev/null 2>&1 || need_pkgs+=(iptables)
+# nft: the node harness lists and removes kube-network-policies' table.
+command -v nft >/dev/null 2>&1 || need_pkgs+=(nftables)
 if ((${#need_pkgs[@]})); then
 	command -v apt-get >/dev/null 2>&1 || { log "missing ${need_pkgs[*]} and no apt-get to install them"; exit 1; }
 	sudo=""
@@ -79,8 +83,24 @@ build containerd github.com/containerd/containerd/v2/cmd/containerd containerd 1
 for c in kube-scheduler kube-controller-manager kubelet kube-proxy; do
 	build node "k8s.io/kubernetes/cmd/$c" "$c" 0 "" "$kube_ldflags"
 done
+# kube-network-policies is cached in a directory of its own, keyed by its
+# version, and linked into the node's: a new version is built without
+# rebuilding the node. Its main package is cmd/, so go install names the
+# binary "cmd".
+knp="$cache/kube-network-policies-$KNP_VERSION"
+if [[ ! -x "$knp/kube-network-policies" ]]; then
+	log "building kube-network-policies $KNP_VERSION"
+	start=$SECONDS
+	mkdir -p "$knp"
+	tmp="$(mktemp -d)"
+	GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags="-s -w" "sigs.k8s.io/kube-network-policies/cmd@v$KNP_VERSION" >&2
+	mv -f "$tmp/cmd" "$knp/kube-network-policies"
+	rmdir "$tmp"
+	log "built kube-network-policies in $((SECONDS - start))s"
+fi
+ln -sfn "$knp/kube-network-policies" "$out/kube-network-policies"
 for p in bridge host-local loopback portmap; do
 	ln -sfn "/usr/lib/cni/$p" "$out/$p"
 done
-printf 'kube %s\ncontainerd %s\nrunc %s\n' "$KUBE_VERSION" "$CONTAINERD_VERSION" "$RUNC_VERSION" >"$out/VERSIONS"
+printf 'kube %s\ncontainerd %s\nrunc %s\nkube-network-policies %s\n' "$KUBE_VERSION" "$CONTAINERD_VERSION" "$RUNC_VERSION" "$KNP_VERSION" >"$out/VERSIONS"
 echo "$out"

@@ -81,8 +81,8 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	assert.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 1, "Role": 1, "RoleBinding": 1,
-		"Deployment": 1, "Service": 1, "CronJob": 1, "NetworkPolicy": 1}, kinds)
+	assert.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 2, "Role": 1, "RoleBinding": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"Deployment": 1, "Service": 1, "CronJob": 1, "NetworkPolicy": 2}, kinds)
 
 	w := &warnings{}
 	cfg := rest.CopyConfig(srv.Config)
@@ -160,6 +160,16 @@ func moveNamespace(t *testing.T, o *unstructured.Unstructured, from, to string) 
 	}
 	if o.GetNamespace() == from {
 		o.SetNamespace(to)
+	}
+	// Cluster-wide objects get the namespace's name as a suffix, so runs
+	// sharing an API server do not meet each other's.
+	switch o.GetKind() {
+	case "ClusterRole":
+		o.SetName(o.GetName() + "-" + to)
+	case "ClusterRoleBinding":
+		o.SetName(o.GetName() + "-" + to)
+		ref, _, _ := unstructured.NestedString(o.Object, "roleRef", "name")
+		require.NoError(t, unstructured.SetNestedField(o.Object, ref+"-"+to, "roleRef", "name"))
 	}
 	subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 	for _, s := range subjects {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -196,6 +198,13 @@ func runningPod(t *testing.T, admin kubernetes.Interface, kl *kubetest.Kubelet, 
 // manifests' namespace moved there; its Pod Security labels copied).
 func applyDeploy(t *testing.T, srv *kubetest.Server, admin kubernetes.Interface, ns string) {
 	t.Helper()
+	applyDeployKinds(t, srv, admin, ns)
+}
+
+// applyDeployKinds is applyDeploy for only the objects of the given kinds
+// (all when none is given): a real node runs what it is given.
+func applyDeployKinds(t *testing.T, srv *kubetest.Server, admin kubernetes.Interface, ns string, kinds ...string) {
+	t.Helper()
 	ctx := t.Context()
 	dyn, err := dynamic.NewForConfig(srv.Config)
 	require.NoError(t, err)
@@ -203,6 +212,9 @@ func applyDeploy(t *testing.T, srv *kubetest.Server, admin kubernetes.Interface,
 	require.NoError(t, err)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	for _, o := range renderDeploy(t) {
+		if len(kinds) > 0 && !slices.Contains(kinds, o.GetKind()) {
+			continue
+		}
 		if o.GetKind() == "Namespace" {
 			nsObj, err := admin.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 			require.NoError(t, err)
@@ -217,7 +229,15 @@ func applyDeploy(t *testing.T, srv *kubetest.Server, admin kubernetes.Interface,
 		gvk := o.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		require.NoError(t, err, "%s is served", gvk)
-		_, err = dyn.Resource(m.Resource).Namespace(ns).Create(ctx, o, metav1.CreateOptions{FieldManager: "sporectl-test"})
+		ri := dynamic.ResourceInterface(dyn.Resource(m.Resource).Namespace(ns))
+		if m.Scope.Name() == meta.RESTScopeNameRoot {
+			// The [arch]'s ClusterRole and its binding (named after ns by
+			// moveNamespace), removed with the test.
+			ri = dyn.Resource(m.Resource)
+			name := o.GetName()
+			t.Cleanup(func() { _ = ri.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{}) })
+		}
+		_, err = ri.Create(ctx, o, metav1.CreateOptions{FieldManager: "sporectl-test"})
 		require.NoError(t, err, "create %s %s", o.GetKind(), o.GetName())
 	}
 }
@@ -307,8 +327,9 @@ func envOf(p *corev1.Pod) map[string]string {
 // On the policies the API server stored, for the pods it stored: spores
 // reach serve (through the address the runtime gives them), DNS and public
 // addresses (the model's endpoint), and nothing else — not another spore,
-// reconcile, the API server, their node, cloud metadata or any private
-// address; only serve and reconcile reach a spore's bridge port.
+// reconcile, the API server (but the [arch] does, on its ports), their
+// node, cloud metadata or any private address; only serve and reconcile
+// reach a spore's bridge port.
 func TestNetworkPolicyLetsSporesReachOnlyServeAndTheModel(t *testing.T) {
 	w := newNetpolWorld(t)
 	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
@@ -321,13 +342,15 @@ func TestNetworkPolicyLetsSporesReachOnlyServeAndTheModel(t *testing.T) {
 	// The policy confines exactly the spores, in both directions, and
 	// neither serve nor reconcile. This is where a change to the labels
 	// the runtime puts on its pods shows.
+	// The [arch]'s egress is also widened by arch-api (to the API server).
 	for _, tc := range []struct {
 		pod      *corev1.Pod
 		isolated bool
+		arch     bool
 	}{
-		{w.spores["alpha"], true}, {w.spores["beta"], true}, {w.spores["lead"], true},
-		{w.spores["warden"], true}, {w.spores["arch"], true},
-		{w.serve, false}, {w.recon, false},
+		{w.spores["alpha"], true, false}, {w.spores["beta"], true, false}, {w.spores["lead"], true, false},
+		{w.spores["warden"], true, false}, {w.spores["arch"], true, true},
+		{w.serve, false, false}, {w.recon, false, false},
 	} {
 		for _, dir := range []string{"Ingress", "Egress"} {
 			var by []string
@@ -336,9 +359,12 @@ func TestNetworkPolicyLetsSporesReachOnlyServeAndTheModel(t *testing.T) {
 					by = append(by, np.Name)
 				}
 			}
-			if tc.isolated {
+			switch {
+			case tc.arch && dir == "Egress":
+				assert.ElementsMatch(t, []string{"spores", "arch-api"}, by, "%s of %s (labels %v)", dir, tc.pod.Name, tc.pod.Labels)
+			case tc.isolated:
 				assert.Equal(t, []string{"spores"}, by, "%s of %s (labels %v) is isolated by the spores policy", dir, tc.pod.Name, tc.pod.Labels)
-			} else {
+			default:
 				assert.Empty(t, by, "%s of %s is not confined", dir, tc.pod.Name)
 			}
 		}
@@ -354,6 +380,7 @@ func TestNetworkPolicyLetsSporesReachOnlyServeAndTheModel(t *testing.T) {
 	var conns []conn
 	for id, sp := range w.spores {
 		from := podEnd(sp)
+		isArch := sp.Labels[kube.LabelRank] == string(state.RankArch)
 		serveEnd, servePort := w.serveTarget(t, sp)
 		conns = append(conns,
 			conn{"spore → serve, through SPORECTL_API_URL", from, serveEnd, tcp, servePort, true},
@@ -373,11 +400,28 @@ func TestNetworkPolicyLetsSporesReachOnlyServeAndTheModel(t *testing.T) {
 			conns = append(conns, conn{"spore → cloud metadata " + addr, from, addrEnd(addr), tcp, 80, false})
 		}
 		for _, addr := range []string{"10.1.2.3", "172.16.5.4", "192.168.1.1", "100.64.0.1", "127.0.0.1", "0.0.0.1", "192.0.0.9", "198.18.0.1", "224.0.0.251", "240.0.0.1", "fd12::1", "fe80::1", "ff02::fb", "::1"} {
-			conns = append(conns, conn{"spore → private " + addr, from, addrEnd(addr), tcp, 443, false})
+			// arch-api names no address (the API server's is the
+			// cluster's), so the [arch] reaches the API ports of any.
+			conns = append(conns,
+				conn{"spore → private " + addr + " on an API server's port", from, addrEnd(addr), tcp, 443, isArch},
+				conn{"spore → private " + addr, from, addrEnd(addr), tcp, 8443, false},
+			)
 		}
 		for _, ap := range w.apiAddrs {
-			conns = append(conns, conn{"spore → the API server at " + ap.String(), from, addrEnd(ap.Addr().String()), tcp, int32(ap.Port()), false})
+			if isArch && ap.Port() != 443 && ap.Port() != 6443 {
+				// The test API server's own random port stands for no
+				// real cluster's; the control plane's ports are below.
+				continue
+			}
+			conns = append(conns, conn{"spore → the API server at " + ap.String(), from, addrEnd(ap.Addr().String()), tcp, int32(ap.Port()), isArch})
 		}
+		// The API server after kube-proxy's translation, as kubeadm, k3s
+		// and kind publish it: only the [arch] gets there, and on no
+		// other port of that address.
+		conns = append(conns,
+			conn{"spore → the control plane's API port", from, addrEnd("10.0.0.2"), tcp, 6443, isArch},
+			conn{"spore → the control plane's kubelet", from, addrEnd("10.0.0.2"), tcp, 10250, false},
+		)
 		for otherID, other := range w.spores {
 			if otherID == id {
 				continue

@@ -21,6 +21,12 @@ const (
 	containerName        = "bridge"
 	homeVolume           = "home"
 	tmpVolume            = "tmp"
+
+	// ArchServiceAccount is the account kube/deploy/rbac.yaml binds to
+	// a ClusterRole that reads everything but secrets. Only a spore of
+	// rank arch runs with it: the seeds' [arch] is the one spore that
+	// reads the cluster.
+	ArchServiceAccount = "sporectl-arch"
 )
 
 // ModelSecret is the Secret, in the runtime's namespace, whose keys every
@@ -110,12 +116,19 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 	}
 	uid, no, yes := int64(SporeUID), false, true
 	grace := int64(30)
+	// A spore has no business with the Kubernetes API; it talks only to
+	// `serve`. The [arch] alone reads the cluster, with its own account's
+	// token (and the namespace's default account's token is never
+	// mounted into anyone).
+	account, automount := "", &no
+	if s.Rank == state.RankArch {
+		account, automount = ArchServiceAccount, &yes
+	}
 	return &corev1.Pod{
 		ObjectMeta: objectMeta(s, o.Namespace),
 		Spec: corev1.PodSpec{
-			// A spore has no business with the Kubernetes API; it talks
-			// only to `serve`.
-			AutomountServiceAccountToken:  &no,
+			ServiceAccountName:            account,
+			AutomountServiceAccountToken:  automount,
 			EnableServiceLinks:            &no,
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: &grace,
