@@ -38,8 +38,8 @@ if [[ "$(id -u)" -ne 0 ]]; then
 	sudo="sudo"
 fi
 echo "chromium.sh: installing the chromium package" >&2
-${sudo} apt-get update -q >&2
-DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y -q chromium >&2
+${sudo} flock -w 1800 /tmp/sporectl-apt.lock apt-get update -q >&2
+DEBIAN_FRONTEND=noninteractive ${sudo} flock -w 1800 /tmp/sporectl-apt.lock apt-get install -y -q chromium >&2
 
 bin="$(find_bin)" || { echo "chromium.sh: chromium installed but not found on PATH" >&2; exit 1; }
 "${bin}" --version >&2 || { echo "chromium.sh: ${bin} --version failed" >&2; exit 1; }

@@ -73,7 +73,7 @@ flock 9
 if [[ ! -f "${rootfs}" ]]; then
 	if ! command -v mmdebstrap >/dev/null 2>&1; then
 		echo "images.sh: installing mmdebstrap" >&2
-		apt-get install -y -q mmdebstrap >&2 || { apt-get update -q >&2 && apt-get install -y -q mmdebstrap >&2; }
+		flock -w 1800 /tmp/sporectl-apt.lock apt-get install -y -q mmdebstrap >&2 || { flock -w 1800 /tmp/sporectl-apt.lock apt-get update -q >&2 && flock -w 1800 /tmp/sporectl-apt.lock apt-get install -y -q mmdebstrap >&2; }
 	fi
 	echo "images.sh: making the ${suite} root filesystem (${packages[*]}) into ${rootfs}" >&2
 	tmp="$(mktemp "${cache}/.rootfs.XXXXXX.tar")"
@@ -87,7 +87,7 @@ if [[ ! -f "${rootfs}" ]]; then
 fi
 
 if [[ ! -f "${wrapper}" || ! -f "${native}" ]]; then
-	command -v npm >/dev/null 2>&1 || { echo "images.sh: npm not found (apt-get install npm)" >&2; exit 1; }
+	command -v npm >/dev/null 2>&1 || { echo "images.sh: npm not found (flock -w 1800 /tmp/sporectl-apt.lock apt-get install npm)" >&2; exit 1; }
 	echo "images.sh: fetching Claude Code ${version} from npm into ${npmdir}" >&2
 	tmpd="$(mktemp -d "${cache}/.npm.XXXXXX")"
 	trap 'rm -rf "${tmpd}"' EXIT

@@ -43,8 +43,8 @@ if [[ "$(id -u)" -ne 0 ]]; then
 	sudo="sudo"
 fi
 echo "postgres.sh: installing the postgresql package" >&2
-${sudo} apt-get update >&2
-DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y --no-install-recommends postgresql >&2
+${sudo} flock -w 1800 /tmp/sporectl-apt.lock apt-get update >&2
+DEBIAN_FRONTEND=noninteractive ${sudo} flock -w 1800 /tmp/sporectl-apt.lock apt-get install -y --no-install-recommends postgresql >&2
 
 bin="$(find_bin)" || { echo "postgres.sh: postgresql installed but no initdb found" >&2; exit 1; }
 "${bin}/initdb" --version >&2

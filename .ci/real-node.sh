@@ -37,8 +37,8 @@ if ((${#need_pkgs[@]})); then
 	[[ "$(id -u)" == 0 ]] || sudo="sudo"
 	log "installing ${need_pkgs[*]}"
 	# A fresh machine has no package lists yet: update, then install.
-	$sudo apt-get update -q >&2
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need_pkgs[@]}" >&2
+	$sudo flock -w 1800 /tmp/sporectl-apt.lock apt-get update -q >&2
+	$sudo env DEBIAN_FRONTEND=noninteractive flock -w 1800 /tmp/sporectl-apt.lock apt-get install -y --no-install-recommends "${need_pkgs[@]}" >&2
 fi
 
 # Stamp the version the way Kubernetes' own build does, so the node reports
