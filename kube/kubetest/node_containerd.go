@@ -84,24 +84,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	if err := n.spawn(bin, "--config", cfgFile); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		_, err := n.ctr(ctx, "version")
-		if err == nil {
-			return nil
-		}
-		if p := n.proc("containerd"); p.exited() {
-			return fmt.Errorf("containerd exited:\n%s", n.NodeLogTail("containerd"))
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("containerd not answering after 30s: %v\n%s", err, n.NodeLogTail("containerd"))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return n.waitContainerd(ctx)
 }
 
 // cniConfig puts pods on the harness's bridge with addresses from its

@@ -77,6 +77,8 @@ func (n *Node) respawn(name string) error {
 	return fmt.Errorf("start %s again: the node never ran it", name)
 }
 
+// waitContainerd waits up to 30 s for a containerd just started to
+// answer, failing at once if it exits.
 func (n *Node) waitContainerd(ctx context.Context) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {

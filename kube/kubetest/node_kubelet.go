@@ -1,17 +1,10 @@
 package kubetest
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 // kubeletConfig is the node's KubeletConfiguration:
@@ -78,61 +71,14 @@ func (n *Node) writeKubeletConfig(clientCA string, maxPods int) (string, error) 
 	return p, nil
 }
 
-type kubeletCerts struct{ ca, clientCert, clientKey string }
-
 // writeKubeletClientCerts makes a CA the kubelet trusts for clients and
 // the API server's client certificate from it, so only the API server can
 // call the kubelet (logs, exec); the kubelet's own serving certificate is
 // self-signed and the API server, given no kubelet CA, does not check it.
-func writeKubeletClientCerts(dir string) (kubeletCerts, error) {
-	c := kubeletCerts{
+func writeKubeletClientCerts(dir string) (clientCA, error) {
+	return writeClientCA(clientCA{
 		ca:         filepath.Join(dir, "kubelet-client-ca.crt"),
 		clientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
 		clientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return c, fmt.Errorf("kubelet client CA key: %w", err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(now.UnixNano()),
-		Subject:               pkix.Name{CommonName: "kubetest-kubelet-client-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return c, fmt.Errorf("kubelet client CA: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return c, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return c, fmt.Errorf("kubelet client key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano() + 1),
-		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return c, fmt.Errorf("kubelet client certificate: %w", err)
-	}
-	if err := os.WriteFile(c.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
-		return c, err
-	}
-	if err := os.WriteFile(c.clientCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return c, err
-	}
-	return c, writeKey(c.clientKey, key)
+	}, "kubetest-kubelet-client-ca", pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}})
 }

@@ -2,15 +2,8 @@ package kubetest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -283,34 +276,6 @@ func freePortOn(ip string) (int, error) {
 // the Service's DNS name (what the API server checks when it proxies to
 // an APIService) and the bridge's address.
 func writeMetricsServingCert(dir, ip string) (certPEM []byte, certFile, keyFile string, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, "", "", fmt.Errorf("metrics-server serving key: %w", err)
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(now.UnixNano()),
-		Subject:               pkix.Name{CommonName: metricsServiceName + "." + metricsNamespace + ".svc"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		IPAddresses:           []net.IP{net.ParseIP(ip)},
-		DNSNames:              []string{metricsServiceName + "." + metricsNamespace + ".svc"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, "", "", fmt.Errorf("metrics-server serving cert: %w", err)
-	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	certFile, keyFile = filepath.Join(dir, "serving.crt"), filepath.Join(dir, "serving.key")
-	if err := os.WriteFile(certFile, certPEM, 0o600); err != nil {
-		return nil, "", "", err
-	}
-	if err := writeKey(keyFile, key); err != nil {
-		return nil, "", "", err
-	}
-	return certPEM, certFile, keyFile, nil
+	name := metricsServiceName + "." + metricsNamespace + ".svc"
+	return writeSelfSigned(dir, name, []net.IP{net.ParseIP(ip)}, []string{name})
 }

@@ -2,16 +2,11 @@ package kubetest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net/http"
 	"os"
 	"os/exec"
@@ -290,61 +285,14 @@ func (s *Server) Stop() {
 // name, the only one an aggregated server accepts request headers from.
 const frontProxyClientName = "front-proxy-client"
 
-type frontProxyCerts struct{ ca, clientCert, clientKey string }
-
 // writeFrontProxyCerts makes the front-proxy CA and the API server's
 // client certificate from it, with which it proxies to aggregated APIs.
-func writeFrontProxyCerts(dir string) (frontProxyCerts, error) {
-	c := frontProxyCerts{
+func writeFrontProxyCerts(dir string) (clientCA, error) {
+	return writeClientCA(clientCA{
 		ca:         filepath.Join(dir, "front-proxy-ca.crt"),
 		clientCert: filepath.Join(dir, "front-proxy-client.crt"),
 		clientKey:  filepath.Join(dir, "front-proxy-client.key"),
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return c, fmt.Errorf("front-proxy CA key: %w", err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(now.UnixNano()),
-		Subject:               pkix.Name{CommonName: "kubetest-front-proxy-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return c, fmt.Errorf("front-proxy CA: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return c, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return c, fmt.Errorf("front-proxy client key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(now.UnixNano() + 1),
-		Subject:      pkix.Name{CommonName: frontProxyClientName},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return c, fmt.Errorf("front-proxy client certificate: %w", err)
-	}
-	if err := os.WriteFile(c.ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
-		return c, err
-	}
-	if err := os.WriteFile(c.clientCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		return c, err
-	}
-	return c, writeKey(c.clientKey, key)
+	}, "kubetest-front-proxy-ca", pkix.Name{CommonName: frontProxyClientName})
 }
 
 func randomToken() string {
