@@ -119,7 +119,7 @@ func TestRealNodeClaude(t *testing.T) {
 		require.NoError(t, err)
 		session = st.SessionID
 		require.NotEmpty(t, session)
-		_, asked := lastRequest(api, "say hello")
+		_, asked := api.LastRequestFor("say hello")
 		assert.True(t, asked, "the pod's Claude Code reached the fake model at %s", model)
 		assert.Equal(t, []string{session}, claudeSessions(t, rt, s.ID), "Claude ran on the bridge's session")
 	})
@@ -135,7 +135,7 @@ func TestRealNodeClaude(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, session, st.SessionID, "the session kept in the home")
 		last = claudeTurn(t, rt, s.ID, "c2", "what did I ask before?", "you asked me to say hello", last)
-		req, ok := lastRequest(api, "what did I ask")
+		req, ok := api.LastRequestFor("what did I ask")
 		require.True(t, ok)
 		assert.True(t, req.Contains("please say hello"), "Claude resumed the session: the model sees the turn before the sleep")
 		assert.Equal(t, []string{session}, claudeSessions(t, rt, s.ID))
@@ -150,7 +150,7 @@ func TestRealNodeClaude(t *testing.T) {
 		var st bridge.Status
 		require.Eventually(t, func() bool {
 			st, err = c.Status(ctx)
-			_, asked := lastRequest(api, "think slowly")
+			_, asked := api.LastRequestFor("think slowly")
 			return err == nil && st.State == bridge.StateWorking && st.AgentPID > 0 && asked
 		}, 90*time.Second, 100*time.Millisecond, "the slow turn never reached the model")
 		agent := hostPIDOf(t, p.Status.ContainerStatuses[0].ContainerID, st.AgentPID)
@@ -164,7 +164,7 @@ func TestRealNodeClaude(t *testing.T) {
 		o := waitHealthy(t, rt, s.ID)
 		assert.Equal(t, int(restartsBefore), o.Restarts, "the container itself never restarted")
 		assert.Equal(t, p.UID, getPod(t, n, ns, pod).UID, "the same pod")
-		req, ok := lastRequest(api, claudeRetryNote)
+		req, ok := api.LastRequestFor(claudeRetryNote)
 		require.True(t, ok)
 		assert.True(t, req.Contains("please say hello"), "the retry resumed the session with its history")
 	})
@@ -487,17 +487,6 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// lastRequest is the newest request the fake got whose prompt holds s.
-func lastRequest(api *fakeapi.Server, s string) (fakeapi.Request, bool) {
-	reqs := api.Requests()
-	for i := len(reqs) - 1; i >= 0; i-- {
-		if p, _ := reqs[i].Prompt(); strings.Contains(p, s) {
-			return reqs[i], true
-		}
-	}
-	return fakeapi.Request{}, false
 }
 
 // allowBash lets Claude Code run Bash in the spore's home: its user

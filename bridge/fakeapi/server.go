@@ -49,6 +49,18 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// LastRequestFor is the newest request whose prompt (its last user
+// text) contains s: the turn a test is waiting on or checking.
+func (s *Server) LastRequestFor(sub string) (Request, bool) {
+	reqs := s.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		if p, _ := reqs[i].Prompt(); strings.Contains(p, sub) {
+			return reqs[i], true
+		}
+	}
+	return Request{}, false
+}
+
 // ServeHTTP answers the Messages API routes Claude Code uses.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {

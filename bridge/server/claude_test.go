@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,18 +38,6 @@ func resultText(evs []bridge.Event) []string {
 		}
 	}
 	return out
-}
-
-// lastRequestFor is the newest request the fake got for a prompt
-// containing s.
-func lastRequestFor(api *fakeapi.Server, s string) (fakeapi.Request, bool) {
-	reqs := api.Requests()
-	for i := len(reqs) - 1; i >= 0; i-- {
-		if p, _ := reqs[i].Prompt(); strings.Contains(p, s) {
-			return reqs[i], true
-		}
-	}
-	return fakeapi.Request{}, false
 }
 
 func TestClaudeTurnsResumeToolsCompactBlocked(t *testing.T) {
@@ -92,7 +79,7 @@ func TestClaudeTurnsResumeToolsCompactBlocked(t *testing.T) {
 	h.prompt("p2", "what did I ask before?")
 	evs = h.until(evs[len(evs)-1].Seq, 60*time.Second, hasType("result", "", 1))
 	require.Equal(t, []string{"you asked for notes"}, resultText(evs))
-	req, ok := lastRequestFor(api, "what did I ask")
+	req, ok := api.LastRequestFor("what did I ask")
 	require.True(t, ok)
 	require.True(t, req.Contains("please write the notes"), "the second turn resumed the session with its history")
 
@@ -118,7 +105,7 @@ func TestClaudeKilledMidTurnIsRestarted(t *testing.T) {
 	)
 	h.prompt("slow", "do the slow task")
 	st := h.waitStatus(30*time.Second, func(s bridge.Status) bool {
-		_, asked := lastRequestFor(api, "slow task")
+		_, asked := api.LastRequestFor("slow task")
 		return s.State == bridge.StateWorking && s.AgentPID > 0 && asked
 	})
 	require.NoError(t, syscall.Kill(st.AgentPID, syscall.SIGKILL))
@@ -134,7 +121,7 @@ func TestClaudeKilledMidTurnIsRestarted(t *testing.T) {
 	h.prompt("after", "what was the task?")
 	more := h.until(evs[len(evs)-1].Seq, 60*time.Second, hasType("result", "", 1))
 	require.Equal(t, []string{"a slow one"}, resultText(more))
-	req, ok := lastRequestFor(api, "what was the task")
+	req, ok := api.LastRequestFor("what was the task")
 	require.True(t, ok)
 	require.True(t, req.Contains("do the slow task"), "the conversation went on in the same session")
 	var sessions []string

@@ -136,7 +136,7 @@ func TestBridgeSIGKILLedMidTurnResumes(t *testing.T) {
 		}
 		agentPID = st.AgentPID
 		_, statErr := os.Stat(marker)
-		req, ok := lastRequestFor(api, "long job")
+		req, ok := api.LastRequestFor("long job")
 		_, step := req.Prompt()
 		return statErr == nil && ok && step == 1 && st.State == bridge.StateWorking
 	}, 60*time.Second, 20*time.Millisecond)
@@ -173,7 +173,7 @@ func TestBridgeSIGKILLedMidTurnResumes(t *testing.T) {
 	after, err := client.Status(ctx)
 	require.NoError(t, err)
 	require.Equal(t, before.SessionID, after.SessionID, "the new bridge speaks in the same session")
-	req, ok := lastRequestFor(api, "are you there")
+	req, ok := api.LastRequestFor("are you there")
 	require.True(t, ok)
 	require.True(t, req.Contains("run the long job"), "Claude resumed the session with its history")
 }

@@ -6,7 +6,6 @@ package main
 
 import (
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -32,17 +31,6 @@ func claudeRig(t *testing.T, api *fakeapi.Server) *rig {
 	return newRig(t, env, append([]string{"--agent", "claude"}, recoveryPolicy...)...)
 }
 
-// requestFor is the newest request the fake got whose prompt contains s.
-func requestFor(api *fakeapi.Server, s string) (fakeapi.Request, bool) {
-	reqs := api.Requests()
-	for i := len(reqs) - 1; i >= 0; i-- {
-		if p, _ := reqs[i].Prompt(); strings.Contains(p, s) {
-			return reqs[i], true
-		}
-	}
-	return fakeapi.Request{}, false
-}
-
 // waitTurnInFlight waits until the bridge runs a turn whose request the
 // fake holds (it is slow), and returns the bridge's status then.
 func (r *rig) waitTurnInFlight(id string, api *fakeapi.Server, match string) bridge.Status {
@@ -50,7 +38,7 @@ func (r *rig) waitTurnInFlight(id string, api *fakeapi.Server, match string) bri
 	var st bridge.Status
 	require.Eventually(r.t, func() bool {
 		st = r.bridgeStatus(id)
-		_, asked := requestFor(api, match)
+		_, asked := api.LastRequestFor(match)
 		return st.State == bridge.StateWorking && st.AgentPID > 0 && asked
 	}, 60*time.Second, 50*time.Millisecond, "the turn %q never reached the model", match)
 	return st
@@ -133,7 +121,7 @@ func TestRecoveryClaudeCodeKilledMidTurn(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	require.Equal(t, bridgePIDBefore, r.runFile(id).PID, "the bridge itself was not restarted")
-	req, ok := requestFor(api, retryNote)
+	req, ok := api.LastRequestFor(retryNote)
 	require.True(t, ok, "the retry reached the model")
 	require.True(t, req.Contains("say hello"), "the retried turn resumed the session with its history")
 
@@ -195,14 +183,14 @@ func TestRecoveryWholeSporeKilled(t *testing.T) {
 	require.NotEqual(t, oldBridge, r.runFile(id).PID, "a new tree")
 	after := r.waitIdle(id, 90*time.Second)
 	require.Equal(t, before.SessionID, after.SessionID, "the same Claude session")
-	req, ok := requestFor(api, retryNote)
+	req, ok := api.LastRequestFor(retryNote)
 	require.True(t, ok, "the new bridge ran the cut-off prompt again")
 	require.True(t, req.Contains("write the notes"), "on the same session: the model sees the earlier turn")
 
 	again, st := r.prompt(id, "what did you write?")
 	require.Equal(t, "delivered", st)
 	r.settle(id, 90*time.Second)
-	req, ok = requestFor(api, "what did you write")
+	req, ok = api.LastRequestFor("what did you write")
 	require.True(t, ok)
 	require.True(t, req.Contains("write the notes"))
 
