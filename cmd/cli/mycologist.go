@@ -364,9 +364,6 @@ func newCmdMycoSpore(f *Factory, co *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if f.Global.Output == "table" || f.Global.Output == "wide" {
-				return writeTurns(f.IO.Out, r)
-			}
 			return f.Print(sporeTurns{r})
 		},
 	}
@@ -377,20 +374,23 @@ func newCmdMycoSpore(f *Factory, co *clientOptions) *cobra.Command {
 // writeTurns prints a spore's turns as text. The server renders them
 // safely; each line is sanitized again here, since the text came over
 // the network.
-func writeTurns(w io.Writer, r mycelia.SporeTurns) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# spore/%s, %s (%s), %d turn(s), events %d–%d\n", transcript.Sanitize(r.ID), transcript.Sanitize(r.Effective), transcript.Sanitize(r.Desired), r.Turns, r.FirstSeq, r.LastSeq)
+// Lines are the turns as the agent reads them: a header line, then the
+// conversation's lines.
+func (t sporeTurns) Lines() []string {
+	r := t.SporeTurns
+	lines := []string{fmt.Sprintf("# spore/%s, %s (%s), %d turn(s), events %d–%d", r.ID, r.Effective, r.Desired, r.Turns, r.FirstSeq, r.LastSeq)}
 	if r.Cut {
-		b.WriteString("# (earlier lines cut)\n")
+		lines = append(lines, "# (earlier lines cut)")
 	}
-	if r.Text != "" {
-		for _, l := range strings.Split(strings.TrimSuffix(r.Text, "\n"), "\n") {
-			b.WriteString(transcript.Sanitize(l))
-			b.WriteByte('\n')
-		}
+	return append(lines, textLines(r.Text)...)
+}
+
+// textLines splits text into its lines (none for no text).
+func textLines(text string) []string {
+	if text == "" {
+		return nil
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 }
 
 // exactText: n arguments, the last being the text.
@@ -500,13 +500,7 @@ func newCmdHosts(f *Factory, co *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := f.Print(hostList{HostList: l, now: f.Now()}); err != nil {
-				return err
-			}
-			if (f.Global.Output == "table" || f.Global.Output == "wide") && !f.Global.NoHeaders {
-				_, err = fmt.Fprintf(f.IO.Out, "# %s: %s\n", transcript.Sanitize(l.Runtime), transcript.Sanitize(l.Metrics))
-			}
-			return err
+			return f.Print(hostList{HostList: l, now: f.Now()})
 		},
 	}
 }
@@ -543,20 +537,6 @@ func newCmdHostLogs(f *Factory, co *clientOptions) *cobra.Command {
 			}
 			r, err := c.HostLogs(cmd.Context(), name, tail)
 			if err != nil {
-				return err
-			}
-			if f.Global.Output == "table" || f.Global.Output == "wide" {
-				var b strings.Builder
-				if r.Cut {
-					b.WriteString("# (earlier lines cut)\n")
-				}
-				if r.Text != "" {
-					for _, l := range strings.Split(strings.TrimSuffix(r.Text, "\n"), "\n") {
-						b.WriteString(transcript.Sanitize(l))
-						b.WriteByte('\n')
-					}
-				}
-				_, err := io.WriteString(f.IO.Out, b.String())
 				return err
 			}
 			return f.Print(hostLogs{r})
@@ -599,7 +579,21 @@ func (l hostList) Names() []string {
 	return out
 }
 
+// Footer says where the figures come from.
+func (l hostList) Footer() []string {
+	return []string{"# " + l.Runtime + ": " + l.Metrics}
+}
+
 type hostLogs struct{ mycelia.HostLogs }
+
+// Lines are the log's lines, after a note when earlier ones were cut.
+func (l hostLogs) Lines() []string {
+	var lines []string
+	if l.Cut {
+		lines = append(lines, "# (earlier lines cut)")
+	}
+	return append(lines, textLines(l.HostLogs.Text)...)
+}
 
 func (h hostLogs) Table(bool) ([]string, [][]string) { return nil, [][]string{{h.Text}} }
 func (h hostLogs) Names() []string                   { return []string{"host/" + h.Name} }

@@ -35,6 +35,19 @@ type Printable interface {
 	Names() []string
 }
 
+// Texter is a Printable whose table form is lines of text (a
+// transcript, a log), not columns: printed one per line, each sanitized
+// as a table cell is, outside any column alignment.
+type Texter interface {
+	Lines() []string
+}
+
+// Footer is a Printable with lines printed under its table (where the
+// figures come from), sanitized; left out with --no-headers.
+type Footer interface {
+	Footer() []string
+}
+
 // Print writes v to w in the format chosen by -o. Every command prints
 // through here, so the formats behave the same everywhere.
 func (f *Factory) Print(v Printable) error {
@@ -84,6 +97,9 @@ func printTo(w io.Writer, format string, noHeaders bool, v Printable) error {
 		}
 		return nil
 	default:
+		if t, ok := v.(Texter); ok {
+			return writeLines(w, t.Lines())
+		}
 		header, rows := v.Table(format == "wide")
 		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 		if !noHeaders && header != nil {
@@ -96,8 +112,26 @@ func printTo(w io.Writer, format string, noHeaders bool, v Printable) error {
 			}
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if f, ok := v.(Footer); ok && !noHeaders {
+			return writeLines(w, f.Footer())
+		}
+		return nil
 	}
+}
+
+// writeLines writes each line sanitized (control characters, escapes and
+// bidi controls shown visibly), one per line.
+func writeLines(w io.Writer, lines []string) error {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(transcript.Sanitize(l))
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // escapeJSON rewrites every unsafe rune of encoded JSON (or of YAML whose
