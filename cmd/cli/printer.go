@@ -49,7 +49,10 @@ type Footer interface {
 }
 
 // Print writes v to w in the format chosen by -o. Every command prints
-// through here, so the formats behave the same everywhere.
+// through here (or PrintLine, for a stream of JSON lines), so the formats
+// behave the same everywhere; the two text streams with no end, chat -f's
+// transcript and logs, write through their own sanitizing writers
+// (transcript.WriteText, lineSanitizer).
 func (f *Factory) Print(v Printable) error {
 	return printTo(f.IO.Out, f.Global.Output, f.Global.NoHeaders, v)
 }
