@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile/transcript"
+)
+
+// newCmdCollisions, newCmdDeploys and newCmdReport are the incidents the
+// [arch] reads and the reports spores make.
+func newCmdCollisions(f *Factory, co *clientOptions) *cobra.Command {
+	var win time.Duration
+	cmd := &cobra.Command{
+		Use:   mycelia.RouteCollisions.Use(),
+		Short: mycelia.RouteCollisions.Short,
+		Long:  mycelia.RouteCollisions.Long,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWindow(win); err != nil {
+				return err
+			}
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			l, err := c.Collisions(cmd.Context(), win)
+			if err != nil {
+				return err
+			}
+			return f.Print(collisionList{l})
+		},
+	}
+	windowFlag(cmd, &win)
+	return cmd
+}
+
+func newCmdDeploys(f *Factory, co *clientOptions) *cobra.Command {
+	var win time.Duration
+	cmd := &cobra.Command{
+		Use:   mycelia.RouteDeploys.Use(),
+		Short: mycelia.RouteDeploys.Short,
+		Long:  mycelia.RouteDeploys.Long,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkWindow(win); err != nil {
+				return err
+			}
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			l, err := c.Deploys(cmd.Context(), win)
+			if err != nil {
+				return err
+			}
+			return f.Print(deployList{l})
+		},
+	}
+	windowFlag(cmd, &win)
+	return cmd
+}
+
+func newCmdReport(f *Factory, co *clientOptions) *cobra.Command {
+	var failed bool
+	cmd := &cobra.Command{
+		Use:   mycelia.RouteReport.Use(),
+		Short: mycelia.RouteReport.Short,
+		Long:  mycelia.RouteReport.Long,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 || (args[0] != mycelia.ReportPush && args[0] != mycelia.ReportDeploy) {
+				return usageErrorf("%s takes push or deploy and the text (or - for stdin)", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			text, err := readText(cmd, args[1])
+			if err != nil {
+				return err
+			}
+			c, err := f.apiClient(co)
+			if err != nil {
+				return err
+			}
+			r, err := c.Report(cmd.Context(), args[0], failed, text)
+			if err != nil {
+				return err
+			}
+			return f.Print(reportResult{r})
+		},
+	}
+	cmd.Flags().BoolVar(&failed, "failed", false, "it failed")
+	return cmd
+}
+
+type collisionList struct{ mycelia.CollisionList }
+
+func (l collisionList) Table(bool) ([]string, [][]string) {
+	rows := [][]string{}
+	for _, f := range l.Files {
+		for _, e := range f.Spores {
+			rows = append(rows, []string{transcript.Sanitize(f.Path), e.ID, strconv.Itoa(e.Edits), e.FirstAt.UTC().Format(time.RFC3339), e.LastAt.UTC().Format(time.RFC3339)})
+		}
+	}
+	return []string{"FILE", "SPORE", "EDITS", "FIRST", "LAST"}, rows
+}
+
+func (l collisionList) Names() []string {
+	out := make([]string, len(l.Files))
+	for i, f := range l.Files {
+		out[i] = "file/" + transcript.Sanitize(f.Path)
+	}
+	return out
+}
+
+type deployList struct{ mycelia.DeployList }
+
+func (l deployList) Table(wide bool) ([]string, [][]string) {
+	rows := [][]string{}
+	for _, d := range l.Deploys {
+		st := "ok"
+		if d.Failed {
+			st = "FAILED"
+		}
+		what := transcript.Sanitize(d.What)
+		if r := []rune(what); !wide && len(r) > 80 {
+			what = string(r[:77]) + "..."
+		}
+		rows = append(rows, []string{d.At.UTC().Format(time.RFC3339), d.Spore, d.Kind, st, d.Source, what})
+	}
+	return []string{"AT", "SPORE", "KIND", "RESULT", "SOURCE", "WHAT"}, rows
+}
+
+func (l deployList) Names() []string {
+	out := make([]string, len(l.Deploys))
+	for i, d := range l.Deploys {
+		out[i] = "spore/" + d.Spore
+	}
+	return out
+}
+
+type reportResult struct{ mycelia.ReportResponse }
+
+func (r reportResult) Table(bool) ([]string, [][]string) {
+	return nil, [][]string{{fmt.Sprintf("report/%s recorded in the log of spore/%s (event %d)", r.Action, r.Spore, r.Seq)}}
+}
+
+func (r reportResult) Names() []string { return []string{"report/" + r.Action} }
