@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -39,9 +40,12 @@ type Server struct {
 	User     string
 	Password string
 	cred     *syscall.Credential // nil when not root
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	dbSeq    atomic.Int64
+	// mu guards cmd and exited: a test's cleanup may Stop the server
+	// while a fault it injected stops it too.
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	dbSeq  atomic.Int64
 }
 
 // Start creates and starts a cluster.
@@ -133,8 +137,11 @@ func (s *Server) Start(ctx context.Context) error {
 		logf.Close()
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	s.cmd, s.exited = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(s.exited) }()
+	exited := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.exited = cmd, exited
+	s.mu.Unlock()
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		conn, err := pgx.Connect(ctx, s.URL("postgres"))
@@ -143,7 +150,7 @@ func (s *Server) Start(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-s.exited:
+		case <-exited:
 			log, _ := os.ReadFile(s.logFile())
 			return fmt.Errorf("postgres exited while starting: %s", tail(log))
 		default:
@@ -158,7 +165,10 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Stop stops the server with pg_ctl in the given mode ("fast", or
 // "immediate" to simulate a crash: no checkpoint, recovery on restart).
+// Concurrent calls stop it once; the others wait for it and return nil.
 func (s *Server) Stop(mode string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.cmd == nil {
 		return nil
 	}
