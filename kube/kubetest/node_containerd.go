@@ -126,7 +126,7 @@ func (n *Node) ctr(ctx context.Context, args ...string) (string, error) {
 }
 
 // ImportImage loads an OCI archive (an OCI layout in a tar whose index
-// names the image, as WriteOCIArchive and `make images` write) into the
+// names the image, as kube/images writes it) into the
 // node's containerd, where pods with imagePullPolicy Never find it.
 func (n *Node) ImportImage(ctx context.Context, path string) error {
 	if _, err := n.ctr(ctx, "images", "import", path); err != nil {
