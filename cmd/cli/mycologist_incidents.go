@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -14,37 +15,27 @@ import (
 // newCmdCollisions, newCmdDeploys and newCmdReport are the incidents the
 // [arch] reads and the reports spores make.
 func newCmdCollisions(f *Factory, co *clientOptions) *cobra.Command {
-	var win time.Duration
-	cmd := &cobra.Command{
-		Use:   mycelia.RouteCollisions.Use(),
-		Short: mycelia.RouteCollisions.Short,
-		Long:  mycelia.RouteCollisions.Long,
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkWindow(win); err != nil {
-				return err
-			}
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
-			}
-			l, err := c.Collisions(cmd.Context(), win)
-			if err != nil {
-				return err
-			}
-			return f.Print(collisionList{l})
-		},
-	}
-	windowFlag(cmd, &win)
-	return cmd
+	return newWindowCmd(f, co, mycelia.RouteCollisions, func(ctx context.Context, c *mycelia.Client, win time.Duration) (Printable, error) {
+		l, err := c.Collisions(ctx, win)
+		return collisionList{l}, err
+	})
 }
 
 func newCmdDeploys(f *Factory, co *clientOptions) *cobra.Command {
+	return newWindowCmd(f, co, mycelia.RouteDeploys, func(ctx context.Context, c *mycelia.Client, win time.Duration) (Printable, error) {
+		l, err := c.Deploys(ctx, win)
+		return deployList{l}, err
+	})
+}
+
+// newWindowCmd is an incident list of route over the --window flag's
+// last stretch of time, fetched by list.
+func newWindowCmd(f *Factory, co *clientOptions, route *mycelia.Route, list func(context.Context, *mycelia.Client, time.Duration) (Printable, error)) *cobra.Command {
 	var win time.Duration
 	cmd := &cobra.Command{
-		Use:   mycelia.RouteDeploys.Use(),
-		Short: mycelia.RouteDeploys.Short,
-		Long:  mycelia.RouteDeploys.Long,
+		Use:   route.Use(),
+		Short: route.Short,
+		Long:  route.Long,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkWindow(win); err != nil {
@@ -54,11 +45,11 @@ func newCmdDeploys(f *Factory, co *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l, err := c.Deploys(cmd.Context(), win)
+			p, err := list(cmd.Context(), c, win)
 			if err != nil {
 				return err
 			}
-			return f.Print(deployList{l})
+			return f.Print(p)
 		},
 	}
 	windowFlag(cmd, &win)
