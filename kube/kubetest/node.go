@@ -321,17 +321,7 @@ func (n *Node) stopProc(name string, grace time.Duration) {
 
 // NodeLogTail is LogTail for the node's own processes (kubelet,
 // containerd, kube-scheduler, kube-controller-manager).
-func (n *Node) NodeLogTail(name string) string {
-	b, err := os.ReadFile(filepath.Join(n.dir, filepath.Base(name)+".log"))
-	if err != nil {
-		return err.Error()
-	}
-	const max = 4000
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	return string(b)
-}
+func (n *Node) NodeLogTail(name string) string { return logTail(n.dir, name) }
 
 func (n *Node) waitNodeReady(ctx context.Context, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)

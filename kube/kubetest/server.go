@@ -229,8 +229,11 @@ func (s *Server) waitReady(ctx context.Context, limit time.Duration) error {
 }
 
 // LogTail returns the end of the named process's log, for failure output.
-func (s *Server) LogTail(name string) string {
-	b, err := os.ReadFile(filepath.Join(s.dir, filepath.Base(name)+".log"))
+func (s *Server) LogTail(name string) string { return logTail(s.dir, name) }
+
+// logTail is the last 4000 bytes of dir's log of the process name.
+func logTail(dir, name string) string {
+	b, err := os.ReadFile(filepath.Join(dir, filepath.Base(name)+".log"))
 	if err != nil {
 		return err.Error()
 	}
