@@ -14,7 +14,7 @@ import (
 
 func spore(id string) state.Spore {
 	now := time.Now()
-	return state.Spore{ID: id, Colony: "moss", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now}
+	return state.Spore{Wish: state.Wish{ID: id, Colony: "moss", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now}}
 }
 
 // creds makes distinct tokens per spore so a mix-up would show.

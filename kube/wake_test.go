@@ -88,7 +88,7 @@ func TestWakeWhileTheOldPodTerminates(t *testing.T) {
 		require.Equal(t, reconcile.ReasonOldPodTerminating, p.Verdict.Code)
 	}
 	sp := record()
-	require.Equal(t, "Suspect", sp.Health)
+	require.Equal(t, "Suspect", string(sp.Health))
 	require.Equal(t, string(reconcile.ReasonOldPodTerminating), sp.HealthReason)
 	got, err = e.admin.CoreV1().Pods(e.ns).Get(ctx, pod, metav1.GetOptions{})
 	require.NoError(t, err)

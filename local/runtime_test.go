@@ -62,7 +62,7 @@ func waitReady(t *testing.T, r *Runtime, id string) {
 }
 
 func spore(id string) state.Spore {
-	return state.Spore{ID: id, Colony: "default", Rank: state.RankSpore, Desired: state.Running}
+	return state.Spore{Wish: state.Wish{ID: id, Colony: "default", Rank: state.RankSpore, Desired: state.Running}}
 }
 
 var creds = reconcile.Credentials{APIToken: "spt_api_test_token", BridgeToken: "bridge-test-token"}

@@ -188,7 +188,7 @@ func TestAddressCheckFallback(t *testing.T) {
 }
 
 func TestNameCheck(t *testing.T) {
-	cands := []state.Spore{{ID: "lab-b"}, {ID: "lab-c"}, {ID: "web"}}
+	cands := []state.Spore{{Wish: state.Wish{ID: "lab-b"}}, {Wish: state.Wish{ID: "lab-c"}}, {Wish: state.Wish{ID: "web"}}}
 	for text, want := range map[string]string{
 		"hello":                   "",
 		"LAB-B please":            "lab-b",
@@ -198,7 +198,7 @@ func TestNameCheck(t *testing.T) {
 		"the website is down":     "",
 		"(lab-c) and then lab-b.": "lab-c",
 	} {
-		v, err := NameCheck{}.CheckAddress(context.Background(), AddressQuery{Target: state.Spore{ID: "lab-a"}, Candidates: cands, Text: text})
+		v, err := NameCheck{}.CheckAddress(context.Background(), AddressQuery{Target: state.Spore{Wish: state.Wish{ID: "lab-a"}}, Candidates: cands, Text: text})
 		require.NoError(t, err)
 		require.Equal(t, want != "", v.Misaddressed, text)
 		require.Equal(t, want, v.MeantFor, text)

@@ -232,11 +232,11 @@ func buildBenchFleet(b *testing.B, variant string) *benchFleet {
 	}
 	f.token = tok
 	var all []state.Spore
-	all = append(all, state.Spore{ID: benchArch, Colony: "c-0", Rank: state.RankArch}, state.Spore{ID: benchIdle, Colony: "c-0", Rank: state.RankSpore})
+	all = append(all, state.Spore{Wish: state.Wish{ID: benchArch, Colony: "c-0", Rank: state.RankArch}}, state.Spore{Wish: state.Wish{ID: benchIdle, Colony: "c-0", Rank: state.RankSpore}})
 	for i := range benchFleetSize - 2 {
 		id := fmt.Sprintf("s-%05d", i)
 		f.fakes = append(f.fakes, id)
-		all = append(all, state.Spore{ID: id, Colony: fmt.Sprintf("c-%d", i%10), Rank: state.RankSpore})
+		all = append(all, state.Spore{Wish: state.Wish{ID: id, Colony: fmt.Sprintf("c-%d", i%10), Rank: state.RankSpore}})
 	}
 	err = st.Update(ctx, func(tx state.Tx) error {
 		for _, sp := range all {
@@ -540,11 +540,11 @@ func buildBusyFleet(b *testing.B, variant string) *benchFleet {
 		b.Fatal(err)
 	}
 	f.token = tok
-	all := []state.Spore{{ID: benchArch, Colony: "c-0", Rank: state.RankArch}, {ID: "busy", Colony: "c-0", Rank: state.RankSpore}}
+	all := []state.Spore{{Wish: state.Wish{ID: benchArch, Colony: "c-0", Rank: state.RankArch}}, {Wish: state.Wish{ID: "busy", Colony: "c-0", Rank: state.RankSpore}}}
 	for i := range 100 {
 		id := fmt.Sprintf("quiet-%03d", i)
 		f.fakes = append(f.fakes, id)
-		all = append(all, state.Spore{ID: id, Colony: "c-0", Rank: state.RankSpore})
+		all = append(all, state.Spore{Wish: state.Wish{ID: id, Colony: "c-0", Rank: state.RankSpore}})
 	}
 	now := time.Now().UTC()
 	err = st.Update(ctx, func(tx state.Tx) error {

@@ -194,14 +194,14 @@ func (h *harness) add(sp state.Spore, awake bool) {
 //	far-myco   [colony]  colony far                    asleep
 //	far-x      spore     colony far, swarm red, scout  awake
 func (h *harness) colony() *harness {
-	h.add(state.Spore{ID: "arch", Colony: "lab", Rank: state.RankArch}, true)
-	h.add(state.Spore{ID: "lab-myco", Colony: "lab", Rank: state.RankColony}, true)
-	h.add(state.Spore{ID: "lab-lead", Colony: "lab", Rank: state.RankSwarm, Swarm: "red", Role: "lead"}, true)
-	h.add(state.Spore{ID: "lab-a", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "coder"}, true)
-	h.add(state.Spore{ID: "lab-b", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "tester"}, false)
-	h.add(state.Spore{ID: "lab-c", Colony: "lab", Rank: state.RankSpore}, true)
-	h.add(state.Spore{ID: "far-myco", Colony: "far", Rank: state.RankColony}, false)
-	h.add(state.Spore{ID: "far-x", Colony: "far", Rank: state.RankSpore, Swarm: "red", Role: "scout"}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "arch", Colony: "lab", Rank: state.RankArch}}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "lab-myco", Colony: "lab", Rank: state.RankColony}}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "lab-lead", Colony: "lab", Rank: state.RankSwarm, Swarm: "red", Role: "lead"}}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "lab-a", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "coder"}}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "lab-b", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "tester"}}, false)
+	h.add(state.Spore{Wish: state.Wish{ID: "lab-c", Colony: "lab", Rank: state.RankSpore}}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "far-myco", Colony: "far", Rank: state.RankColony}}, false)
+	h.add(state.Spore{Wish: state.Wish{ID: "far-x", Colony: "far", Rank: state.RankSpore, Swarm: "red", Role: "scout"}}, true)
 	h.st.updates.Store(0)
 	return h
 }

@@ -9,7 +9,7 @@ import (
 )
 
 func sp(id, colony string, rank state.Rank, swarm, role string) state.Spore {
-	return state.Spore{ID: id, Colony: colony, Rank: rank, Swarm: swarm, Role: role}
+	return state.Spore{Wish: state.Wish{ID: id, Colony: colony, Rank: rank, Swarm: swarm, Role: role}}
 }
 
 func TestReaches(t *testing.T) {

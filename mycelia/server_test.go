@@ -229,9 +229,9 @@ func TestNoTokenAnywhere(t *testing.T) {
 
 func TestSummonsGoesOneRankUp(t *testing.T) {
 	h := newHarness(t)
-	h.add(state.Spore{ID: "arch", Colony: "hq", Rank: state.RankArch}, true)
-	h.add(state.Spore{ID: "alone", Colony: "empty", Rank: state.RankSpore}, true)
-	h.add(state.Spore{ID: "lead", Colony: "empty", Rank: state.RankSwarm, Swarm: "s", Role: "lead"}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "arch", Colony: "hq", Rank: state.RankArch}}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "alone", Colony: "empty", Rank: state.RankSpore}}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "lead", Colony: "empty", Rank: state.RankSwarm, Swarm: "s", Role: "lead"}}, true)
 	r := h.do("alone", "POST", "/api/mycologist/summons", AskRequest{Text: "anyone?"})
 	require.Equal(t, http.StatusAccepted, r.status, "%s", r.body)
 	var res SendResponse
@@ -243,7 +243,7 @@ func TestSummonsGoesOneRankUp(t *testing.T) {
 	require.Equal(t, "[from spore alone]\nanyone?\n\n(alone summons you. Read its conversation: `mycologist spore alone --turns 5`. Answer it: `mycologist tell alone \"…\"`.)", p[0].Text)
 
 	h2 := newHarness(t)
-	h2.add(state.Spore{ID: "alone", Colony: "empty", Rank: state.RankSpore}, true)
+	h2.add(state.Spore{Wish: state.Wish{ID: "alone", Colony: "empty", Rank: state.RankSpore}}, true)
 	r = h2.do("alone", "POST", "/api/mycologist/summons", AskRequest{Text: "anyone?"})
 	require.Equal(t, http.StatusConflict, r.status)
 	var e Error
@@ -272,7 +272,7 @@ func TestSporesList(t *testing.T) {
 	require.Equal(t, "Paused", byID["lab-b"].Effective)
 
 	// A mycologist that reaches no one gets an empty list, not the fleet.
-	h.add(state.Spore{ID: "lonely", Colony: "lonely", Rank: state.RankColony}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "lonely", Colony: "lonely", Rank: state.RankColony}}, true)
 	r = h.do("lonely", "GET", "/api/spores", nil)
 	require.Equal(t, http.StatusOK, r.status)
 	require.JSONEq(t, `{"spores": []}`, string(r.body))
@@ -336,7 +336,7 @@ func TestSwarmCompactNeedsAnAwakeTeammate(t *testing.T) {
 
 func TestSwarmTellNeedsOneTeammateOfTheRole(t *testing.T) {
 	h := newHarness(t).colony()
-	h.add(state.Spore{ID: "lab-b2", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "tester"}, true)
+	h.add(state.Spore{Wish: state.Wish{ID: "lab-b2", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "tester"}}, true)
 	r := h.do("lab-a", "POST", "/api/swarm/tell", SwarmTellRequest{Role: "tester", Text: "which of you?"})
 	require.Equal(t, http.StatusConflict, r.status)
 	var e Error

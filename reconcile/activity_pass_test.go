@@ -43,7 +43,7 @@ func TestPassCountsActivityInTheCommitThatIngests(t *testing.T) {
 			now := fakeLineHour.Add(2*time.Hour + 10*time.Minute)
 			rt := reconciletest.New()
 			require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
-				return tx.CreateSpore(ctx, state.Spore{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now})
+				return tx.CreateSpore(ctx, state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now}})
 			}))
 			pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return now },
 				Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}

@@ -115,7 +115,7 @@ func TestAddActivity(t *testing.T) {
 			if d := cmp.Diff(before, tc.have); d != "" {
 				t.Errorf("the input was modified (-before +after):\n%s", d)
 			}
-			sp := state.Spore{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Activity: got}
+			sp := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running}, Status: state.Status{Activity: got}}
 			if err := sp.Validate(); err != nil {
 				t.Errorf("the record does not validate: %v", err)
 			}
@@ -137,7 +137,7 @@ func TestAddActivityKeepsTheBound(t *testing.T) {
 	if len(hs) != state.MaxActivity {
 		t.Fatalf("kept %d hours, want %d", len(hs), state.MaxActivity)
 	}
-	sp := state.Spore{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Activity: hs}
+	sp := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running}, Status: state.Status{Activity: hs}}
 	if err := sp.Validate(); err != nil {
 		t.Fatal(err)
 	}

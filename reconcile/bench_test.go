@@ -116,8 +116,9 @@ func createSpores(b *testing.B, st state.Store, ids []string) {
 	now := time.Now().UTC()
 	err := st.Update(ctx, func(tx state.Tx) error {
 		for _, id := range ids {
-			sp := state.Spore{ID: id, Colony: "colony-" + id[len(id)-1:], Rank: state.RankSpore, Desired: state.Running,
-				Spec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"}, Created: now, Updated: now}
+			sp := state.Spore{
+				Wish: state.Wish{ID: id, Colony: "colony-" + id[len(id)-1:], Rank: state.RankSpore, Desired: state.Running, Spec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"}, Created: now, Updated: now},
+			}
 			if err := tx.CreateSpore(ctx, sp); err != nil {
 				return err
 			}

@@ -17,7 +17,7 @@ func (p *SporePlan) changes(now time.Time) bool {
 		return true
 	}
 	if p.Ingest == nil && !p.Start && !p.Stop && !p.OpenBreaker && !p.ClearFailures &&
-		string(p.Verdict.Effective) == p.Spore.Health && string(p.Verdict.Code) == p.Spore.HealthReason {
+		p.Verdict.Effective == p.Spore.Health && string(p.Verdict.Code) == p.Spore.HealthReason {
 		// The common case, decided without building a record: nothing
 		// happened and the health is the one recorded.
 		return false

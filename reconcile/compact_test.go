@@ -28,7 +28,7 @@ func TestCompact(t *testing.T) {
 	_, err = ps.Compact(ctx, "a")
 	require.Error(t, err, "no bridge yet")
 
-	require.NoError(t, e.rt.Start(ctx, state.Spore{ID: "a"}, reconcile.Launch{Creds: reconcile.Credentials{}}))
+	require.NoError(t, e.rt.Start(ctx, state.Spore{Wish: state.Wish{ID: "a"}}, reconcile.Launch{Creds: reconcile.Credentials{}}))
 	_, err = ps.Compact(ctx, "a")
 	require.ErrorIs(t, err, reconcile.ErrCannotCompact, "the fake bridge has no compact")
 

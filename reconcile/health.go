@@ -8,8 +8,10 @@ import (
 )
 
 // Effective is a spore's health as reconcile(desired, observed, breaker)
-// computes it; docs/health.md has the whole table.
-type Effective string
+// computes it; docs/health.md has the whole table. It is the type the
+// spore's status records (state.Health): the names below are the only
+// ones a pass writes, and this file is where they are defined.
+type Effective = state.Health
 
 const (
 	Healthy  Effective = "Healthy"  // desired Running; running, bridge up, agent not blocked
@@ -23,7 +25,7 @@ const (
 )
 
 // OK reports whether e needs nobody's attention.
-func (e Effective) OK() bool { return e == Healthy || e == Paused || e == Stopped }
+func OK(e Effective) bool { return e == Healthy || e == Paused || e == Stopped }
 
 // Verdict is effective health with its reason: a stable code and a
 // sentence for a person.

@@ -36,7 +36,7 @@ func newEnvOn(t *testing.T, st state.Store, ids ...string) *env {
 	t.Helper()
 	e := &env{t: t, st: &statetest.Counting{Store: st}, rt: reconciletest.New(), now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
 	for _, id := range ids {
-		statetest.Create(t, st, state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Paused, Created: e.now, Updated: e.now})
+		statetest.Create(t, st, state.Spore{Wish: state.Wish{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Paused, Created: e.now, Updated: e.now}})
 	}
 	return e
 }
@@ -202,7 +202,7 @@ func TestPassHealsWithBackoffAndOpensTheBreaker(t *testing.T) {
 	require.Equal(t, 1, e.rt.Calls("Start"))
 	require.True(t, out.Plans[0].Start && !out.Plans[0].Crash, "the first start after a wake is no crash")
 	e.run(reconcile.Options{})
-	require.Equal(t, "Healthy", e.spore("a").Health)
+	require.Equal(t, Healthy, e.spore("a").Health)
 
 	policy := state.RecoveryPolicy{}.WithDefaults()
 	wait := time.Duration(policy.BackoffInitial)
@@ -476,7 +476,7 @@ func (r *earlyRacer) Observe(ctx context.Context) (reconcile.FleetObservation, e
 		return o, err
 	}
 	*r.got = h
-	return o, r.Runtime.Start(ctx, state.Spore{ID: "a"}, reconcile.Launch{Creds: c})
+	return o, r.Runtime.Start(ctx, state.Spore{Wish: state.Wish{ID: "a"}}, reconcile.Launch{Creds: c})
 }
 
 func TestPassRacingStartRestoresTheRacersHash(t *testing.T) {
@@ -545,7 +545,7 @@ func TestPassReadOnlyBetweenWakeAndStartCountsNoCrash(t *testing.T) {
 	e := newEnv(t, "a")
 	e.setDesired("a", state.Running) // a wake recorded its wish...
 	e.run(reconcile.Options{})       // ...a status ran before the wake's pass
-	require.Equal(t, "Dead", e.spore("a").Health)
+	require.Equal(t, Dead, e.spore("a").Health)
 	out := e.heal()
 	require.True(t, out.Plans[0].Start)
 	require.False(t, out.Plans[0].Crash, "a first start counted as a crash")

@@ -11,7 +11,7 @@ import (
 
 // healthStarting is what a pass records as a spore's health right after
 // it started it: not yet seen alive. Dying from here counts as a crash.
-const healthStarting = "Starting"
+const healthStarting Effective = "Starting"
 
 // PlanInput is everything plan decides from. It is data only: plan reads
 // no clock and does no I/O.
@@ -151,8 +151,8 @@ func podThere(o Observed) bool {
 // (or was just started): dying from there is a crash. A spore recorded
 // Dead before anything started it (a read-only command saw it between a
 // wake and its start) was never alive.
-func wasAlive(health, reason string) bool {
-	switch Effective(health) {
+func wasAlive(health Effective, reason string) bool {
+	switch health {
 	case "", Paused, Stopped, Error:
 		return false
 	case Dead:
@@ -225,7 +225,7 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		failures = append(slices.Clone(fresh.Failures), now)
 	}
 	reason := v.Code
-	health := string(v.Effective)
+	health := v.Effective
 	text := v.Text
 	if v.Effective == Dead && !wasAlive(fresh.Health, fresh.HealthReason) {
 		// Wished awake, not started yet: no crash to count when it starts.
@@ -243,7 +243,7 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		// next pass counts again on the new one.
 	case p.OpenBreaker && !sp.BreakerOpen:
 		sp.BreakerOpen, sp.Failures = true, p.Failures
-		health, reason = string(Error), ReasonBreakerOpen
+		health, reason = Error, ReasonBreakerOpen
 		text = "circuit breaker open"
 		ev(state.KindBreaker, "opened", fmt.Sprintf("%d crashes in %s (last: %s); no more respawns until `sporectl reset %s`",
 			len(p.Failures), p.windowOf(), v.Text, sp.ID))
@@ -268,17 +268,17 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		if p.Crash {
 			sp.Failures, sp.NotBefore = failures, p.NotBefore
 		}
-		health, reason = string(Dead), ReasonStartFailed
+		health, reason = Dead, ReasonStartFailed
 		ev(state.KindLifecycle, "start-failed", "the runtime could not start it: "+p.StartErr.Error())
 	case p.Stop && p.StopErr == nil:
 		why := p.Verdict.Text
-		if p.Verdict.Effective.OK() {
+		if OK(p.Verdict.Effective) {
 			// Asleep as wished, but its failed pod was left: say so.
 			why = fmt.Sprintf("%s while desired %s", p.Observed.Pod, p.Spore.Desired)
 		}
 		ev(state.KindLifecycle, "stop", fmt.Sprintf("ended its processes (%s)", why))
-		health, reason = string(Health(fresh.Desired, Observed{Pod: PodAbsent}, false).Effective), ""
-		if Effective(health) == Dead {
+		health, reason = Health(fresh.Desired, Observed{Pod: PodAbsent}, false).Effective, ""
+		if health == Dead {
 			// Woken while this pass stopped it: its next start is a first
 			// one, not a respawn after a crash.
 			reason = ReasonNotStarted
@@ -291,12 +291,12 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		// Starts and stops have their own event; a spore first seen asleep
 		// (a store from before health was recorded) is no news.
 		quiet := health == healthStarting || p.Stop && p.StopErr == nil ||
-			sp.Health == "" && (Effective(health) == Paused || Effective(health) == Stopped)
+			sp.Health == "" && (health == Paused || health == Stopped)
 		if !quiet {
 			if text != "" {
-				text = health + ": " + text
+				text = string(health) + ": " + text
 			} else {
-				text = health
+				text = string(health)
 			}
 			if p.Ingest != nil && p.Ingest.problem != "" && reason == p.Ingest.problem {
 				text += " (" + p.Ingest.detail + ")"

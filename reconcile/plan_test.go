@@ -29,8 +29,8 @@ func TestPlanTable(t *testing.T) {
 	policy := state.RecoveryPolicy{}.WithDefaults()
 	alive := Observed{Pod: PodRunning, Bridge: BridgeUp, Pods: 1}
 	dead := Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonExited}
-	running := func(health string, f func(*state.Spore)) state.Spore {
-		s := state.Spore{ID: "a", Desired: state.Running, Health: health}
+	running := func(health Effective, f func(*state.Spore)) state.Spore {
+		s := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{Health: health}}
 		if f != nil {
 			f(&s)
 		}
@@ -56,16 +56,16 @@ func TestPlanTable(t *testing.T) {
 		{"fifth crash in the window opens the breaker", running("Dead", func(s *state.Spore) {
 			s.Failures = []time.Time{t0.Add(-4 * time.Minute), t0.Add(-3 * time.Minute), t0.Add(-2 * time.Minute), t0.Add(-time.Minute)}
 		}), dead, false, func(p *SporePlan) bool { return !p.Start && p.OpenBreaker }},
-		{"breaker open, put to sleep while it runs: stop it", state.Spore{ID: "a", Desired: state.Paused, BreakerOpen: true, Health: "Error"}, alive, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
+		{"breaker open, put to sleep while it runs: stop it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}, Status: state.Status{BreakerOpen: true, Health: "Error"}}, alive, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
 		{"breaker open: nothing", running("Error", func(s *state.Spore) { s.BreakerOpen = true }), dead, false, func(p *SporePlan) bool { return !p.Start && !p.OpenBreaker }},
-		{"runs while asleep: stop", state.Spore{ID: "a", Desired: state.Paused}, alive, false, func(p *SporePlan) bool { return p.Stop }},
-		{"asleep with a failed pod: remove it", state.Spore{ID: "a", Desired: state.Paused}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
-		{"stopped with a failed pod: remove it", state.Spore{ID: "a", Desired: state.Stopped}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
-		{"breaker open, asleep with a failed pod: remove it", state.Spore{ID: "a", Desired: state.Paused, BreakerOpen: true, Health: "Error"}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
-		{"asleep, its node lost: remove the pod", state.Spore{ID: "a", Desired: state.Paused}, Observed{Pod: PodUnknown, Bridge: BridgeUnknown, Pods: 1}, false, func(p *SporePlan) bool { return p.Stop }},
-		{"asleep, observation failed: never act", state.Spore{ID: "a", Desired: state.Paused}, observationFailed(), false, func(p *SporePlan) bool { return !p.Stop && !p.Start }},
-		{"asleep, terminating: wait", state.Spore{ID: "a", Desired: state.Paused}, Observed{Pod: PodTerminating, Pods: 1}, false, func(p *SporePlan) bool { return !p.Stop && !p.Start }},
-		{"asleep, no pod: nothing", state.Spore{ID: "a", Desired: state.Paused}, Observed{Pod: PodAbsent}, false, func(p *SporePlan) bool { return !p.Stop && !p.Start }},
+		{"runs while asleep: stop", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, alive, false, func(p *SporePlan) bool { return p.Stop }},
+		{"asleep with a failed pod: remove it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
+		{"stopped with a failed pod: remove it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Stopped}}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
+		{"breaker open, asleep with a failed pod: remove it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}, Status: state.Status{BreakerOpen: true, Health: "Error"}}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
+		{"asleep, its node lost: remove the pod", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, Observed{Pod: PodUnknown, Bridge: BridgeUnknown, Pods: 1}, false, func(p *SporePlan) bool { return p.Stop }},
+		{"asleep, observation failed: never act", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, observationFailed(), false, func(p *SporePlan) bool { return !p.Stop && !p.Start }},
+		{"asleep, terminating: wait", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, Observed{Pod: PodTerminating, Pods: 1}, false, func(p *SporePlan) bool { return !p.Stop && !p.Start }},
+		{"asleep, no pod: nothing", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, Observed{Pod: PodAbsent}, false, func(p *SporePlan) bool { return !p.Stop && !p.Start }},
 		{"two trees: stop them", running("Healthy", nil), Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 2}, false, func(p *SporePlan) bool { return p.Stop }},
 		{"terminating: wait", running("Healthy", nil), Observed{Pod: PodTerminating, Pods: 1}, false, func(p *SporePlan) bool { return !p.Start && !p.Stop }},
 		{"unknown: never act", running("Healthy", nil), observationFailed(), false, func(p *SporePlan) bool { return !p.Start && !p.Stop }},
@@ -84,7 +84,7 @@ func TestPlanTable(t *testing.T) {
 }
 
 func TestRecordSkipsLinesIngestedMeanwhile(t *testing.T) {
-	snap := state.Spore{ID: "a", Desired: state.Running, BridgeSeq: 2, Health: "Healthy"}
+	snap := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{BridgeSeq: 2, Health: "Healthy"}}
 	p := &SporePlan{Spore: snap, Verdict: Verdict{Effective: Healthy}}
 	p.Ingest = &ingested{base: 2}
 	for seq := uint64(3); seq <= 6; seq++ {
@@ -118,15 +118,16 @@ func TestOldPodTerminating(t *testing.T) {
 		force bool
 		// what the pass decides and records
 		start, crash bool
-		health       string
+		health       Effective
 		reason       Reason
 	}
 	cases := []struct {
 		name string
 		// the record before the first step
-		health, reason string
-		steps          []step
-		restarts       int
+		health   Effective
+		reason   string
+		steps    []step
+		restarts int
 	}{
 		{"sleep, then wake while the old pod terminates: a first start once it is gone", "Paused", "", []step{
 			{obs: terminating, heal: true, force: true, health: "Suspect", reason: ReasonOldPodTerminating}, // wake
@@ -151,7 +152,7 @@ func TestOldPodTerminating(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sp := state.Spore{ID: "a", Desired: state.Running, Health: c.health, HealthReason: c.reason, Generation: 1}
+			sp := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running, Generation: 1}, Status: state.Status{Health: c.health, HealthReason: c.reason}}
 			now := t0
 			for i, st := range c.steps {
 				in := PlanInput{Now: now, Policy: policy, Spores: []state.Spore{sp}, Observed: map[string]Observed{"a": st.obs}, Heal: st.heal}
@@ -212,7 +213,7 @@ func TestRestartEventSaysWhatHappened(t *testing.T) {
 			if c.policy != nil {
 				c.policy(&pol)
 			}
-			sp := state.Spore{ID: "a", Desired: state.Running, Health: "Healthy", Failures: c.failures}
+			sp := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{Health: "Healthy", Failures: c.failures}}
 			p := Plan(PlanInput{Now: t0, Policy: pol, Spores: []state.Spore{sp}, Observed: map[string]Observed{"a": dead}, Heal: true})[0]
 			require.True(t, p.Start && p.Crash, "%+v", p)
 			_, evs := p.record(sp, t0)

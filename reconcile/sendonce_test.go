@@ -49,7 +49,7 @@ func TestSendOnce(t *testing.T) {
 	require.Equal(t, before+1, e.st.Updates.Load(), "one transaction, nothing in it")
 
 	// Delivered (out of the outbox): still recognised from the log.
-	require.NoError(t, e.rt.Start(ctx, state.Spore{ID: "a"}, reconcile.Launch{Creds: reconcile.Credentials{}}))
+	require.NoError(t, e.rt.Start(ctx, state.Spore{Wish: state.Wish{ID: "a"}}, reconcile.Launch{Creds: reconcile.Credentials{}}))
 	// Lines stamped by the bridge's clock, long before: not the end of
 	// the window.
 	e.rt.BridgeOf("a").Write(`{"type":"system","subtype":"init"}`, `{"type":"result"}`)

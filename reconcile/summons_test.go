@@ -51,7 +51,7 @@ func newSummonsEnv(t *testing.T, backend string, withoutArch bool, ids ...string
 			rank = state.RankArch
 		}
 		require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
-			return tx.CreateSpore(ctx, state.Spore{ID: id, Colony: "lab", Rank: rank, Desired: state.Running, Created: e.now, Updated: e.now})
+			return tx.CreateSpore(ctx, state.Spore{Wish: state.Wish{ID: id, Colony: "lab", Rank: rank, Desired: state.Running, Created: e.now, Updated: e.now}})
 		}))
 	}
 	e.heal()

@@ -68,7 +68,7 @@ func TestPassRacingWakesKeepTheRunningSporesToken(t *testing.T) {
 				err = e.st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, "a", h) })
 			}
 			if err == nil {
-				err = e.rt.Start(ctx, state.Spore{ID: "a"}, reconcile.Launch{Creds: c})
+				err = e.rt.Start(ctx, state.Spore{Wish: state.Wish{ID: "a"}}, reconcile.Launch{Creds: c})
 			}
 			if err != nil {
 				t.Error(err)

@@ -19,7 +19,48 @@ var (
 	// connection broke during COMMIT): the transaction may or may not
 	// have committed. Read the store again before retrying.
 	ErrOutcomeUnknown = errors.New("the outcome of the commit is unknown")
+	// ErrStale: a wish or status was made from a read older than the
+	// stored wish (see StaleError).
+	ErrStale = errors.New("made from an older generation")
 )
+
+// StaleError is a PutWish or PutStatus refused because what it writes was
+// made from an older read of the spore: the stored wish is at Stored, the
+// write at Written. Nothing was written; read the spore again.
+type StaleError struct {
+	ID      string
+	What    string // "wish" or "status"
+	Written uint64
+	Stored  uint64
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("spore %s: %s written at generation %d, but the stored wish is at %d: %v", e.ID, e.What, e.Written, e.Stored, ErrStale)
+}
+
+func (e *StaleError) Unwrap() error { return ErrStale }
+
+// CheckWish is the rule PutWish enforces, for every backend: w must raise
+// the stored generation.
+func CheckWish(stored, w Wish) error {
+	if w.Generation <= stored.Generation {
+		return &StaleError{ID: w.ID, What: "wish", Written: w.Generation, Stored: stored.Generation}
+	}
+	return nil
+}
+
+// CheckStatus is the rule PutStatus enforces, for every backend: st is
+// written against the stored wish at generation stored.
+func CheckStatus(id string, stored uint64, st Status) error {
+	switch {
+	case st.ObservedGeneration < stored:
+		return &StaleError{ID: id, What: "status", Written: st.ObservedGeneration, Stored: stored}
+	case st.ObservedGeneration > stored:
+		return &InvalidError{Field: "observed generation", Value: strconv.FormatUint(st.ObservedGeneration, 10),
+			Reason: "is ahead of the stored wish's generation " + strconv.FormatUint(stored, 10)}
+	}
+	return nil
+}
 
 // SporeNotFound is how every backend says that spore id does not exist:
 // one wording ("spore x: not found"), wrapping ErrNotFound.

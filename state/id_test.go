@@ -32,7 +32,7 @@ func TestValidateID(t *testing.T) {
 }
 
 func TestSporeValidateExactDesired(t *testing.T) {
-	s := Spore{ID: "a", Colony: "c", Rank: RankSpore, Desired: "running"}
+	s := Spore{Wish: Wish{ID: "a", Colony: "c", Rank: RankSpore, Desired: "running"}}
 	if err := s.Validate(); err == nil {
 		t.Fatal("lowercase desired state accepted; stores must agree on one spelling")
 	}

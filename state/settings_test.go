@@ -86,14 +86,18 @@ func TestRecoveryValidate(t *testing.T) {
 }
 
 func TestSporeHealthValidate(t *testing.T) {
-	ok := Spore{ID: "a", Colony: "c", Rank: RankSpore, Desired: Paused, Health: "Dead", HealthReason: "OOMKilled", Generation: 1 << 62}
+	ok := Spore{Wish: Wish{ID: "a", Colony: "c", Rank: RankSpore, Desired: Paused, Generation: 1 << 62}, Status: Status{Health: "Dead", HealthReason: "OOMKilled"}}
 	require.NoError(t, ok.Validate())
 	for name, mutate := range map[string]func(*Spore){
 		"newline":    func(s *Spore) { s.Health = "a\nb" },
 		"nul":        func(s *Spore) { s.HealthReason = "a\x00" },
 		"not utf-8":  func(s *Spore) { s.HealthReason = "\xc3" },
-		"too long":   func(s *Spore) { s.Health = string(make([]byte, MaxHealthLen+1)) },
+		"too long":   func(s *Spore) { s.HealthReason = string(make([]byte, MaxHealthLen+1)) },
+		"long name":  func(s *Spore) { s.Health = Health("D" + strings.Repeat("e", MaxHealthName)) },
+		"lower case": func(s *Spore) { s.Health = "dead" },
+		"digit":      func(s *Spore) { s.Health = "Dead2" },
 		"generation": func(s *Spore) { s.Generation = 1 << 63 },
+		"observed":   func(s *Spore) { s.ObservedGeneration = s.Generation + 1 },
 	} {
 		s := ok
 		mutate(&s)

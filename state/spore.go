@@ -1,6 +1,8 @@
 package state
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -70,9 +72,22 @@ type Spec struct {
 	Storage string `json:"storage,omitempty"` // size of the home, e.g. "5Gi"
 }
 
-// Spore is the desired state of one agent. Observed state (pods, bridge,
-// activity) is never part of it.
+// Spore is what the store keeps about one agent: its Wish, which people
+// and mycologists change (reconcile/wish is the one writer), and its
+// Status, which reconcile passes conclude. The two have their own writes
+// (Tx.PutWish, Tx.PutStatus); only CreateSpore writes both. Observed state
+// (pods, bridge, what runs) is never part of either: every command
+// recomputes it. Both are embedded so a reader names a field, not which
+// half holds it; the JSON form is one flat object.
 type Spore struct {
+	Wish
+	Status
+}
+
+// Wish is what is asked of a spore. Every change of it is a new
+// Generation (reconcile/wish bumps it; stores refuse a wish that does not
+// raise it).
+type Wish struct {
 	ID      string    `json:"id"`
 	Colony  string    `json:"colony"`
 	Rank    Rank      `json:"rank"`
@@ -81,38 +96,53 @@ type Spore struct {
 	Desired Desired   `json:"desired"`
 	Spec    Spec      `json:"spec"`
 	Created time.Time `json:"created"`
-	Updated time.Time `json:"updated"`
+	Updated time.Time `json:"updated"` // when the wish last changed
 
-	// Recovery bookkeeping kept by reconcile (DESIGN "Health"): timers are
-	// timestamps so a cron reconcile acts when they are due.
+	// Generation counts changes of the spore's wish: every command that
+	// changes the desired state, the spec or the loop, or resets the
+	// breaker, stores it one higher. Stores never bump it themselves;
+	// they keep what they are given and refuse a wish that does not
+	// raise it. A reconcile pass that observed the spore at generation G
+	// re-reads it inside the Update that commits its decision and writes
+	// its status at the generation it finds there (Status
+	// ObservedGeneration), so a newer wish is judged, never overwritten.
+	// At most math.MaxInt64.
+	Generation uint64 `json:"generation,omitempty"`
+
+	// Loop is the interval of the [swarm] mycologist's `swarm loop`: every
+	// Loop, reconcile prompts the spore (zero: no loop). When the next
+	// loop prompt is due is status (LoopDue).
+	Loop Duration `json:"loop,omitzero"`
+}
+
+// Status is what reconcile passes concluded about a spore, written with
+// Tx.PutStatus at the wish's generation. Bookkeeping, not observation:
+// what runs is still recomputed by every command.
+type Status struct {
+	// ObservedGeneration is the wish generation this status was written
+	// against. A store refuses a status whose ObservedGeneration is not
+	// the stored wish's (ErrStale): it was concluded from an older read.
+	ObservedGeneration uint64 `json:"observed_generation,omitempty"`
+
+	// Recovery bookkeeping (DESIGN "Health"): timers are timestamps so a
+	// cron reconcile acts when they are due.
 	Restarts    int         `json:"restarts,omitempty"`
 	Failures    []time.Time `json:"failures,omitempty"`  // recent crash times inside the breaker window
 	NotBefore   time.Time   `json:"not_before,omitzero"` // next respawn allowed at
 	BreakerOpen bool        `json:"breaker_open,omitempty"`
 	BridgeSeq   uint64      `json:"bridge_seq,omitempty"` // last bridge line ingested
 
-	// Generation counts changes of the spore's wish: every command that
-	// changes the desired state or the spec, or resets the breaker, stores
-	// it one higher. Stores never bump it themselves; they keep what they
-	// are given. A reconcile pass that observed the spore at generation G
-	// re-reads it inside the Update that commits its decision: a higher
-	// generation there means a newer wish arrived meanwhile, and the
-	// decision must not overwrite it. At most math.MaxInt64.
-	Generation uint64 `json:"generation,omitempty"`
-	// Health and HealthReason are the last effective health ("Dead") and
+	// Health and HealthReason are the last effective health (Dead) and
 	// reason code ("OOMKilled") that a pass recorded as a transition
 	// event, so the next pass writes such an event only when they change.
-	// Bookkeeping, not observation: what runs is still recomputed by every
-	// command. Short single-line text (at most MaxHealthLen bytes).
-	Health       string `json:"health,omitempty"`
+	// HealthReason is short single-line text (at most MaxHealthLen bytes).
+	Health       Health `json:"health,omitempty"`
 	HealthReason string `json:"health_reason,omitempty"`
 
-	// Loop is the interval of the [swarm] mycologist's `swarm loop`: every
-	// Loop, reconcile prompts the spore (zero: no loop). LoopDue is when
-	// the next loop prompt is due; a pass that finds it past, for an awake
-	// spore, records one prompt and moves it on past now, in the same
-	// transaction, so each due time is prompted once.
-	Loop    Duration  `json:"loop,omitzero"`
+	// LoopDue is when the next loop prompt is due (see Wish Loop); a pass
+	// that finds it past, for an awake spore, records one prompt and moves
+	// it on past now, in the same transaction, so each due time is
+	// prompted once.
 	LoopDue time.Time `json:"loop_due,omitzero"`
 
 	// Activity is what the spore did per hour over its last MaxActivity
@@ -125,6 +155,42 @@ type Spore struct {
 	// on the [arch] mycologist's record), so each is raised once: at most
 	// MaxIncidents, oldest dropped first.
 	Incidents []Incident `json:"incidents,omitempty"`
+}
+
+// Equal reports whether st and o say the same, compared as the stores
+// keep them (their JSON form, times at Precision): no list of fields to
+// keep in step, so a field a pass starts writing is never dropped as "no
+// change".
+func (st Status) Equal(o Status) bool {
+	a, errA := json.Marshal(st.Stamped())
+	b, errB := json.Marshal(o.Stamped())
+	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+// Health is an effective health state's name ("Healthy", "Dead"). The
+// states and the rules that choose one are reconcile's (reconcile.Effective
+// is this type, docs/health.md the table); the store keeps the last one a
+// pass recorded and checks only its grammar: empty, or a capital letter
+// then letters, at most MaxHealthName bytes.
+type Health string
+
+// MaxHealthName bounds a Health name, in bytes.
+const MaxHealthName = 32
+
+// Valid reports whether h is empty or a well-formed name.
+func (h Health) Valid() bool {
+	if len(h) > MaxHealthName {
+		return false
+	}
+	for i, r := range string(h) {
+		switch {
+		case i == 0 && r >= 'A' && r <= 'Z':
+		case i > 0 && (r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z'):
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // HourActivity is one hour of a spore's activity.
@@ -169,11 +235,27 @@ const (
 	MaxLoop = Duration(24 * time.Hour)
 )
 
-// MaxHealthLen bounds Spore.Health and Spore.HealthReason, in bytes.
+// MaxHealthLen bounds Status.HealthReason, in bytes.
 const MaxHealthLen = 128
 
-// Validate checks every field that has a grammar.
+// Validate checks every field that has a grammar, of the wish and the
+// status, and that the status is not ahead of the wish.
 func (s *Spore) Validate() error {
+	if err := s.Wish.Validate(); err != nil {
+		return err
+	}
+	if err := s.Status.Validate(); err != nil {
+		return err
+	}
+	if s.ObservedGeneration > s.Generation {
+		return &InvalidError{Field: "observed generation", Value: strconv.FormatUint(s.ObservedGeneration, 10),
+			Reason: "must be at most the generation " + strconv.FormatUint(s.Generation, 10)}
+	}
+	return nil
+}
+
+// Validate checks every field of the wish that has a grammar.
+func (s *Wish) Validate() error {
 	if err := ValidateID(s.ID); err != nil {
 		return err
 	}
@@ -212,21 +294,27 @@ func (s *Spore) Validate() error {
 	if s.Loop != 0 && (s.Loop < MinLoop || s.Loop > MaxLoop) {
 		return &InvalidError{Field: "loop", Value: s.Loop.String(), Reason: fmt.Sprintf("must be 0 (no loop) or between %s and %s", MinLoop, MaxLoop)}
 	}
+	return nil
+}
+
+// Validate checks every field of the status that has a grammar.
+func (s *Status) Validate() error {
+	if s.ObservedGeneration > math.MaxInt64 {
+		return &InvalidError{Field: "observed generation", Value: strconv.FormatUint(s.ObservedGeneration, 10), Reason: "must be at most 9223372036854775807"}
+	}
 	if err := validateActivity(s.Activity); err != nil {
 		return err
 	}
 	if err := validateIncidents(s.Incidents); err != nil {
 		return err
 	}
-	for field, v := range map[string]string{"health": s.Health, "health reason": s.HealthReason} {
-		if len(v) > MaxHealthLen {
-			return &InvalidError{Field: field, Value: preview(v), Reason: fmt.Sprintf("must be at most %d bytes", MaxHealthLen)}
-		}
-		if err := validateText(field, v); err != nil {
-			return err
-		}
+	if !s.Health.Valid() {
+		return &InvalidError{Field: "health", Value: preview(string(s.Health)), Reason: fmt.Sprintf("must be empty or a health state's name: a capital letter, then letters, at most %d bytes", MaxHealthName)}
 	}
-	return nil
+	if len(s.HealthReason) > MaxHealthLen {
+		return &InvalidError{Field: "health reason", Value: preview(s.HealthReason), Reason: fmt.Sprintf("must be at most %d bytes", MaxHealthLen)}
+	}
+	return validateText("health reason", s.HealthReason)
 }
 
 func validateActivity(hs []HourActivity) error {
@@ -299,13 +387,26 @@ func Stamp(t time.Time) time.Time {
 // Stamped returns s with every time as a store keeps it. (Generation,
 // Health, HealthReason and Loop are kept exactly and need no stamping.)
 func (s Spore) Stamped() Spore {
-	s.Created, s.Updated, s.NotBefore, s.LoopDue = Stamp(s.Created), Stamp(s.Updated), Stamp(s.NotBefore), Stamp(s.LoopDue)
-	if s.Failures != nil {
-		f := make([]time.Time, len(s.Failures))
-		for i, t := range s.Failures {
+	s.Wish = s.Wish.Stamped()
+	s.Status = s.Status.Stamped()
+	return s
+}
+
+// Stamped returns w with every time as a store keeps it.
+func (w Wish) Stamped() Wish {
+	w.Created, w.Updated = Stamp(w.Created), Stamp(w.Updated)
+	return w
+}
+
+// Stamped returns st with every time as a store keeps it.
+func (st Status) Stamped() Status {
+	st.NotBefore, st.LoopDue = Stamp(st.NotBefore), Stamp(st.LoopDue)
+	if st.Failures != nil {
+		f := make([]time.Time, len(st.Failures))
+		for i, t := range st.Failures {
 			f[i] = Stamp(t)
 		}
-		s.Failures = f
+		st.Failures = f
 	}
-	return s
+	return st
 }

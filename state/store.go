@@ -44,10 +44,23 @@ type Tx interface {
 	// Spore returns ErrNotFound (wrapped) when id does not exist.
 	Spore(ctx context.Context, id string) (Spore, error)
 	Spores(ctx context.Context) ([]Spore, error)
-	// CreateSpore returns ErrExists when the id is taken.
+	// CreateSpore writes a new spore, wish and status, and returns
+	// ErrExists when the id is taken. Its status's ObservedGeneration is
+	// at most its Generation.
 	CreateSpore(ctx context.Context, s Spore) error
-	// UpdateSpore replaces an existing spore's record.
+	// UpdateSpore replaces an existing spore's record, wish and status.
+	// Being replaced by PutWish and PutStatus.
 	UpdateSpore(ctx context.Context, s Spore) error
+	// PutWish replaces the wish of spore w.ID, keeping its status. The
+	// new wish must raise the generation: one at or below the stored one
+	// is *StaleError (errors.Is ErrStale), the wish having been made
+	// from an older read. reconcile/wish is its one caller outside tests.
+	PutWish(ctx context.Context, w Wish) error
+	// PutStatus replaces the status of spore id, keeping its wish. The
+	// status must be written against the stored wish: an
+	// ObservedGeneration below the stored Generation is *StaleError
+	// (errors.Is ErrStale), one above it *InvalidError.
+	PutStatus(ctx context.Context, id string, st Status) error
 	// DeleteSpore removes the spore with its events, outbox and token.
 	DeleteSpore(ctx context.Context, id string) error
 

@@ -82,7 +82,7 @@ func BenchmarkPromptToIdleSpore(b *testing.B) {
 	store := filepath.Join(root, "store")
 	now := time.Now().UTC()
 	statetest.Create(b, statetest.DirAt(b, store, state.Settings{Runtime: "local"}),
-		state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now})
+		state.Spore{Wish: state.Wish{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now}})
 	rt := &reconciletest.Static{Endpoints: map[string]reconcile.BridgeEndpoint{id: {BaseURL: ts.URL, Token: passBenchToken}}}
 	runtime := func() reconcile.Runtime { return rt }
 	waitIdle := func() {
@@ -163,8 +163,9 @@ func buildPassBenchFleet(b *testing.B, awake bool) *passBenchFleet {
 	// per new event file.
 	err := ds.Update(ctx, func(tx state.Tx) error {
 		for _, id := range ids {
-			sp := state.Spore{ID: id, Colony: "colony-" + id[len(id)-1:], Rank: state.RankSpore, Desired: state.Paused,
-				Spec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"}, Created: now, Updated: now}
+			sp := state.Spore{
+				Wish: state.Wish{ID: id, Colony: "colony-" + id[len(id)-1:], Rank: state.RankSpore, Desired: state.Paused, Spec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"}, Created: now, Updated: now},
+			}
 			if awake {
 				sp.Desired = state.Running
 			}
@@ -302,7 +303,7 @@ func statusBeforeThePass(ctx context.Context, f *Factory) error {
 		v := reconcile.Health(s.Desired, obs, s.breaker)
 		e := string(v.Effective)
 		s.Observed, s.Effective, s.Reason = &obs, &e, v.Text
-		if !v.Effective.OK() {
+		if !reconcile.OK(v.Effective) {
 			return fmt.Errorf("before the pass: %s is %s (%s)", s.ID, v.Effective, v.Text)
 		}
 	}

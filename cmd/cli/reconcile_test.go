@@ -17,7 +17,7 @@ import (
 func TestReconcileActionLines(t *testing.T) {
 	at := time.Date(2026, 11, 1, 12, 0, 5, 0, time.FixedZone("CET", 3600))
 	plan := func(mod func(p *reconcile.SporePlan)) *reconcile.SporePlan {
-		p := &reconcile.SporePlan{Spore: state.Spore{ID: "w1"}, Verdict: reconcile.Verdict{Text: "bridge exited"}}
+		p := &reconcile.SporePlan{Spore: state.Spore{Wish: state.Wish{ID: "w1"}}, Verdict: reconcile.Verdict{Text: "bridge exited"}}
 		mod(p)
 		return p
 	}

@@ -84,7 +84,7 @@ func healthReport(f *Factory, verb string, out *reconcile.Outcome) error {
 	}
 	bad := 0
 	for _, s := range out.Spores {
-		if !s.Effective.OK() {
+		if !reconcile.OK(s.Effective) {
 			bad++
 		}
 	}

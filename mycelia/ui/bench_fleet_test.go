@@ -103,8 +103,9 @@ func benchFleet(b *testing.B, st state.Store, n int) *Handler {
 		var awake []state.Spore
 		err := st.Update(ctx, func(tx state.Tx) error {
 			for i := start; i < min(start+100, n); i++ {
-				sp := state.Spore{ID: fmt.Sprintf("spore-%04d", i), Colony: fmt.Sprintf("colony-%d", i%10), Rank: state.RankSpore,
-					Desired: state.Paused, Created: now.Add(-72 * time.Hour), Updated: now.Add(-72 * time.Hour)}
+				sp := state.Spore{
+					Wish: state.Wish{ID: fmt.Sprintf("spore-%04d", i), Colony: fmt.Sprintf("colony-%d", i%10), Rank: state.RankSpore, Desired: state.Paused, Created: now.Add(-72 * time.Hour), Updated: now.Add(-72 * time.Hour)},
+				}
 				if i%4 == 0 {
 					sp.Desired = state.Running
 					awake = append(awake, sp)

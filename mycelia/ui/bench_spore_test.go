@@ -98,7 +98,7 @@ func benchStore(b *testing.B, backend string) state.Store {
 	}
 	start := time.Now()
 	for id, n := range benchSpores {
-		sp := state.Spore{ID: id, Colony: "bench", Rank: state.RankSpore, Created: t0, Updated: t0, Desired: state.Paused}
+		sp := state.Spore{Wish: state.Wish{ID: id, Colony: "bench", Rank: state.RankSpore, Created: t0, Updated: t0, Desired: state.Paused}}
 		if err := s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, sp) }); err != nil {
 			b.Fatal(err)
 		}

@@ -109,7 +109,7 @@ func TestLoginAndPromptInABrowser(t *testing.T) {
 		Now:     func() time.Time { return t0.Add(time.Hour) },
 	}
 	f.h.Pass = ps
-	f.add(state.Spore{ID: echoID, Colony: "lab", Rank: state.RankSpore}, true, lifecycle(0, "created", ""))
+	f.add(state.Spore{Wish: state.Wish{ID: echoID, Colony: "lab", Rank: state.RankSpore}}, true, lifecycle(0, "created", ""))
 	logs := f.captureLog()
 	token := f.operator("alice")
 	reconcileLoop(t, ps)

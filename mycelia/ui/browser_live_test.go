@@ -24,7 +24,7 @@ import (
 func TestDeathAndRestartInABrowser(t *testing.T) {
 	f := liveFixture(t)
 	ctx := context.Background()
-	f.add(state.Spore{ID: "lab-r", Colony: "lab", Rank: state.RankSpore}, true,
+	f.add(state.Spore{Wish: state.Wish{ID: "lab-r", Colony: "lab", Rank: state.RankSpore}}, true,
 		lifecycle(0, "created", ""),
 		prompt(1, "user:alice", "Keep the tests green."),
 		text(2, "**On it.** Running `go test` now:\n\n- reconcile\n- mycelia/ui"))
@@ -103,8 +103,8 @@ func TestFleetDeathAndRestartInABrowser(t *testing.T) {
 	f := liveFixture(t)
 	f.h.fleetLive.every = 100 * time.Millisecond
 	ctx := context.Background()
-	f.add(state.Spore{ID: "lab-r", Colony: "lab", Rank: state.RankSpore}, true, lifecycle(0, "created", ""))
-	f.add(state.Spore{ID: "lab-s", Colony: "lab", Rank: state.RankSpore}, true, lifecycle(0, "created", ""))
+	f.add(state.Spore{Wish: state.Wish{ID: "lab-r", Colony: "lab", Rank: state.RankSpore}}, true, lifecycle(0, "created", ""))
+	f.add(state.Spore{Wish: state.Wish{ID: "lab-s", Colony: "lab", Rank: state.RankSpore}}, true, lifecycle(0, "created", ""))
 	heal := &reconcile.Pass{
 		Store:   f.st.Store,
 		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.rt, nil },

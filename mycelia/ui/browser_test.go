@@ -221,7 +221,7 @@ func requireLine(t *testing.T, lines []domLine, from, text string) domLine {
 func TestPageInABrowser(t *testing.T) {
 	f := newFixture(t)
 	f.colony()
-	f.add(state.Spore{ID: "lab-x", Colony: "lab", Rank: state.RankSpore}, false,
+	f.add(state.Spore{Wish: state.Wish{ID: "lab-x", Colony: "lab", Rank: state.RankSpore}}, false,
 		lifecycle(0, "created", ""),
 		prompt(1, "user:mallory", xssScript),
 		text(2, xssScript),

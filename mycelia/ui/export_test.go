@@ -59,7 +59,7 @@ func exportElements(t *testing.T, page []byte) map[string][]*html.Node {
 func TestExport(t *testing.T) {
 	f := newFixture(t)
 	f.colony()
-	f.add(state.Spore{ID: "evil", Colony: "lab", Rank: state.RankSpore}, true,
+	f.add(state.Spore{Wish: state.Wish{ID: "evil", Colony: "lab", Rank: state.RankSpore}}, true,
 		prompt(1, "user:"+xss, "please "+xss),
 		text(2, "here is "+xss+" and [a link](javascript:alert(1))\n<img src=x onerror=alert(2)>"))
 	now := t0.Add(3 * time.Hour)

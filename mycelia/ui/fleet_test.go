@@ -24,15 +24,18 @@ import (
 func (f *fixture) busyColony() {
 	f.colony()
 	hour := t0.Truncate(time.Hour) // 10:00, now is 11:00
-	f.add(state.Spore{ID: "busy", Colony: "lab", Rank: state.RankSpore, Activity: []state.HourActivity{
-		{Hour: hour.Add(-11 * time.Hour), ToolCalls: 2, InputTokens: 9999},
-		{Hour: hour, Turns: 3, ToolCalls: 4, InputTokens: 1000, OutputTokens: 234, CostMicros: 420_000},
-	}}, false, lifecycle(0, "created", ""), text(1, "working on it"), lifecycle(5, "slept", "desired Running → Paused"), lifecycle(6, "delivered", "prompt p1 delivered"))
+	f.add(state.Spore{
+		Wish: state.Wish{ID: "busy", Colony: "lab", Rank: state.RankSpore},
+		Status: state.Status{Activity: []state.HourActivity{
+			{Hour: hour.Add(-11 * time.Hour), ToolCalls: 2, InputTokens: 9999},
+			{Hour: hour, Turns: 3, ToolCalls: 4, InputTokens: 1000, OutputTokens: 234, CostMicros: 420_000},
+		}},
+	}, false, lifecycle(0, "created", ""), text(1, "working on it"), lifecycle(5, "slept", "desired Running → Paused"), lifecycle(6, "delivered", "prompt p1 delivered"))
 	evs := []state.Event{lifecycle(0, "created", "")}
 	for i := range TailEvents + 4 {
 		evs = append(evs, text(10+i, "chat"))
 	}
-	f.add(state.Spore{ID: "chatty", Colony: "far", Rank: state.RankSpore}, false, evs...)
+	f.add(state.Spore{Wish: state.Wish{ID: "chatty", Colony: "far", Rank: state.RankSpore}}, false, evs...)
 }
 
 // rowHTML is the <tr> of spore id in a page.
@@ -296,7 +299,7 @@ func TestFleetStreamLimitAndShutdown(t *testing.T) {
 // fragments.
 func TestFleetXSS(t *testing.T) {
 	f := newFixture(t)
-	f.add(state.Spore{ID: "evil", Colony: "lab", Rank: state.RankSpore}, true,
+	f.add(state.Spore{Wish: state.Wish{ID: "evil", Colony: "lab", Rank: state.RankSpore}}, true,
 		lifecycle(0, "created", xss), text(1, "here is "+xss+"\n<img src=x onerror=alert(2)>"),
 		toolUse(2, "Bash", map[string]any{"command": "echo '" + xss + "'"}))
 	f.h.fleetLive.every = 20 * time.Millisecond

@@ -113,5 +113,5 @@ func TestTextLinesRenderAsMarkdown(t *testing.T) {
 }
 
 func stateSpore(id string) state.Spore {
-	return state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore}
+	return state.Spore{Wish: state.Wish{ID: id, Colony: "lab", Rank: state.RankSpore}}
 }

@@ -262,18 +262,18 @@ func toolResult(min int, isErr bool, content string) state.Event {
 //	lab-c   spore   colony lab        should run, dead
 //	far-x   spore   colony far        awake, blocked
 func (f *fixture) colony() {
-	f.add(state.Spore{ID: "arch", Colony: "lab", Rank: state.RankArch}, true, lifecycle(0, "created", ""))
-	f.add(state.Spore{ID: "lab-a", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "coder"}, true,
+	f.add(state.Spore{Wish: state.Wish{ID: "arch", Colony: "lab", Rank: state.RankArch}}, true, lifecycle(0, "created", ""))
+	f.add(state.Spore{Wish: state.Wish{ID: "lab-a", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "coder"}}, true,
 		lifecycle(0, "created", ""),
 		prompt(1, "user:alice", "Fix the flaky test.\nIt is in pass_test.go."),
 		text(2, "Looking at it.\nFirst the test."),
 		toolUse(3, "Edit", map[string]any{"file_path": "reconcile/pass_test.go", "old_string": "a", "new_string": "b"}),
 		toolResult(4, false, "ok"))
-	f.add(state.Spore{ID: "lab-b", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "tester"}, false,
+	f.add(state.Spore{Wish: state.Wish{ID: "lab-b", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "tester"}}, false,
 		lifecycle(0, "created", ""), lifecycle(5, "slept", "desired Running → Paused"))
-	f.add(state.Spore{ID: "lab-c", Colony: "lab", Rank: state.RankSpore}, true, lifecycle(0, "created", ""))
+	f.add(state.Spore{Wish: state.Wish{ID: "lab-c", Colony: "lab", Rank: state.RankSpore}}, true, lifecycle(0, "created", ""))
 	f.rt.Kill("lab-c", "OOMKilled")
-	f.add(state.Spore{ID: "far-x", Colony: "far", Rank: state.RankSpore}, true,
+	f.add(state.Spore{Wish: state.Wish{ID: "far-x", Colony: "far", Rank: state.RankSpore}}, true,
 		lifecycle(0, "created", ""), toolUse(7, "Bash", map[string]any{"command": "go test ./..."}))
 	f.rt.BridgeOf("lab-a").SetState(bridge.StateWorking)
 	f.rt.BridgeOf("far-x").SetState(bridge.StateBlocked)
@@ -367,7 +367,7 @@ func TestSporePagination(t *testing.T) {
 	for i := 1; i <= 25; i++ {
 		evs = append(evs, text(i, fmt.Sprintf("line %d", i)))
 	}
-	f.add(state.Spore{ID: "long", Colony: "lab", Rank: state.RankSpore}, false, evs...)
+	f.add(state.Spore{Wish: state.Wish{ID: "long", Colony: "lab", Rank: state.RankSpore}}, false, evs...)
 	f.st.take()
 
 	a := f.get("/ui/spores/long?limit=10")
@@ -409,7 +409,7 @@ func TestSporePagination(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, f.get("/ui/nothing").status)
 
 	empty := newFixture(t)
-	empty.add(state.Spore{ID: "fresh", Colony: "lab", Rank: state.RankSpore}, false)
+	empty.add(state.Spore{Wish: state.Wish{ID: "fresh", Colony: "lab", Rank: state.RankSpore}}, false)
 	a = empty.get("/ui/spores/fresh")
 	require.Equal(t, http.StatusOK, a.status, a.body)
 	require.Contains(t, a.body, "No events yet.")
@@ -419,7 +419,7 @@ func TestSporePagination(t *testing.T) {
 // can write, and checks that the page shows it as text.
 func TestXSS(t *testing.T) {
 	f := newFixture(t)
-	f.add(state.Spore{ID: "evil", Colony: "lab", Rank: state.RankSpore}, true,
+	f.add(state.Spore{Wish: state.Wish{ID: "evil", Colony: "lab", Rank: state.RankSpore}}, true,
 		lifecycle(0, "created"+xss, xss),
 		prompt(1, "user:"+xss, "please "+xss),
 		state.Event{Kind: state.KindMessage, At: at(1), From: "spore:" + xss, Text: xss},
@@ -607,7 +607,7 @@ func TestLiveTailBacklogAndGone(t *testing.T) {
 	for i := range evs {
 		evs[i] = text(1, "x")
 	}
-	f.add(state.Spore{ID: "long", Colony: "lab", Rank: state.RankSpore}, false, evs...)
+	f.add(state.Spore{Wish: state.Wish{ID: "long", Colony: "lab", Rank: state.RankSpore}}, false, evs...)
 	f.st.take()
 	lines := f.stream(t, "/ui/spores/long/events", 2)
 	require.Equal(t, []string{"5"}, dataOf(lines, "skipped"))
@@ -629,7 +629,7 @@ func TestLiveTailBacklogAndGone(t *testing.T) {
 
 func TestLiveTailEndsOnShutdown(t *testing.T) {
 	f := newFixture(t)
-	f.add(state.Spore{ID: "quiet", Colony: "lab", Rank: state.RankSpore}, false)
+	f.add(state.Spore{Wish: state.Wish{ID: "quiet", Colony: "lab", Rank: state.RankSpore}}, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	f.h.Shutdown = ctx
 	req := f.request(http.MethodGet, "/ui/spores/quiet/events", nil)
@@ -650,7 +650,7 @@ func TestLiveTailEndsOnShutdown(t *testing.T) {
 
 func TestLiveTailLimit(t *testing.T) {
 	f := newFixture(t)
-	f.add(state.Spore{ID: "quiet", Colony: "lab", Rank: state.RankSpore}, false)
+	f.add(state.Spore{Wish: state.Wish{ID: "quiet", Colony: "lab", Rank: state.RankSpore}}, false)
 	f.h.MaxStreams = 1
 	f.h.streams.Store(1)
 	a := f.get("/ui/spores/quiet/events", "Accept", "text/event-stream")

@@ -37,7 +37,7 @@ func statusMarkdown(res reconcile.Result) []byte {
 		group := byColony[colony]
 		// Needs attention first; then by id (the group is sorted already).
 		slices.SortStableFunc(group, func(a, b reconcile.SporeHealth) int {
-			return boolCmp(!a.Effective.OK(), !b.Effective.OK())
+			return boolCmp(!reconcile.OK(a.Effective), !reconcile.OK(b.Effective))
 		})
 		name := "(no colony)"
 		if colony != "" {
@@ -48,7 +48,7 @@ func statusMarkdown(res reconcile.Result) []byte {
 		b.WriteString("|---|---|---|---|---|---|--:|---|--:|--:|\n")
 		for _, s := range group {
 			mark := ""
-			if !s.Effective.OK() {
+			if !reconcile.OK(s.Effective) {
 				mark = "⚠"
 			}
 			cells := []string{

@@ -10,7 +10,7 @@ import (
 
 // healthPaused is reconcile.Paused as stored in a record's health
 // (create_test.go checks the two agree).
-const healthPaused = "Paused"
+const healthPaused state.Health = "Paused"
 
 // New is what a person chooses for a new spore; the rest of its record is
 // the rules'.
@@ -32,9 +32,8 @@ type New struct {
 // returns the record as written; waking it is Wake's.
 func Create(ctx context.Context, tx state.Tx, n New, now time.Time) (state.Spore, error) {
 	sp := state.Spore{
-		ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role,
-		Desired: state.Paused, Spec: n.Spec, Created: now, Updated: now,
-		Health: healthPaused,
+		Wish:   state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec, Created: now, Updated: now},
+		Status: state.Status{Health: healthPaused},
 	}
 	settings, err := tx.Settings(ctx)
 	if err != nil {

@@ -22,9 +22,10 @@ func TestCreateRecordsASleepingSporeWithTheStoresDefaults(t *testing.T) {
 		}))
 		sp, evs := read(t, st, "a")
 		require.Equal(t, sp, got, "the record returned is the one written")
-		require.Equal(t, state.Spore{ID: "a", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "dev",
-			Desired: state.Paused, Spec: state.Spec{Image: "img:1", CPU: "2", Memory: "1Gi", Storage: "2Gi"},
-			Created: now, Updated: now, Health: string(reconcile.Paused)}, sp)
+		require.Equal(t, state.Spore{
+			Wish:   state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "dev", Desired: state.Paused, Spec: state.Spec{Image: "img:1", CPU: "2", Memory: "1Gi", Storage: "2Gi"}, Created: now, Updated: now},
+			Status: state.Status{Health: reconcile.Paused},
+		}, sp)
 		require.Equal(t, []state.Event{{Seq: 1, Kind: state.KindLifecycle, Action: "created", At: now,
 			Text: "colony lab, rank spore, desired Paused"}}, evs)
 	})
@@ -32,9 +33,9 @@ func TestCreateRecordsASleepingSporeWithTheStoresDefaults(t *testing.T) {
 
 func TestCreateKeepsTheRanksThatMustBeSingle(t *testing.T) {
 	existing := []state.Spore{
-		{ID: "arch", Colony: "lab", Rank: state.RankArch},
-		{ID: "lab-myco", Colony: "lab", Rank: state.RankColony},
-		{ID: "lab-red", Colony: "lab", Rank: state.RankSwarm, Swarm: "red"},
+		{Wish: state.Wish{ID: "arch", Colony: "lab", Rank: state.RankArch}},
+		{Wish: state.Wish{ID: "lab-myco", Colony: "lab", Rank: state.RankColony}},
+		{Wish: state.Wish{ID: "lab-red", Colony: "lab", Rank: state.RankSwarm, Swarm: "red"}},
 	}
 	tests := []struct {
 		name string
@@ -91,7 +92,7 @@ func TestCreateKeepsTheRanksThatMustBeSingle(t *testing.T) {
 func TestDeleteRemovesTheSporeWithItsLogOutboxAndToken(t *testing.T) {
 	eachBackend(t, func(t *testing.T, st state.Store) {
 		ctx := context.Background()
-		put(t, st, state.Spore{ID: "a"}, state.Spore{ID: "b"})
+		put(t, st, state.Spore{Wish: state.Wish{ID: "a"}}, state.Spore{Wish: state.Wish{ID: "b"}})
 		require.NoError(t, update(st, func(ctx context.Context, tx state.Tx) error {
 			if err := wish.Wake(ctx, tx, "a", now); err != nil {
 				return err

@@ -36,7 +36,7 @@ func TestSetRecordsTheWishWithANewGenerationAndAnEvent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, st state.Store) {
-				put(t, st, state.Spore{ID: "a", Rank: tt.rank, Desired: tt.from, Generation: 4})
+				put(t, st, state.Spore{Wish: state.Wish{ID: "a", Rank: tt.rank, Desired: tt.from, Generation: 4}})
 				before, _ := read(t, st, "a")
 				err := update(st, func(ctx context.Context, tx state.Tx) error { return tt.set(ctx, tx, "a") })
 				sp, evs := read(t, st, "a")
@@ -93,7 +93,7 @@ func TestWakeToDeliver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, st state.Store) {
-				put(t, st, state.Spore{ID: "a", Desired: tt.from, Generation: 1})
+				put(t, st, state.Spore{Wish: state.Wish{ID: "a", Desired: tt.from, Generation: 1}})
 				var woke bool
 				require.NoError(t, update(st, func(ctx context.Context, tx state.Tx) error {
 					sp, err := tx.Spore(ctx, "a")
@@ -135,7 +135,7 @@ func TestKeepArchOn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, st state.Store) {
-				put(t, st, state.Spore{ID: "a", Rank: tt.rank, Desired: tt.from, Generation: 2})
+				put(t, st, state.Spore{Wish: state.Wish{ID: "a", Rank: tt.rank, Desired: tt.from, Generation: 2}})
 				var got state.Spore
 				var seq uint64
 				require.NoError(t, update(st, func(ctx context.Context, tx state.Tx) error {

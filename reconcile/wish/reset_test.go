@@ -21,11 +21,11 @@ func TestResetClosesTheBreakerWithANewGeneration(t *testing.T) {
 		wantSeq uint64
 		text    string
 	}{
-		{"breaker open", state.Spore{BreakerOpen: true, Failures: crashes, NotBefore: now.Add(time.Hour), Health: "Error", HealthReason: "CrashLoop", BridgeSeq: 7},
+		{"breaker open", state.Spore{Status: state.Status{BreakerOpen: true, Failures: crashes, NotBefore: now.Add(time.Hour), Health: "Error", HealthReason: "CrashLoop", BridgeSeq: 7}},
 			7, "breaker closed, crash history forgotten"},
-		{"breaker closed", state.Spore{Failures: crashes[:1], NotBefore: now.Add(time.Minute), Health: "Dead", BridgeSeq: 7},
+		{"breaker closed", state.Spore{Status: state.Status{Failures: crashes[:1], NotBefore: now.Add(time.Minute), Health: "Dead", BridgeSeq: 7}},
 			7, "crash history forgotten (the breaker was closed)"},
-		{"bridge log lost", state.Spore{Health: "Error", HealthReason: string(reconcile.ReasonBridgeLogLost), BridgeSeq: 42},
+		{"bridge log lost", state.Spore{Status: state.Status{Health: "Error", HealthReason: string(reconcile.ReasonBridgeLogLost), BridgeSeq: 42}},
 			0, "crash history forgotten (the breaker was closed); the bridge's new log is accepted: ingest restarts from its line 1 (the store holds the old log's lines up to 42)"},
 	}
 	for _, tt := range tests {
@@ -68,7 +68,7 @@ func TestRotateTokenReplacesTheHashAndKeepsTheGeneration(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			eachBackend(t, func(t *testing.T, st state.Store) {
-				put(t, st, state.Spore{ID: "a", Desired: state.Running, Generation: 3})
+				put(t, st, state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running, Generation: 3}})
 				old := state.HashToken("spt_old")
 				if tt.had {
 					require.NoError(t, update(st, func(ctx context.Context, tx state.Tx) error { return tx.SetTokenHash(ctx, "a", old) }))

@@ -280,11 +280,8 @@ func fuzzRow(id, text string, i int) *row {
 	at := time.Unix(1764460800+int64(i), int64(i)*7).UTC()
 	return &row{
 		Spore: state.Spore{
-			ID: id, Colony: "c", Rank: state.RankSwarm, Swarm: "s", Role: "r", Desired: state.Running,
-			Spec:    state.Spec{Image: text, CPU: "2", Memory: "3Gi"},
-			Created: at, Updated: at.Add(time.Second), Restarts: i, Failures: []time.Time{at},
-			NotBefore: at.Add(time.Minute), BreakerOpen: i%2 == 0, BridgeSeq: uint64(i),
-			Generation: uint64(i) * 3, Health: []string{"", "Dead", "Healthy"}[i%3], HealthReason: []string{"", "OOMKilled"}[i%2],
+			Wish:   state.Wish{ID: id, Colony: "c", Rank: state.RankSwarm, Swarm: "s", Role: "r", Desired: state.Running, Spec: state.Spec{Image: text, CPU: "2", Memory: "3Gi"}, Created: at, Updated: at.Add(time.Second), Generation: uint64(i) * 3},
+			Status: state.Status{Restarts: i, Failures: []time.Time{at}, NotBefore: at.Add(time.Minute), BreakerOpen: i%2 == 0, BridgeSeq: uint64(i), Health: []state.Health{"", "Dead", "Healthy"}[i%3], HealthReason: []string{"", "OOMKilled"}[i%2]},
 		},
 		Log:    logHead{File: id + ".1.log", Size: int64(i) * 100, LastSeq: uint64(i)},
 		Outbox: []state.OutboxEntry{{ID: "m" + strconv.Itoa(i), Spore: id, From: "user:x", Text: text, At: at, Wake: i%3 == 0}},

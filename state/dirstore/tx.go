@@ -170,6 +170,48 @@ func (t *tx) UpdateSpore(ctx context.Context, s state.Spore) error {
 	return nil
 }
 
+func (t *tx) PutWish(ctx context.Context, w state.Wish) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	r, err := t.mustGet(w.ID)
+	if err != nil {
+		return err
+	}
+	sp := state.Spore{Wish: w, Status: r.Spore.Status}
+	if err := sp.Validate(); err != nil {
+		return err
+	}
+	if err := state.CheckWish(r.Spore.Wish, w); err != nil {
+		return err
+	}
+	n := *r
+	n.Spore = sp.Stamped()
+	t.put(&n)
+	return nil
+}
+
+func (t *tx) PutStatus(ctx context.Context, id string, st state.Status) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	r, err := t.mustGet(id)
+	if err != nil {
+		return err
+	}
+	if err := state.CheckStatus(id, r.Spore.Generation, st); err != nil {
+		return err
+	}
+	sp := state.Spore{Wish: r.Spore.Wish, Status: st}
+	if err := sp.Validate(); err != nil {
+		return err
+	}
+	n := *r
+	n.Spore = sp.Stamped()
+	t.put(&n)
+	return nil
+}
+
 func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 	if err := t.writable(); err != nil {
 		return err

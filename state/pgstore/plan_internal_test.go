@@ -24,7 +24,7 @@ func TestLogReadsUseTheIndex(t *testing.T) {
 	require.NoError(t, s.Update(ctx, func(stx state.Tx) error {
 		for i := 0; i < 20; i++ {
 			id := fmt.Sprintf("s%02d", i)
-			if err := stx.CreateSpore(ctx, state.Spore{ID: id, Colony: "c", Rank: state.RankSpore, Desired: state.Paused}); err != nil {
+			if err := stx.CreateSpore(ctx, state.Spore{Wish: state.Wish{ID: id, Colony: "c", Rank: state.RankSpore, Desired: state.Paused}}); err != nil {
 				return err
 			}
 			evs := make([]state.Event, 2000)
@@ -80,7 +80,7 @@ func TestPendingReadsOnlyTheOutbox(t *testing.T) {
 	require.NoError(t, s.Update(ctx, func(stx state.Tx) error {
 		for i := 0; i < 5000; i++ {
 			id := fmt.Sprintf("s%04d", i)
-			if err := stx.CreateSpore(ctx, state.Spore{ID: id, Colony: "c", Rank: state.RankSpore, Desired: state.Paused}); err != nil {
+			if err := stx.CreateSpore(ctx, state.Spore{Wish: state.Wish{ID: id, Colony: "c", Rank: state.RankSpore, Desired: state.Paused}}); err != nil {
 				return err
 			}
 			if i%1000 == 0 {

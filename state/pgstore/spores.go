@@ -215,6 +215,32 @@ func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
 	return nil
 }
 
+func (t *tx) PutWish(ctx context.Context, w state.Wish) error {
+	cur, err := t.Spore(ctx, w.ID)
+	if err != nil {
+		return err
+	}
+	sp := state.Spore{Wish: w, Status: cur.Status}
+	if err := checkSpore(&sp); err != nil {
+		return err
+	}
+	if err := state.CheckWish(cur.Wish, w); err != nil {
+		return err
+	}
+	return t.UpdateSpore(ctx, sp)
+}
+
+func (t *tx) PutStatus(ctx context.Context, id string, st state.Status) error {
+	cur, err := t.Spore(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := state.CheckStatus(id, cur.Generation, st); err != nil {
+		return err
+	}
+	return t.UpdateSpore(ctx, state.Spore{Wish: cur.Wish, Status: st})
+}
+
 func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 	if err := t.writable("delete spore"); err != nil {
 		return err

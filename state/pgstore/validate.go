@@ -69,7 +69,7 @@ func checkSpore(sp *state.Spore) error {
 	}
 	for _, f := range []struct{ name, v string }{
 		{"image", sp.Spec.Image}, {"cpu", sp.Spec.CPU}, {"memory", sp.Spec.Memory}, {"storage", sp.Spec.Storage},
-		{"health", sp.Health}, {"health reason", sp.HealthReason},
+		{"health", string(sp.Health)}, {"health reason", sp.HealthReason},
 	} {
 		if err := checkText("spore "+f.name, f.v); err != nil {
 			return err

@@ -44,7 +44,7 @@ func (r *recorder) end() {
 
 func spore(id string) state.Spore {
 	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-	return state.Spore{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Paused, Created: now, Updated: now}
+	return state.Spore{Wish: state.Wish{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Paused, Created: now, Updated: now}}
 }
 
 // The check a store made by Dir runs when its test ends passes a store
@@ -175,7 +175,7 @@ func TestViewValue(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "lab", sp.Colony)
 	sp, err = state.ViewValue(ctx, st, func(tx state.Tx) (state.Spore, error) {
-		return state.Spore{ID: "half-read"}, fmt.Errorf("read: %w", state.ErrNotFound)
+		return state.Spore{Wish: state.Wish{ID: "half-read"}}, fmt.Errorf("read: %w", state.ErrNotFound)
 	})
 	require.ErrorIs(t, err, state.ErrNotFound)
 	require.Zero(t, sp)

@@ -33,7 +33,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Settings", testSettings},
 		{"CreateAndRead", testCreateAndRead},
 		{"CreateRejects", testCreateRejects},
-		{"UpdateSpore", testUpdateSpore},
+		{"PutWishAndStatus", testPutWishAndStatus},
+		{"StaleWrites", testStaleWrites},
 		{"ReadOnlyView", testReadOnlyView},
 		{"RollbackOnError", testRollbackOnError},
 		{"AppendSequence", testAppendSequence},
@@ -75,9 +76,7 @@ var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 // Spore returns a valid spore named id.
 func Spore(id string) state.Spore {
 	return state.Spore{
-		ID: id, Colony: "default", Rank: state.RankSpore, Desired: state.Paused,
-		Spec:    state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"},
-		Created: t0, Updated: t0,
+		Wish: state.Wish{ID: id, Colony: "default", Rank: state.RankSpore, Desired: state.Paused, Spec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"}, Created: t0, Updated: t0},
 	}
 }
 
@@ -176,27 +175,156 @@ func testCreateRejects(t *testing.T, s state.Store) {
 	require.Len(t, spores, 1)
 }
 
-func testUpdateSpore(t *testing.T, s state.Store) {
-	create(t, s, "one")
-	require.NoError(t, s.Update(t.Context(), func(tx state.Tx) error {
-		sp, err := tx.Spore(t.Context(), "one")
+// Put writes sp over the stored spore of its id as a test sets one up:
+// its wish, when it differs, at a generation above the stored one (sp's
+// own when that is higher), then its status at the wish's generation. It
+// returns the spore as written. Code outside tests writes a wish through
+// reconcile/wish and a status through a pass.
+func Put(ctx context.Context, tx state.Tx, sp state.Spore) (state.Spore, error) {
+	cur, err := tx.Spore(ctx, sp.ID)
+	if err != nil {
+		return sp, err
+	}
+	if sp.Wish.Stamped() != cur.Wish.Stamped() {
+		sp.Generation = max(sp.Generation, cur.Generation+1)
+		if err := tx.PutWish(ctx, sp.Wish); err != nil {
+			return sp, err
+		}
+	} else {
+		sp.Generation = cur.Generation
+	}
+	sp.ObservedGeneration = sp.Generation
+	return sp, tx.PutStatus(ctx, sp.ID, sp.Status)
+}
+
+// update reads spore id, lets fn change it and writes it back with Put.
+func update(ctx context.Context, s state.Store, id string, fn func(*state.Spore)) error {
+	return s.Update(ctx, func(tx state.Tx) error {
+		cur, err := tx.Spore(ctx, id)
 		if err != nil {
 			return err
 		}
-		sp.Desired = state.Running
-		sp.Restarts = 3
-		sp.NotBefore = t0.Add(time.Minute)
-		return tx.UpdateSpore(t.Context(), sp)
-	}))
-	got := view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
-	require.Equal(t, state.Running, got.Desired)
-	require.Equal(t, 3, got.Restarts)
-	require.True(t, got.NotBefore.Equal(t0.Add(time.Minute)))
-
-	err := s.Update(t.Context(), func(tx state.Tx) error {
-		return tx.UpdateSpore(t.Context(), Spore("ghost"))
+		fn(&cur)
+		_, err = Put(ctx, tx, cur)
+		return err
 	})
-	require.ErrorIs(t, err, state.ErrNotFound)
+}
+
+// testPutWishAndStatus: each write replaces its half and keeps the other.
+func testPutWishAndStatus(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	create(t, s, "one")
+	get := func() state.Spore {
+		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
+	}
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, "one")
+		if err != nil {
+			return err
+		}
+		st := sp.Status
+		st.Restarts, st.NotBefore, st.Health = 3, t0.Add(time.Minute), "Dead"
+		return tx.PutStatus(ctx, "one", st)
+	}))
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, "one")
+		if err != nil {
+			return err
+		}
+		w := sp.Wish
+		w.Desired, w.Generation, w.Role, w.Swarm = state.Running, sp.Generation+1, "dev", "team"
+		return tx.PutWish(ctx, w)
+	}))
+	got := get()
+	require.Equal(t, state.Running, got.Desired)
+	require.Equal(t, "dev", got.Role)
+	require.Equal(t, uint64(1), got.Generation)
+	require.Equal(t, 3, got.Restarts, "a wish write keeps the status")
+	require.Equal(t, state.Health("Dead"), got.Health)
+	require.True(t, got.NotBefore.Equal(t0.Add(time.Minute)))
+	require.Zero(t, got.ObservedGeneration, "the status was written against generation 0")
+
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		st := got.Status
+		st.ObservedGeneration, st.Restarts = 1, 4
+		return tx.PutStatus(ctx, "one", st)
+	}))
+	got = get()
+	require.Equal(t, 4, got.Restarts)
+	require.Equal(t, uint64(1), got.ObservedGeneration)
+	require.Equal(t, state.Running, got.Desired, "a status write keeps the wish")
+	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	require.Equal(t, got, spores[0])
+
+	for name, write := range map[string]func(tx state.Tx) error{
+		"PutWish":   func(tx state.Tx) error { w := Spore("ghost").Wish; w.Generation = 1; return tx.PutWish(ctx, w) },
+		"PutStatus": func(tx state.Tx) error { return tx.PutStatus(ctx, "ghost", state.Status{}) },
+	} {
+		err := s.Update(ctx, write)
+		require.ErrorIs(t, err, state.ErrNotFound, name)
+		require.Equal(t, state.SporeNotFound("ghost").Error(), err.Error(), name)
+	}
+}
+
+// testStaleWrites: a wish that does not raise the generation, and a
+// status written against an older one, are refused with ErrStale and
+// write nothing of their transaction; a status ahead of the wish is
+// invalid. This is what keeps a pass that read generation G from writing
+// over a wish a person made meanwhile.
+func testStaleWrites(t *testing.T, s state.Store) {
+	ctx := t.Context()
+	create(t, s, "one")
+	get := func() state.Spore {
+		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
+	}
+	// A pass reads generation 0; a person wakes the spore (generation 1).
+	observed := get()
+	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.Desired = state.Running }))
+	before := get()
+	require.Equal(t, uint64(1), before.Generation)
+
+	err := s.Update(ctx, func(tx state.Tx) error {
+		if _, err := tx.Append(ctx, "one", []state.Event{{Kind: state.KindLifecycle, Text: "with the stale status"}}); err != nil {
+			return err
+		}
+		st := observed.Status
+		st.Restarts, st.BreakerOpen = 9, true
+		return tx.PutStatus(ctx, "one", st)
+	})
+	var stale *state.StaleError
+	require.ErrorAs(t, err, &stale)
+	require.ErrorIs(t, err, state.ErrStale)
+	require.Equal(t, "status", stale.What)
+	require.Equal(t, uint64(0), stale.Written)
+	require.Equal(t, uint64(1), stale.Stored)
+	require.Contains(t, err.Error(), "spore one")
+
+	err = s.Update(ctx, func(tx state.Tx) error {
+		w := observed.Wish
+		w.Desired, w.Generation = state.Stopped, 1 // not above the stored 1
+		return tx.PutWish(ctx, w)
+	})
+	require.ErrorAs(t, err, &stale)
+	require.Equal(t, "wish", stale.What)
+
+	err = s.Update(ctx, func(tx state.Tx) error {
+		st := before.Status
+		st.ObservedGeneration = 2
+		return tx.PutStatus(ctx, "one", st)
+	})
+	var inv *state.InvalidError
+	require.ErrorAs(t, err, &inv)
+	require.Equal(t, "observed generation", inv.Field)
+
+	require.Equal(t, before, get(), "refused writes changed nothing")
+	head := view(t, s, func(ctx context.Context, tx state.Tx) (state.SporeHead, error) { return tx.Head(ctx, "one") })
+	require.Equal(t, uint64(0), head.LastSeq, "nor did the rest of their transaction")
+
+	// CreateSpore refuses a status ahead of its wish.
+	bad := Spore("two")
+	bad.Generation, bad.ObservedGeneration = 1, 2
+	err = s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, bad) })
+	require.ErrorAs(t, err, &inv)
 }
 
 func testReadOnlyView(t *testing.T, s state.Store) {
@@ -622,7 +750,6 @@ func testMissingSpore(t *testing.T, s state.Store) {
 		}
 	}
 	writes := map[string]func(tx state.Tx) error{
-		"UpdateSpore": func(tx state.Tx) error { return tx.UpdateSpore(ctx, Spore("ghost")) },
 		"DeleteSpore": func(tx state.Tx) error { return tx.DeleteSpore(ctx, "ghost") },
 		"Dequeue":     func(tx state.Tx) error { return tx.Dequeue(ctx, "ghost", "m") },
 	}
@@ -785,7 +912,7 @@ func testBookkeeping(t *testing.T, s state.Store) {
 	}
 	got := get()
 	require.Equal(t, uint64(7), got.Generation)
-	require.Equal(t, "Dead", got.Health)
+	require.Equal(t, state.Health("Dead"), got.Health)
 	require.Equal(t, "OOMKilled", got.HealthReason)
 	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
 	require.Equal(t, uint64(7), spores[0].Generation)
@@ -798,11 +925,12 @@ func testBookkeeping(t *testing.T, s state.Store) {
 		}
 		cur.Restarts++
 		cur.Health, cur.HealthReason = "Healthy", ""
-		return tx.UpdateSpore(ctx, cur)
+		cur.ObservedGeneration = cur.Generation
+		return tx.PutStatus(ctx, "one", cur.Status)
 	}))
 	got = get()
 	require.Equal(t, uint64(7), got.Generation, "the store does not bump the generation")
-	require.Equal(t, "Healthy", got.Health)
+	require.Equal(t, state.Health("Healthy"), got.Health)
 	require.Empty(t, got.HealthReason)
 
 	// A pass observes generation 7; a command changes the wish meanwhile.
@@ -813,7 +941,7 @@ func testBookkeeping(t *testing.T, s state.Store) {
 			return err
 		}
 		cur.Desired, cur.Generation = state.Running, cur.Generation+1
-		return tx.UpdateSpore(ctx, cur)
+		return tx.PutWish(ctx, cur.Wish)
 	}))
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
 		cur, err := tx.Spore(ctx, "one")
@@ -832,7 +960,7 @@ func testBookkeeping(t *testing.T, s state.Store) {
 			return err
 		}
 		cur.Generation = math.MaxInt64
-		return tx.UpdateSpore(ctx, cur)
+		return tx.PutWish(ctx, cur.Wish)
 	}))
 	require.Equal(t, uint64(math.MaxInt64), get().Generation)
 	for name, mutate := range map[string]func(*state.Spore){
@@ -840,7 +968,9 @@ func testBookkeeping(t *testing.T, s state.Store) {
 		"health with a newline":    func(sp *state.Spore) { sp.Health = "Dead\nreally" },
 		"reason with a NUL":        func(sp *state.Spore) { sp.HealthReason = "OOM\x00Killed" },
 		"reason not UTF-8":         func(sp *state.Spore) { sp.HealthReason = "\xff" },
-		"health too long":          func(sp *state.Spore) { sp.Health = strings.Repeat("x", state.MaxHealthLen+1) },
+		"health too long":          func(sp *state.Spore) { sp.Health = state.Health(strings.Repeat("x", state.MaxHealthName+1)) },
+		"health not a name":        func(sp *state.Spore) { sp.Health = "dead" },
+		"reason too long":          func(sp *state.Spore) { sp.HealthReason = strings.Repeat("x", state.MaxHealthLen+1) },
 	} {
 		err := s.Update(ctx, func(tx state.Tx) error {
 			cur, err := tx.Spore(ctx, "one")
@@ -848,7 +978,8 @@ func testBookkeeping(t *testing.T, s state.Store) {
 				return err
 			}
 			mutate(&cur)
-			return tx.UpdateSpore(ctx, cur)
+			_, err = Put(ctx, tx, cur)
+			return err
 		})
 		var inv *state.InvalidError
 		require.ErrorAs(t, err, &inv, name)
@@ -924,7 +1055,8 @@ func testSwarmLoop(t *testing.T, s state.Store) {
 				return err
 			}
 			fn(&cur)
-			return tx.UpdateSpore(ctx, cur)
+			_, err = Put(ctx, tx, cur)
+			return err
 		})
 	}
 	require.NoError(t, update(func(sp *state.Spore) { sp.Loop, sp.LoopDue = state.Duration(90*time.Minute), due }))
@@ -968,7 +1100,8 @@ func testActivityAndIncidents(t *testing.T, s state.Store) {
 				return err
 			}
 			fn(&cur)
-			return tx.UpdateSpore(ctx, cur)
+			_, err = Put(ctx, tx, cur)
+			return err
 		})
 	}
 	got := get()
