@@ -13,6 +13,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 const wakeSpores = 100
@@ -73,7 +74,7 @@ func BenchmarkWake100(b *testing.B) {
 					}
 					sp.Desired, sp.Updated = state.Running, now
 					sp.Generation++
-					if err := tx.UpdateSpore(ctx, sp); err != nil {
+					if _, err := storetest.Put(ctx, tx, sp); err != nil {
 						return err
 					}
 					if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindLifecycle, Action: "wake", At: now, Text: "desired Paused → Running"}}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 // A spore is awake exactly when its pod exists: `sleep` (and `stop`), as
@@ -65,7 +66,8 @@ func TestSleepRemovesThePodWhateverItsPhase(t *testing.T) {
 				}
 				sp.Desired, sp.Updated = c.desired, time.Now().UTC()
 				sp.Generation++
-				return tx.UpdateSpore(ctx, sp)
+				_, err = storetest.Put(ctx, tx, sp)
+				return err
 			}))
 			out, err = pass.Run(ctx, reconcile.Options{IDs: []string{c.id}, Heal: true})
 			require.NoError(t, err)

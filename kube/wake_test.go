@@ -12,6 +12,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 // `sleep`, then `wake` while the old pod is still terminating (its node
@@ -53,7 +54,8 @@ func TestWakeWhileTheOldPodTerminates(t *testing.T) {
 			}
 			sp.Desired, sp.Updated = d, time.Now().UTC()
 			sp.Generation++
-			return tx.UpdateSpore(ctx, sp)
+			_, err = storetest.Put(ctx, tx, sp)
+			return err
 		}))
 		opt := reconcile.Options{Heal: true}
 		if d == state.Running {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/transcript"
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -128,28 +129,9 @@ func (s *Server) swarmLoop(c *call) (int, any, error) {
 	now := s.now().UTC()
 	var res LoopResponse
 	err := s.Store.Update(c.ctx(), func(tx state.Tx) error {
-		sp, err := tx.Spore(c.ctx(), c.caller.ID)
+		// A loop is the caller's own wish: its rule and its write are wish's.
+		sp, _, err := wish.SetLoop(c.ctx(), tx, c.caller.ID, every, From(c.caller), now)
 		if err != nil {
-			return err
-		}
-		var ev state.Event
-		if req.Stop {
-			if sp.Loop == 0 {
-				res = LoopResponse{Spore: sp.ID}
-				return nil
-			}
-			ev = state.Event{Kind: state.KindLifecycle, Action: "loop", From: From(c.caller), At: now,
-				Text: fmt.Sprintf("swarm loop (every %s) stopped", sp.Loop)}
-			sp.Loop, sp.LoopDue = 0, time.Time{}
-		} else {
-			sp.Loop, sp.LoopDue = state.Duration(every), now.Add(every)
-			ev = state.Event{Kind: state.KindLifecycle, Action: "loop", From: From(c.caller), At: now,
-				Text: fmt.Sprintf("swarm loop every %s; first prompt due %s", every, sp.LoopDue.Format(time.RFC3339))}
-		}
-		if err := tx.UpdateSpore(c.ctx(), sp); err != nil {
-			return err
-		}
-		if _, err := tx.Append(c.ctx(), sp.ID, []state.Event{ev}); err != nil {
 			return err
 		}
 		res = LoopResponse{Spore: sp.ID, Due: state.Stamp(sp.LoopDue)}

@@ -21,6 +21,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 // countingStore is statetest's counting store with its count where this
@@ -326,7 +327,8 @@ func (h *harness) setDesired(id string, d state.Desired) {
 			return err
 		}
 		sp.Desired, sp.Updated = d, time.Now().UTC()
-		return tx.UpdateSpore(ctx, sp)
+		_, err = storetest.Put(ctx, tx, sp)
+		return err
 	}))
 	if d == state.Running {
 		require.NoError(h.t, h.rt.Start(ctx, sp, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_test"}}))

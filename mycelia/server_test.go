@@ -17,6 +17,7 @@ import (
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 func TestTellToASleepingSporeNeedsWake(t *testing.T) {
@@ -411,7 +412,8 @@ func TestAStoppedSporeIsNotWoken(t *testing.T) {
 				return err
 			}
 			sp.Desired = state.Stopped
-			return tx.UpdateSpore(ctx, sp)
+			_, err = storetest.Put(ctx, tx, sp)
+			return err
 		}))
 	}
 	h.st.updates.Store(0)

@@ -174,11 +174,3 @@ func addActivity(hs []state.HourActivity, evs []state.Event, now time.Time, coun
 	}
 	return out
 }
-
-// sameActivity compares two activity records hour by hour.
-func sameActivity(a, b []state.HourActivity) bool {
-	return slices.EqualFunc(a, b, func(x, y state.HourActivity) bool {
-		return x.Hour.Equal(y.Hour) && x.Turns == y.Turns && x.ToolCalls == y.ToolCalls &&
-			x.InputTokens == y.InputTokens && x.OutputTokens == y.OutputTokens && x.CostMicros == y.CostMicros
-	})
-}

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/sporectl/sporectl/state"
@@ -22,20 +21,13 @@ func (p *SporePlan) changes(now time.Time) bool {
 		// happened and the health is the one recorded.
 		return false
 	}
-	sp, evs := p.record(p.Spore, now)
-	return len(evs) > 0 || !sameRecord(sp, p.Spore)
-}
-
-// sameRecord compares what a pass may change of a spore.
-func sameRecord(a, b state.Spore) bool {
-	return a.Restarts == b.Restarts && a.BreakerOpen == b.BreakerOpen && a.BridgeSeq == b.BridgeSeq &&
-		a.NotBefore.Equal(b.NotBefore) && a.Health == b.Health && a.HealthReason == b.HealthReason &&
-		slices.EqualFunc(a.Failures, b.Failures, time.Time.Equal) && sameActivity(a.Activity, b.Activity)
+	st, evs := p.record(p.Spore, now)
+	return len(evs) > 0 || !st.Equal(p.Spore.Status)
 }
 
 // commit writes, in one transaction, everything the pass learned and did:
-// ingested lines (with the activity they add), transition events, crash
-// bookkeeping and delivered outbox entries. Each spore is re-read inside
+// ingested lines (with the activity they add), transition events, the
+// status (crash bookkeeping, health) and delivered outbox entries. Each spore is re-read inside
 // the transaction, so a wish that arrived after the snapshot is kept and
 // judged (record), and a spore deleted meanwhile is skipped. then, when
 // not nil, runs last inside the same transaction (the summons, which must
@@ -63,14 +55,14 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 			if err != nil {
 				return err
 			}
-			sp, evs := p.record(fresh, now)
-			if sp.BridgeSeq != fresh.BridgeSeq {
+			st, evs := p.record(fresh, now)
+			if st.BridgeSeq != fresh.BridgeSeq {
 				// Lines are appended below: what they did is counted in
 				// the same write (activity.go).
-				sp.Activity = addActivity(sp.Activity, evs, now, p.Ingest.countOf)
+				st.Activity = addActivity(st.Activity, evs, now, p.Ingest.countOf)
 			}
-			if !sameRecord(sp, fresh) {
-				if err := tx.UpdateSpore(ctx, sp); err != nil {
+			if !st.Equal(fresh.Status) {
+				if err := tx.PutStatus(ctx, id, st); err != nil {
 					return err
 				}
 			}

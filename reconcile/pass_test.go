@@ -17,6 +17,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile/views"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 type env struct {
@@ -81,7 +82,8 @@ func (e *env) setDesired(id string, d state.Desired) {
 		}
 		sp.Desired = d
 		sp.Generation++
-		return tx.UpdateSpore(ctx, sp)
+		_, err = storetest.Put(ctx, tx, sp)
+		return err
 	}))
 }
 
@@ -202,7 +204,7 @@ func TestPassHealsWithBackoffAndOpensTheBreaker(t *testing.T) {
 	require.Equal(t, 1, e.rt.Calls("Start"))
 	require.True(t, out.Plans[0].Start && !out.Plans[0].Crash, "the first start after a wake is no crash")
 	e.run(reconcile.Options{})
-	require.Equal(t, Healthy, e.spore("a").Health)
+	require.Equal(t, reconcile.Healthy, e.spore("a").Health)
 
 	policy := state.RecoveryPolicy{}.WithDefaults()
 	wait := time.Duration(policy.BackoffInitial)
@@ -545,7 +547,7 @@ func TestPassReadOnlyBetweenWakeAndStartCountsNoCrash(t *testing.T) {
 	e := newEnv(t, "a")
 	e.setDesired("a", state.Running) // a wake recorded its wish...
 	e.run(reconcile.Options{})       // ...a status ran before the wake's pass
-	require.Equal(t, Dead, e.spore("a").Health)
+	require.Equal(t, reconcile.Dead, e.spore("a").Health)
 	out := e.heal()
 	require.True(t, out.Plans[0].Start)
 	require.False(t, out.Plans[0].Crash, "a first start counted as a crash")
@@ -590,7 +592,8 @@ func TestPassResetRacingAPassIsKept(t *testing.T) {
 		for i := 1; i <= 4; i++ {
 			sp.Failures = append(sp.Failures, e.now.Add(-time.Duration(i)*time.Minute))
 		}
-		return tx.UpdateSpore(ctx, sp)
+		_, err = storetest.Put(ctx, tx, sp)
+		return err
 	}))
 	reset := func() {
 		require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error {
@@ -600,7 +603,8 @@ func TestPassResetRacingAPassIsKept(t *testing.T) {
 			}
 			sp.BreakerOpen, sp.Failures, sp.Health, sp.HealthReason = false, nil, "", ""
 			sp.Generation++
-			return tx.UpdateSpore(ctx, sp)
+			_, err = storetest.Put(ctx, tx, sp)
+			return err
 		}))
 	}
 	ps := e.pass()

@@ -184,11 +184,12 @@ func backoff(p state.RecoveryPolicy, n int) time.Duration {
 	return min(d, time.Duration(p.BackoffMax))
 }
 
-// record is what a pass writes into a spore's record and log, computed
-// on the record as the commit reads it (fresh), so a newer wish that
-// arrived after the snapshot is kept: only the pass's own facts (crash
-// times, breaker, ingested lines, health) are written over it.
-func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []state.Event) {
+// record is what a pass writes into a spore's status and log, computed
+// on the record as the commit reads it (fresh): the status is written
+// against fresh's wish (its ObservedGeneration is fresh's generation), so
+// a newer wish that arrived after the snapshot is judged here, and the
+// wish itself is never written by a pass.
+func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []state.Event) {
 	sp := fresh
 	var evs []state.Event
 	ev := func(kind state.EventKind, action, text string) {
@@ -249,11 +250,11 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 			len(p.Failures), p.windowOf(), v.Text, sp.ID))
 	case errors.Is(p.StartErr, errWishChanged), errors.Is(p.StopErr, errWishChanged):
 		// Not made: a newer wish came first. Nothing of it to record.
-		return sp, evs
+		return sp.StatusAtWish(), evs
 	case p.Start && p.StartErr == nil && p.issued != nil && !p.issued.used.Load():
 		// The runtime found it running: a racing command started it and
 		// records that start itself.
-		return sp, evs
+		return sp.StatusAtWish(), evs
 	case p.Start && p.StartErr == nil:
 		if p.Crash {
 			sp.Restarts++
@@ -305,7 +306,7 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Spore, []sta
 		}
 		sp.Health, sp.HealthReason = health, string(reason)
 	}
-	return sp, evs
+	return sp.StatusAtWish(), evs
 }
 
 // restartText is the restart event: what happened (restart n after the

@@ -164,7 +164,7 @@ func TestOldPodTerminating(t *testing.T) {
 				require.Equal(t, st.crash, p.Crash, "step %d: crash", i)
 				require.False(t, p.Stop || p.OpenBreaker, "step %d: %+v", i, p)
 				var evs []state.Event
-				sp, evs = p.record(sp, now)
+				sp.Status, evs = p.record(sp, now)
 				require.Equal(t, st.health, sp.Health, "step %d: recorded health", i)
 				require.Equal(t, string(st.reason), sp.HealthReason, "step %d: recorded reason", i)
 				for _, e := range evs {

@@ -11,6 +11,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 func TestSendOnce(t *testing.T) {
@@ -81,7 +82,8 @@ func TestSendOnce(t *testing.T) {
 			return err
 		}
 		sp.Desired = state.Stopped
-		return tx.UpdateSpore(ctx, sp)
+		_, err = storetest.Put(ctx, tx, sp)
+		return err
 	}))
 	n = len(events())
 	_, err = reconcile.SendOnce(ctx, e.st, m, reconcile.Once{ID: "m-3", Window: time.Hour, KeepStopped: true}, e.now)

@@ -165,7 +165,7 @@ func Summon(ctx context.Context, tx state.Tx, arch string, ss []Summons, now tim
 		sp.Incidents = append(sp.Incidents, state.Incident{Key: s.Key, At: now})
 	}
 	sp.Incidents = pruneIncidents(sp.Incidents, now)
-	if err := tx.UpdateSpore(ctx, sp); err != nil {
+	if err := tx.PutStatus(ctx, sp.ID, sp.StatusAtWish()); err != nil {
 		return nil, fmt.Errorf("record incidents on %s: %w", sp.ID, err)
 	}
 	var out []state.OutboxEntry

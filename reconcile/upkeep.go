@@ -111,7 +111,7 @@ func (ps *Pass) upkeep(ctx context.Context, snap *Snapshot, opt Options, now tim
 				if _, err := tx.Enqueue(ctx, e); err != nil {
 					return err
 				}
-				if err := tx.UpdateSpore(ctx, sp); err != nil {
+				if err := tx.PutStatus(ctx, id, sp.StatusAtWish()); err != nil {
 					return err
 				}
 				appended, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindMessage, Action: e.ID, From: LoopFrom, At: now, Text: e.Text}})

@@ -12,6 +12,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 func (e *env) update(id string, fn func(*state.Spore)) {
@@ -23,7 +24,8 @@ func (e *env) update(id string, fn func(*state.Spore)) {
 			return err
 		}
 		fn(&sp)
-		return tx.UpdateSpore(ctx, sp)
+		_, err = storetest.Put(ctx, tx, sp)
+		return err
 	}))
 }
 

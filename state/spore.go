@@ -157,6 +157,16 @@ type Status struct {
 	Incidents []Incident `json:"incidents,omitempty"`
 }
 
+// StatusAtWish is s's status as written against s's wish: the status with
+// ObservedGeneration set to the wish's generation. A writer that read s
+// in its transaction and changed only the status passes this to
+// PutStatus.
+func (s Spore) StatusAtWish() Status {
+	st := s.Status
+	st.ObservedGeneration = s.Generation
+	return st
+}
+
 // Equal reports whether st and o say the same, compared as the stores
 // keep them (their JSON form, times at Precision): no list of fields to
 // keep in step, so a field a pass starts writing is never dropped as "no

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 // busyColony adds, to the golden colony, spores with activity:
@@ -366,7 +367,7 @@ func TestFleetRowsCountWhatThePassIngested(t *testing.T) {
 			}
 			sp.BridgeSeq = 7
 			sp.Activity = []state.HourActivity{{Hour: hour, ToolCalls: 5, OutputTokens: 2000, CostMicros: 30_000}}
-			if err := tx.UpdateSpore(ctx, sp); err != nil {
+			if _, err := storetest.Put(ctx, tx, sp); err != nil {
 				return err
 			}
 			_, err = tx.Append(ctx, "arch", []state.Event{{Kind: state.KindAgent, At: at(30), BridgeSeq: 7, Line: []byte(`{"type":"result"}`)}})

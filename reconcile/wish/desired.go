@@ -99,7 +99,7 @@ func desire(ctx context.Context, tx state.Tx, sp state.Spore, d state.Desired, a
 	prev := sp.Desired
 	sp.Desired = d
 	bump(&sp, now)
-	if err := tx.UpdateSpore(ctx, sp); err != nil {
+	if err := tx.PutWish(ctx, sp.Wish); err != nil {
 		return sp, 0, err
 	}
 	evs, err := tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindLifecycle, Action: action, From: from, At: now,
@@ -111,7 +111,8 @@ func desire(ctx context.Context, tx state.Tx, sp state.Spore, d state.Desired, a
 }
 
 // bump marks sp's wish as changed at now. It is the one place a
-// generation grows (see the package doc).
+// generation grows (see the package doc); the store refuses a wish that
+// does not grow it.
 func bump(sp *state.Spore, now time.Time) {
 	sp.Generation++
 	sp.Updated = now

@@ -21,12 +21,48 @@ import (
 // A path that changed a wish by hand would let a pass overwrite it
 // (see the package doc).
 func TestOnlyWishBumpsAGeneration(t *testing.T) {
+	// storetest is the stores' contract suite: test code.
+	found := walkSources(t, []string{"reconcile/wish/", "state/dirstore/", "state/pgstore/", "state/storetest/"}, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.IncDecStmt:
+			return isGeneration(n.X)
+		case *ast.AssignStmt:
+			if n.Tok == token.ADD_ASSIGN || n.Tok == token.SUB_ASSIGN {
+				for _, l := range n.Lhs {
+					if isGeneration(l) {
+						return true
+					}
+				}
+			}
+		case *ast.BinaryExpr:
+			return (n.Op == token.ADD || n.Op == token.SUB) && (isGeneration(n.X) || isGeneration(n.Y))
+		}
+		return false
+	})
+	require.Empty(t, found, "a generation is bumped only by package wish (reconcile/wish)")
+}
+
+// TestOnlyWishWritesAWish is the same lint for the writes themselves:
+// outside the stores and their contract suite, PutWish is called only
+// here and PutStatus only here and by reconcile's passes (the status is
+// what they conclude).
+func TestOnlyWishWritesAWish(t *testing.T) {
+	stores := []string{"state/", "reconcile/wish/"}
+	found := walkSources(t, stores, func(n ast.Node) bool { return isCall(n, "PutWish") })
+	require.Empty(t, found, "a wish is written only by package wish (reconcile/wish)")
+	found = walkSources(t, append(stores, "reconcile/"), func(n ast.Node) bool { return isCall(n, "PutStatus") })
+	require.Empty(t, found, "a status is written only by reconcile and package wish")
+}
+
+// walkSources parses every non-test Go file of the module outside the
+// allowed path prefixes and returns the positions of the nodes bad
+// reports.
+func walkSources(t *testing.T, allowed []string, bad func(ast.Node) bool) []string {
+	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
 	_, err = os.Stat(filepath.Join(root, "go.mod"))
 	require.NoError(t, err, "the module root is two levels up")
-	// storetest is the stores' contract suite: test code.
-	allowed := []string{"reconcile/wish/", "state/dirstore/", "state/pgstore/", "state/storetest/"}
 	var found []string
 	files := 0
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -56,27 +92,8 @@ func TestOnlyWishBumpsAGeneration(t *testing.T) {
 			return err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			var at ast.Node
-			switch n := n.(type) {
-			case *ast.IncDecStmt:
-				if isGeneration(n.X) {
-					at = n
-				}
-			case *ast.AssignStmt:
-				if n.Tok == token.ADD_ASSIGN || n.Tok == token.SUB_ASSIGN {
-					for _, l := range n.Lhs {
-						if isGeneration(l) {
-							at = n
-						}
-					}
-				}
-			case *ast.BinaryExpr:
-				if (n.Op == token.ADD || n.Op == token.SUB) && (isGeneration(n.X) || isGeneration(n.Y)) {
-					at = n
-				}
-			}
-			if at != nil {
-				found = append(found, fset.Position(at.Pos()).String()[len(root)+1:])
+			if n != nil && bad(n) {
+				found = append(found, fset.Position(n.Pos()).String()[len(root)+1:])
 			}
 			return true
 		})
@@ -84,7 +101,16 @@ func TestOnlyWishBumpsAGeneration(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Greater(t, files, 100, "the walk read the module's sources")
-	require.Empty(t, found, "a generation is bumped only by package wish (reconcile/wish)")
+	return found
+}
+
+func isCall(n ast.Node, method string) bool {
+	c, ok := n.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := c.Fun.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == method
 }
 
 func isGeneration(e ast.Expr) bool {

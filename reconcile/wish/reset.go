@@ -35,7 +35,13 @@ func Reset(ctx context.Context, tx state.Tx, id string, now time.Time) error {
 	sp.BreakerOpen, sp.Failures, sp.NotBefore = false, nil, time.Time{}
 	sp.Health, sp.HealthReason = "", ""
 	bump(&sp, now)
-	if err := tx.UpdateSpore(ctx, sp); err != nil {
+	// The wish changes (a new generation, so a pass that saw the breaker
+	// open does not write it back), and so does the status it resets,
+	// written against that wish.
+	if err := tx.PutWish(ctx, sp.Wish); err != nil {
+		return err
+	}
+	if err := tx.PutStatus(ctx, id, sp.StatusAtWish()); err != nil {
 		return err
 	}
 	_, err = tx.Append(ctx, id, []state.Event{{Kind: state.KindBreaker, Action: "reset", At: now, Text: text}})
