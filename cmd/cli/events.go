@@ -19,6 +19,9 @@ type eventsOptions struct {
 	Since uint64
 	Limit int
 	Tail  int
+	Watch bool
+	// Interval is how often a watch observes the bridge (--watch-interval).
+	Interval time.Duration
 }
 
 // newCmdEvents builds the command; runF, when not nil, is called instead of
@@ -28,7 +31,14 @@ func newCmdEvents(f *Factory, runF func(context.Context, *eventsOptions) error) 
 	cmd := &cobra.Command{
 		Use:   "events ID",
 		Short: "Print a spore's event log from the store",
-		Args:  sporeIDs(1),
+		Long: `Print a spore's event log from the store, after ingesting what its bridge
+wrote since the last command.
+
+--watch (-w) keeps printing new events as they arrive, as tail -f does: it
+wakes on the store's change notices and on the bridge's next line, and looks
+every --watch-interval in any case. -o json prints one event per line (JSON
+lines). Ctrl-C ends it quietly with exit 0.`,
+		Args: sporeIDs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ID = args[0]
 			if o.Limit < 0 {
@@ -40,8 +50,17 @@ func newCmdEvents(f *Factory, runF func(context.Context, *eventsOptions) error) 
 			if o.Tail > 0 && cmd.Flags().Changed("since") {
 				return usageErrorf("--tail and --since cannot be used together")
 			}
+			if o.Watch && o.Limit > 0 {
+				return usageErrorf("--limit and --watch cannot be used together")
+			}
+			if err := checkWatchInterval(o.Interval); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
+			}
+			if o.Watch {
+				return endedByInterrupt(cmd.Context(), o.watch(cmd.Context()))
 			}
 			return o.run(cmd.Context())
 		},
@@ -50,7 +69,104 @@ func newCmdEvents(f *Factory, runF func(context.Context, *eventsOptions) error) 
 	fl.Uint64Var(&o.Since, "since", 0, "only events with a sequence number greater than this")
 	fl.IntVar(&o.Limit, "limit", 0, "at most this many events (0: all)")
 	fl.IntVar(&o.Tail, "tail", 0, "only the last N events")
+	fl.BoolVarP(&o.Watch, "watch", "w", false, "keep printing new events as they arrive (Ctrl-C ends)")
+	fl.DurationVar(&o.Interval, "watch-interval", DefaultWatchInterval, "with --watch: how often to look at the bridge when nothing woke the watch")
 	return cmd
+}
+
+// eventsPage bounds one read of the log while watching.
+const eventsPage = 5000
+
+// watch prints the log as run does (from --since, or the last --tail
+// events), then every event appended after it, until ctx ends.
+func (o *eventsOptions) watch(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ps := o.f.Pass(st)
+	w := &waiter{changes: storeChanges(ctx, o.f, st), interval: o.Interval, ids: map[string]bool{o.ID: true},
+		// The bridge's next line ends the wait early; the pass below
+		// ingests it. A bridge that is down makes Wait return at once,
+		// and the interval bounds the loop then.
+		bridge: func(ctx context.Context) {
+			if ps.Wait(ctx, o.ID, o.Interval) != nil {
+				<-ctx.Done()
+			}
+		}}
+	p := &streamPrinter{f: o.f}
+	after := o.Since
+	tail := o.Tail
+	for {
+		out, err := ps.Run(ctx, reconcile.Options{IDs: []string{o.ID}})
+		if err != nil {
+			return err
+		}
+		if out.Missing != nil {
+			return out.Missing
+		}
+		for {
+			var page eventList
+			err := st.View(ctx, func(tx state.Tx) error {
+				h, err := tx.Head(ctx, o.ID)
+				if err != nil {
+					return err
+				}
+				page = eventList{Spore: o.ID, LastSeq: h.LastSeq}
+				if tail > 0 {
+					page.Events, err = tx.Tail(ctx, o.ID, tail)
+				} else {
+					page.Events, err = tx.Events(ctx, o.ID, after, eventsPage)
+				}
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			tail = 0
+			if len(page.Events) == 0 {
+				if !p.wrote && o.f.Global.Output != "json" && o.f.Global.Output != "yaml" {
+					// The header, so the columns are there before the first event.
+					if err := p.print(page); err != nil {
+						return err
+					}
+				}
+				break
+			}
+			after = page.Events[len(page.Events)-1].Seq
+			if err := o.printEach(p, page); err != nil {
+				return err
+			}
+			if len(page.Events) < eventsPage {
+				break
+			}
+		}
+		if err := w.wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// printEach prints a watch's page: a table's rows, or one document per
+// event (JSON lines, YAML documents), as chat -f does.
+func (o *eventsOptions) printEach(p *streamPrinter, page eventList) error {
+	switch o.f.Global.Output {
+	case "json", "yaml":
+		for _, e := range page.Events {
+			var err error
+			if o.f.Global.Output == "json" {
+				err = o.f.PrintLine(e)
+			} else {
+				err = p.print(eventList{Spore: page.Spore, LastSeq: e.Seq, Events: []state.Event{e}})
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return p.print(page)
 }
 
 func (o *eventsOptions) run(ctx context.Context) error {

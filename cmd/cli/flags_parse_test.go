@@ -63,8 +63,35 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 		assert.Equal(t, "a", o.ID)
 		assert.Equal(t, 5, o.Tail)
 
+		assert.False(t, o.Watch)
+		assert.Equal(t, DefaultWatchInterval, o.Interval)
+
 		o, err = parse(t, newCmdEvents, "a", "--tail", "5", "--since", "3")
 		require.Error(t, err, "--tail and --since exclude each other")
+		assert.Nil(t, o)
+
+		o, err = parse(t, newCmdEvents, "a", "-w", "--watch-interval", "500ms", "--tail", "3")
+		require.NoError(t, err)
+		assert.True(t, o.Watch)
+		assert.Equal(t, 500*time.Millisecond, o.Interval)
+		for _, bad := range [][]string{{"a", "-w", "--limit", "3"}, {"a", "-w", "--watch-interval", "10ms"}} {
+			o, err = parse(t, newCmdEvents, bad...)
+			require.Error(t, err, "%v", bad)
+			assert.Equal(t, ExitUsage, exitCode(err), "%v", err)
+			assert.Nil(t, o)
+		}
+	})
+	t.Run("status", func(t *testing.T) {
+		o, err := parse(t, newCmdStatus, "a", "b", "--watch")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"a", "b"}, o.IDs)
+		assert.True(t, o.Watch)
+		assert.Equal(t, DefaultWatchInterval, o.Interval)
+
+		o, err = parse(t, newCmdStatus, "-w", "--watch-interval", "0s")
+		require.Error(t, err)
+		assert.Equal(t, ExitUsage, exitCode(err), "%v", err)
+		assert.Contains(t, err.Error(), "--watch-interval")
 		assert.Nil(t, o)
 	})
 	t.Run("logs", func(t *testing.T) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,8 +14,11 @@ import (
 )
 
 type statusOptions struct {
-	f   *Factory
-	IDs []string
+	f     *Factory
+	IDs   []string
+	Watch bool
+	// Interval is how often a watch observes reality (--watch-interval).
+	Interval time.Duration
 }
 
 // newCmdStatus builds the command; runF, when not nil, is called instead of
@@ -32,16 +36,32 @@ events; it never starts, stops or delivers anything.
 
 Exits 3 when any spore shown is Dead, Diverged, Suspect, Blocked or Error,
 or when the runtime holds objects marked as sporectl's whose spore is not in
-the store (orphans: listed, never removed by status).`,
+the store (orphans: listed, never removed by status).
+
+--watch (-w) prints the table, then a row again whenever it changes, as
+kubectl's -w does: it wakes on the store's change notices and observes
+every --watch-interval (pods and bridges do not notify the store). A spore
+deleted meanwhile is printed once more, DELETED. -o json prints one
+document per line, holding the spores that changed. Ctrl-C ends it
+quietly with exit 0; a watch does not exit 3.`,
 		Args: optionalSporeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
+			if err := checkWatchInterval(o.Interval); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
+			}
+			if o.Watch {
+				return endedByInterrupt(cmd.Context(), o.watch(cmd.Context()))
 			}
 			return o.run(cmd.Context())
 		},
 	}
+	fl := cmd.Flags()
+	fl.BoolVarP(&o.Watch, "watch", "w", false, "after the table, print each row again when it changes (Ctrl-C ends)")
+	fl.DurationVar(&o.Interval, "watch-interval", DefaultWatchInterval, "with --watch: how often to observe pods and bridges when the store says nothing changed")
 	return cmd
 }
 
@@ -66,6 +86,82 @@ func (o *statusOptions) run(ctx context.Context) error {
 		return err
 	}
 	return healthReport(o.f, "status", out)
+}
+
+// watch prints the table, then the rows that changed, until ctx ends.
+func (o *statusOptions) watch(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ps := o.f.Pass(st)
+	w := &waiter{changes: storeChanges(ctx, o.f, st), interval: o.Interval, ids: map[string]bool{}}
+	for _, id := range o.IDs {
+		w.ids[id] = true
+	}
+	p := &streamPrinter{f: o.f}
+	last := map[string]reconcile.SporeHealth{}
+	for first := true; ; first = false {
+		out, err := ps.Run(ctx, reconcile.Options{IDs: o.IDs})
+		if err != nil {
+			return err
+		}
+		if first && out.Missing != nil {
+			return fmt.Errorf("status: %w", out.Missing)
+		}
+		changed := statusWatch{now: o.f.Now()}
+		seen := map[string]bool{}
+		for _, s := range out.Spores {
+			seen[s.ID] = true
+			if prev, ok := last[s.ID]; !first && ok && sameStatusRow(prev, s) {
+				continue
+			}
+			last[s.ID] = s
+			changed.Spores = append(changed.Spores, s)
+		}
+		for id, s := range last {
+			if !seen[id] {
+				delete(last, id)
+				s.Desired, s.Effective, s.Reason = "DELETED", "DELETED", "deleted from the store"
+				changed.Spores = append(changed.Spores, s)
+				changed.Deleted = append(changed.Deleted, id)
+			}
+		}
+		if first || len(changed.Spores) > 0 {
+			if err := p.print(changed); err != nil {
+				return err
+			}
+		}
+		if err := w.wait(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+// sameStatusRow reports whether a and b print the same row in every
+// column but AGE (which changes with the clock, not the spore).
+func sameStatusRow(a, b reconcile.SporeHealth) bool {
+	_, ra := statusList{Result: reconcile.Result{Spores: []reconcile.SporeHealth{a}}}.Table(true)
+	_, rb := statusList{Result: reconcile.Result{Spores: []reconcile.SporeHealth{b}}}.Table(true)
+	x, y := ra[0], rb[0]
+	return slices.Equal(x[:len(x)-1], y[:len(y)-1])
+}
+
+// statusWatch is one print of `status -w`: the spores whose row changed
+// (every spore, the first time) and the ids deleted since the last.
+type statusWatch struct {
+	Spores  []reconcile.SporeHealth `json:"spores"`
+	Deleted []string                `json:"deleted,omitempty"`
+	now     time.Time
+}
+
+func (w statusWatch) Table(wide bool) ([]string, [][]string) {
+	return statusList{Result: reconcile.Result{Spores: w.Spores}, now: w.now}.Table(wide)
+}
+
+func (w statusWatch) Names() []string {
+	return statusList{Result: reconcile.Result{Spores: w.Spores}}.Names()
 }
 
 // healthReport warns about orphans and turns what a pass found into the
