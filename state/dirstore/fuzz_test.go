@@ -719,6 +719,21 @@ func FuzzSnapshotRoundTrip(f *testing.F) {
 		require.NoError(t, err)
 		requireSameModel(t, m, got)
 
+		// The same rows as the format-4 code wrote them read back the
+		// same in a format-4 snapshot (as the upgrade reads it), and are
+		// damage in a format-5 one.
+		got, err = decodeSnapshotFrom(name, encodeFlatSnapshot(t, m, splitFormat-1), oldestFormat)
+		require.NoError(t, err)
+		requireSameModel(t, m, got)
+		_, err = decodeSnapshotFrom(name, encodeFlatSnapshot(t, m, formatVersion), oldestFormat)
+		if len(m.rows) > 0 {
+			ce := requireCorrupt(t, err, name)
+			require.Equal(t, 2, ce.Line)
+			require.Contains(t, ce.Reason, `"spore"`)
+		} else {
+			require.NoError(t, err)
+		}
+
 		// One damaged byte is always reported at its line.
 		i := int(flipAt) % len(data)
 		k := lineOf(data, i)
