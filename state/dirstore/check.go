@@ -332,7 +332,7 @@ func (s *Store) checkStrict(l *loaded, problem func(string, string, ...any)) {
 		if n == 1 {
 			return strictUnmarshal(p, new(snapHeader))
 		}
-		return strictUnmarshal(p, new(row))
+		return strictUnmarshal(p, new(rowJSON))
 	})
 	// The header's slots are decoded strictly when read.
 	var from int64
@@ -340,5 +340,5 @@ func (s *Store) checkStrict(l *loaded, problem func(string, string, ...any)) {
 	if l.m.format >= headedFormat {
 		from, first = headerSize, headerLines+1
 	}
-	scan(txlogName(l.m.gen), from, l.logOff, first, func(_ int, p []byte) error { return strictUnmarshal(p, new(txRecord)) })
+	scan(txlogName(l.m.gen), from, l.logOff, first, func(_ int, p []byte) error { return strictUnmarshal(p, new(txRecordJSON)) })
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -633,4 +634,130 @@ func TestSnapshotRowCountBoundsAllocation(t *testing.T) {
 	ce := requireCorrupt(t, err, snapshotFile)
 	require.Contains(t, ce.Reason, "header says")
 	require.Less(t, ms1.TotalAlloc-ms0.TotalAlloc, uint64(4<<20), "bytes allocated to decode a %d-byte snapshot", len(data))
+}
+
+// TestCheckValidatesRows: a row that frames and decodes but breaks a rule
+// of the record (format §8) — a status observed at a generation above its
+// wish's, a health that is not a health state's name — is a problem that
+// Check names by spore. Commands still read the store: rows are checked
+// for their paths as they are read, not validated whole (format §1).
+func TestCheckValidatesRows(t *testing.T) {
+	ctx := context.Background()
+	// edit changes the record in the payload of a row.
+	edit := func(change func(*state.Spore)) func([]byte) []byte {
+		return func(p []byte) []byte {
+			var j rowJSON
+			require.NoError(t, json.Unmarshal(p, &j))
+			sp := state.Spore{Wish: *j.Wish, Status: *j.Status}
+			change(&sp)
+			j.Wish, j.Status = &sp.Wish, &sp.Status
+			b, err := json.Marshal(j)
+			require.NoError(t, err)
+			return b
+		}
+	}
+	tests := []struct {
+		name string
+		edit func([]byte) []byte
+		want string
+	}{
+		{
+			name: "observed generation above the generation",
+			edit: edit(func(sp *state.Spore) { sp.Generation, sp.ObservedGeneration = 2, 3 }),
+			want: "observed generation",
+		},
+		{
+			name: "health breaks the grammar",
+			edit: edit(func(sp *state.Spore) { sp.Health = "dead; rm -rf" }),
+			want: "health",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := populated(t)
+			// Beta's row is line 3 of state.json (rows are sorted by id).
+			reframe(t, filepath.Join(root, snapshotFile), 3, func(p []byte) []byte {
+				require.Contains(t, string(p), `"id":"beta"`)
+				return tc.edit(p)
+			})
+			sums := fileSums(t, root)
+			st, err := Open(ctx, root, Options{})
+			require.NoError(t, err)
+			rep, err := st.Check(ctx)
+			require.NoError(t, err)
+			requireProblem(t, rep, "spore beta")
+			require.Len(t, rep.Problems, 1, "%v", rep.Problems)
+			require.Contains(t, rep.Problems[0].Message, tc.want)
+			require.Equal(t, sums, fileSums(t, root))
+		})
+	}
+}
+
+// TestRowFormIsTheFormats: a row holds exactly its format's form of the
+// spore record (format §3): in a format-5 snapshot or commit log a flat
+// "spore" (the form of formats 1 to 4), or a row without its "status", is
+// corruption of its line for every command, never a row read halfway.
+func TestRowFormIsTheFormats(t *testing.T) {
+	// A format-5 payload turned into the form of format 4.
+	flatten := func(p []byte) []byte {
+		var j rowJSON
+		require.NoError(t, json.Unmarshal(p, &j))
+		require.NotNil(t, j.Wish)
+		require.NotNil(t, j.Status)
+		b, err := json.Marshal(rowJSON{Spore: &state.Spore{Wish: *j.Wish, Status: *j.Status}, Log: j.Log, Outbox: j.Outbox, Token: j.Token})
+		require.NoError(t, err)
+		return b
+	}
+	// The same edit inside a commit-log record (alpha's row in its last
+	// record, line headerLines+3).
+	inRecord := func(edit func([]byte) []byte) func([]byte) []byte {
+		return func(p []byte) []byte {
+			var rec map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(p, &rec))
+			var rows map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(rec["rows"], &rows))
+			rows["alpha"] = edit(rows["alpha"])
+			b, err := json.Marshal(rows)
+			require.NoError(t, err)
+			rec["rows"] = b
+			b, err = json.Marshal(rec)
+			require.NoError(t, err)
+			return b
+		}
+	}
+	noStatus := func(p []byte) []byte {
+		var j rowJSON
+		require.NoError(t, json.Unmarshal(p, &j))
+		j.Status = nil
+		b, err := json.Marshal(j)
+		require.NoError(t, err)
+		return b
+	}
+	tests := []struct {
+		name   string
+		file   string
+		line   int
+		edit   func([]byte) []byte
+		reason string
+	}{
+		{"snapshot row flat", snapshotFile, 2, flatten, `"spore"`},
+		{"snapshot row without status", snapshotFile, 2, noStatus, `"status"`},
+		{"commit log row flat", txlogName(2), headerLines + 3, inRecord(flatten), `"spore"`},
+		{"commit log row without status", txlogName(2), headerLines + 3, inRecord(noStatus), `"status"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := populated(t)
+			reframe(t, filepath.Join(root, tc.file), tc.line, tc.edit)
+			sums := fileSums(t, root)
+			errs, rep := everyCommand(t, root, "alpha")
+			for cmd, err := range errs {
+				ce := requireCorrupt(t, err, tc.file)
+				require.Equal(t, tc.line, ce.Line, "%s: %v", cmd, err)
+				require.Contains(t, ce.Reason, tc.reason, "%s: %v", cmd, err)
+			}
+			requireProblem(t, rep, fmt.Sprintf("%s:%d", tc.file, tc.line))
+			require.Equal(t, sums, fileSums(t, root), "a command rewrote the store")
+		})
+	}
 }

@@ -281,7 +281,7 @@ func fuzzRow(id, text string, i int) *row {
 	return &row{
 		Spore: state.Spore{
 			Wish:   state.Wish{ID: id, Colony: "c", Rank: state.RankSwarm, Swarm: "s", Role: "r", Desired: state.Running, Spec: state.Spec{Image: text, CPU: "2", Memory: "3Gi"}, Created: at, Updated: at.Add(time.Second), Generation: uint64(i) * 3},
-			Status: state.Status{Restarts: i, Failures: []time.Time{at}, NotBefore: at.Add(time.Minute), BreakerOpen: i%2 == 0, BridgeSeq: uint64(i), Health: []state.Health{"", "Dead", "Healthy"}[i%3], HealthReason: []string{"", "OOMKilled"}[i%2]},
+			Status: state.Status{ObservedGeneration: uint64(i) * 2, Restarts: i, Failures: []time.Time{at}, NotBefore: at.Add(time.Minute), BreakerOpen: i%2 == 0, BridgeSeq: uint64(i), Health: []state.Health{"", "Dead", "Healthy"}[i%3], HealthReason: []string{"", "OOMKilled"}[i%2]},
 		},
 		Log:    logHead{File: id + ".1.log", Size: int64(i) * 100, LastSeq: uint64(i)},
 		Outbox: []state.OutboxEntry{{ID: "m" + strconv.Itoa(i), Spore: id, From: "user:x", Text: text, At: at, Wake: i%3 == 0}},
@@ -338,14 +338,46 @@ func fuzzRecords(n int, afterTx uint64, id, text string) []*txRecord {
 }
 
 func encodeTxlog(t testing.TB, recs []*txRecord) []byte {
+	return encodeTxlogIn(t, recs, formatVersion)
+}
+
+// encodeTxlogIn renders recs as a commit log of the given format: rows of
+// formats before splitFormat hold the flat "spore" record, as the format-4
+// code wrote them.
+func encodeTxlogIn(t testing.TB, recs []*txRecord, format int) []byte {
 	var data []byte
 	for _, r := range recs {
-		b, err := encodeTxRecord(r)
+		if format >= splitFormat {
+			b, err := encodeTxRecord(r)
+			require.NoError(t, err)
+			data = append(data, b...)
+			continue
+		}
+		old := txRecordJSON{TxID: r.TxID, At: r.At, Settings: r.Settings}
+		if r.Rows != nil {
+			old.Rows = map[string]*rowJSON{}
+		}
+		for id, row := range r.Rows {
+			old.Rows[id] = flatRow(row)
+		}
+		b, err := json.Marshal(old)
 		require.NoError(t, err)
-		data = append(data, b...)
+		data = appendFrame(data, b)
 	}
 	return data
 }
+
+// flatRow is r as formats 1 to 4 wrote it (nil for nil).
+func flatRow(r *row) *rowJSON {
+	if r == nil {
+		return nil
+	}
+	return &rowJSON{Spore: &r.Spore, Log: r.Log, Outbox: r.Outbox, Token: r.Token}
+}
+
+// fuzzFormat maps a fuzz byte to a format this binary reads, oldest to
+// newest.
+func fuzzFormat(b byte) int { return oldestFormat + int(b)%(formatVersion-oldestFormat+1) }
 
 func requireRecords(t *testing.T, want, got []*txRecord) {
 	t.Helper()
@@ -357,21 +389,28 @@ func requireRecords(t *testing.T, want, got []*txRecord) {
 }
 
 func FuzzParseTxlog(f *testing.F) {
+	cur := byte(formatVersion - oldestFormat)
 	data := encodeTxlog(f, fuzzRecords(3, 0, "a", "t"))
-	f.Add(data, uint64(0), uint16(1))
-	f.Add(data, uint64(2), uint16(1))
-	f.Add(data[:len(data)-5], uint64(0), uint16(4))
-	f.Add(append(bytes.Clone(data), "garbage"...), uint64(0), uint16(1))
-	f.Add(append([]byte("garbage\n"), data...), uint64(0), uint16(1))
-	f.Add([]byte("\n"), uint64(0), uint16(1))
-	f.Add(data, uint64(0), uint16(0x8001))
-	f.Add(encodeTxlog(f, fuzzRecords(3, 0, "a", "t")[1:]), uint64(0), uint16(0x8001))
-	f.Fuzz(func(t *testing.T, data []byte, afterTx uint64, firstLine uint16) {
-		first := int(firstLine&0x7fff)%1000 + 1
-		// The high bit asks for format 3's consecutive transaction ids.
-		consecutive := firstLine&0x8000 != 0
+	flat := encodeTxlogIn(f, fuzzRecords(3, 0, "a", "t"), 4)
+	f.Add(data, uint64(0), uint16(1), cur)
+	f.Add(data, uint64(2), uint16(1), cur)
+	f.Add(data[:len(data)-5], uint64(0), uint16(4), cur)
+	f.Add(append(bytes.Clone(data), "garbage"...), uint64(0), uint16(1), cur)
+	f.Add(append([]byte("garbage\n"), data...), uint64(0), uint16(1), cur)
+	f.Add([]byte("\n"), uint64(0), uint16(1), cur)
+	f.Add(encodeTxlog(f, fuzzRecords(3, 0, "a", "t")[1:]), uint64(0), uint16(1), cur)
+	// Records of formats 1 to 4, and each form in the other's log.
+	f.Add(flat, uint64(0), uint16(1), byte(4-oldestFormat))
+	f.Add(encodeTxlogIn(f, fuzzRecords(3, 0, "a", "t")[1:], 2), uint64(0), uint16(1), byte(2-oldestFormat))
+	f.Add(flat, uint64(0), uint16(1), cur)
+	f.Add(data, uint64(0), uint16(1), byte(4-oldestFormat))
+	f.Fuzz(func(t *testing.T, data []byte, afterTx uint64, firstLine uint16, fb byte) {
+		first := int(firstLine)%1000 + 1
+		// From format 3 on transaction ids are consecutive; from format 5
+		// rows hold the wish and the status apart.
+		format := fuzzFormat(fb)
 		const name = "txlog.7"
-		sc, err := parseTxlog(name, data, afterTx, first, consecutive)
+		sc, err := parseTxlog(name, data, afterTx, first, format)
 		if err != nil {
 			require.Nil(t, sc)
 			ce := requireCorrupt(t, err, name)
@@ -402,7 +441,7 @@ func FuzzParseTxlog(f *testing.F) {
 		last := afterTx
 		for _, r := range sc.records {
 			require.Greater(t, r.TxID, last)
-			if consecutive {
+			if format >= headedFormat {
 				require.Equal(t, last+1, r.TxID)
 			}
 			last = r.TxID
@@ -415,13 +454,39 @@ func FuzzParseTxlog(f *testing.F) {
 				}
 			}
 		}
-		// What was accepted re-encodes to a log that parses the same.
-		re := encodeTxlog(t, sc.records)
-		sc2, err := parseTxlog(name, re, afterTx, first, consecutive)
+		// What was accepted re-encodes, in its format, to a log that
+		// parses the same.
+		re := encodeTxlogIn(t, sc.records, format)
+		sc2, err := parseTxlog(name, re, afterTx, first, format)
 		require.NoError(t, err)
 		require.Empty(t, sc2.torn)
-		require.Equal(t, re, encodeTxlog(t, sc2.records))
+		require.Equal(t, re, encodeTxlogIn(t, sc2.records, format))
+		// Rows have one form per format: the same records in the form of
+		// the other side of format 5 are corruption at the first line
+		// with a row.
+		other := formatVersion
+		if format >= splitFormat {
+			other = splitFormat - 1
+		}
+		if k := firstWithRow(sc.records); k >= 0 {
+			_, err := parseTxlog(name, encodeTxlogIn(t, sc.records, other), afterTx, first, format)
+			ce := requireCorrupt(t, err, name)
+			require.Equal(t, first+k, ce.Line)
+		}
 	})
+}
+
+// firstWithRow is the index of the first record that holds a row (not a
+// deletion), or -1.
+func firstWithRow(recs []*txRecord) int {
+	for k, r := range recs {
+		for _, row := range r.Rows {
+			if row != nil {
+				return k
+			}
+		}
+	}
+	return -1
 }
 
 func FuzzTxlogRoundTrip(f *testing.F) {
@@ -446,17 +511,32 @@ func FuzzTxlogRoundTrip(f *testing.F) {
 			ends = append(ends, len(data))
 		}
 
-		sc, err := parseTxlog(name, data, afterTx, 1, true)
+		sc, err := parseTxlog(name, data, afterTx, 1, formatVersion)
 		require.NoError(t, err)
 		require.Empty(t, sc.torn)
 		require.Equal(t, int64(len(data)), sc.good)
 		require.Equal(t, recs, sc.records)
 
+		// The format-4 form reads back the same from a format-4 log (the
+		// upgrade reads it), and neither form from the other's log.
+		flat := encodeTxlogIn(t, recs, splitFormat-1)
+		sc, err = parseTxlog(name, flat, afterTx, 1, splitFormat-1)
+		require.NoError(t, err)
+		require.Equal(t, recs, sc.records)
+		for _, c := range []struct {
+			data   []byte
+			format int
+		}{{flat, formatVersion}, {data, splitFormat - 1}} {
+			_, err = parseTxlog(name, c.data, afterTx, 1, c.format)
+			ce := requireCorrupt(t, err, name)
+			require.Equal(t, 1, ce.Line, "the first record holds rows")
+		}
+
 		// A log cut anywhere (a crash mid-append) is never an error: the
 		// whole records before the cut, and a torn tail unless the cut is
 		// at a line end.
 		c := int(cut) % (len(data) + 1)
-		sc, err = parseTxlog(name, data[:c], afterTx, 1, true)
+		sc, err = parseTxlog(name, data[:c], afterTx, 1, formatVersion)
 		require.NoError(t, err)
 		whole := 0
 		for whole < len(ends) && ends[whole] <= c {
@@ -475,7 +555,7 @@ func FuzzTxlogRoundTrip(f *testing.F) {
 		if k > 1 {
 			lineStart = ends[k-2]
 		}
-		sc, err = parseTxlog(name, d, afterTx, 1, true)
+		sc, err = parseTxlog(name, d, afterTx, 1, formatVersion)
 		switch {
 		case caseOnlyFlip(data[lineStart:], i-lineStart, mask):
 			require.NoError(t, err)
@@ -539,6 +619,21 @@ func requireSameModel(t *testing.T, want, got *model) {
 	require.Equal(t, want.rows, got.rows)
 }
 
+// encodeFlatSnapshot renders m as a snapshot whose header says format and
+// whose rows hold the flat "spore" record, as the format-4 code (and
+// older) wrote them.
+func encodeFlatSnapshot(t testing.TB, m *model, format int) []byte {
+	h, err := json.Marshal(snapHeader{Format: format, Gen: m.gen, TxID: m.txid, Rows: len(m.rows), Settings: m.settings})
+	require.NoError(t, err)
+	buf := appendFrame(nil, h)
+	for _, id := range m.ids() {
+		b, err := json.Marshal(flatRow(m.rows[id]))
+		require.NoError(t, err)
+		buf = appendFrame(buf, b)
+	}
+	return buf
+}
+
 func FuzzDecodeSnapshot(f *testing.F) {
 	good, err := encodeSnapshot(fuzzModel(2, 9, 2, "a", "t", "local"))
 	require.NoError(f, err)
@@ -547,17 +642,44 @@ func FuzzDecodeSnapshot(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(appendFrame(nil, []byte(`{"format":2,"gen":1,"tx":0,"rows":0,"settings":{"runtime":"x","default_spec":{}}}`)))
 	f.Add(appendFrame(nil, []byte(`{"format":1,"gen":1,"tx":0,"rows":1,"settings":{"runtime":"x","default_spec":{}}}`)))
+	// The format-4 form, in a snapshot of format 4 and of format 5.
+	f.Add(encodeFlatSnapshot(f, fuzzModel(2, 9, 2, "a", "t", "local"), 4))
+	f.Add(encodeFlatSnapshot(f, fuzzModel(2, 9, 2, "a", "t", "local"), formatVersion))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		const name = "state.json"
+		// What the upgrade reads: a snapshot of any format this binary
+		// knows, each with its rows' form.
+		old, oldErr := decodeSnapshotFrom(name, data, oldestFormat)
 		m, err := decodeSnapshot(name, data)
+		if oldErr == nil {
+			require.GreaterOrEqual(t, old.format, oldestFormat)
+			require.LessOrEqual(t, old.format, formatVersion)
+			for id, r := range old.rows {
+				require.Equal(t, id, r.Spore.ID)
+			}
+			// The upgrade writes it in this format, which reads the same.
+			re, reErr := encodeSnapshot(old)
+			require.NoError(t, reErr)
+			m2, reErr := decodeSnapshot(name, re)
+			require.NoError(t, reErr)
+			requireSameModel(t, old, m2)
+			if old.format == formatVersion {
+				require.NoError(t, err, "decodeSnapshot refused a current snapshot the upgrade accepts")
+				requireSameModel(t, old, m)
+			}
+		}
 		if err != nil {
 			require.Nil(t, m)
 			var ie *state.IncompatibleError
 			if errors.As(err, &ie) {
 				require.Equal(t, name, ie.Where)
 				require.NotEqual(t, formatVersion, ie.Found)
+				if oldErr == nil {
+					require.Equal(t, old.format, ie.Found)
+				}
 				return
 			}
+			require.Error(t, oldErr, "decodeSnapshot refused as damage what the upgrade accepts")
 			ce := requireCorrupt(t, err, name)
 			nlines := bytes.Count(data, []byte("\n"))
 			if len(data) > 0 && data[len(data)-1] != '\n' {
@@ -596,6 +718,21 @@ func FuzzSnapshotRoundTrip(f *testing.F) {
 		got, err := decodeSnapshot(name, data)
 		require.NoError(t, err)
 		requireSameModel(t, m, got)
+
+		// The same rows as the format-4 code wrote them read back the
+		// same in a format-4 snapshot (as the upgrade reads it), and are
+		// damage in a format-5 one.
+		got, err = decodeSnapshotFrom(name, encodeFlatSnapshot(t, m, splitFormat-1), oldestFormat)
+		require.NoError(t, err)
+		requireSameModel(t, m, got)
+		_, err = decodeSnapshotFrom(name, encodeFlatSnapshot(t, m, formatVersion), oldestFormat)
+		if len(m.rows) > 0 {
+			ce := requireCorrupt(t, err, name)
+			require.Equal(t, 2, ce.Line)
+			require.Contains(t, ce.Reason, `"spore"`)
+		} else {
+			require.NoError(t, err)
+		}
 
 		// One damaged byte is always reported at its line.
 		i := int(flipAt) % len(data)
@@ -793,8 +930,11 @@ func corpusFile(vals ...any) []byte {
 // fuzzSeeds are corpus files built from real encoder output.
 func fuzzSeeds(t testing.TB) map[string][]byte {
 	log := encodeTxlog(t, fuzzRecords(5, 10, "spore", "text"))
+	flatLog := encodeTxlogIn(t, fuzzRecords(5, 10, "spore", "text"), 4)
 	snap, err := encodeSnapshot(fuzzModel(3, 17, 3, "spore", "img", "local"))
 	require.NoError(t, err)
+	flatSnap := encodeFlatSnapshot(t, fuzzModel(3, 17, 3, "spore", "img", "local"), 4)
+	cur := byte(formatVersion - oldestFormat)
 	evlog, _ := buildEventLog(t, 40, 9)
 	ev := state.Event{Seq: 12, At: time.Date(2026, 11, 30, 1, 2, 3, 4, time.UTC), Kind: state.KindAgent, BridgeSeq: 5, Line: json.RawMessage(`{"type":"assistant"}`)}
 	evLine, err := encodeEvent(nil, &ev)
@@ -806,12 +946,15 @@ func fuzzSeeds(t testing.TB) map[string][]byte {
 		"FuzzEventLine/encoded-agent":         corpusFile(evLine[:len(evLine)-1], uint64(12)),
 		"FuzzEventLine/encoded-wrong-seq":     corpusFile(evLine[:len(evLine)-1], uint64(13)),
 		"FuzzEventRoundTrip/agent-line":       corpusFile(uint64(12), byte(2), "", "", "", uint64(5), []byte(`{"type":"assistant","text":"<b>"}`), int64(1764464523000000004), int16(0), byte(0x40)),
-		"FuzzParseTxlog/five-records":         corpusFile(log, uint64(10), uint16(1)),
-		"FuzzParseTxlog/torn-tail":            corpusFile(log[:len(log)-20], uint64(10), uint16(6)),
-		"FuzzParseTxlog/middle-damage":        corpusFile(flipped(log, len(log)/2, 0x01), uint64(10), uint16(1)),
+		"FuzzParseTxlog/five-records":         corpusFile(log, uint64(10), uint16(1), cur),
+		"FuzzParseTxlog/torn-tail":            corpusFile(log[:len(log)-20], uint64(10), uint16(6), cur),
+		"FuzzParseTxlog/middle-damage":        corpusFile(flipped(log, len(log)/2, 0x01), uint64(10), uint16(1), cur),
+		"FuzzParseTxlog/format4-records":      corpusFile(flatLog, uint64(10), uint16(3), byte(4-oldestFormat)),
+		"FuzzParseTxlog/format4-in-format5":   corpusFile(flatLog, uint64(10), uint16(3), cur),
 		"FuzzTxlogRoundTrip/five":             corpusFile(byte(5), uint64(10), "spore", "text", uint16(700), uint16(300), byte(0x02)),
 		"FuzzDecodeSnapshot/three-rows":       corpusFile(snap),
 		"FuzzDecodeSnapshot/damaged-row":      corpusFile(flipped(snap, len(snap)-30, 0x04)),
+		"FuzzDecodeSnapshot/format4-rows":     corpusFile(flatSnap),
 		"FuzzSnapshotRoundTrip/three-rows":    corpusFile(uint64(3), uint64(17), byte(3), "spore", "img", "local", uint16(500), byte(0x08)),
 		"FuzzParseFormat/current":             corpusFile(formatBytes(), int(formatVersion)),
 		"FuzzParseFormat/newer":               corpusFile([]byte(formatMagic+"\nformat 99\n"), 99),

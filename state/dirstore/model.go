@@ -1,6 +1,9 @@
 package dirstore
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -16,12 +19,70 @@ type logHead struct {
 }
 
 // row is everything the store keeps about one spore except its events.
-// Rows are immutable once built: a transaction replaces them whole.
+// Rows are immutable once built: a transaction replaces them whole. On
+// disk a row is a rowJSON.
 type row struct {
-	Spore  state.Spore         `json:"spore"`
+	Spore  state.Spore
+	Log    logHead
+	Outbox []state.OutboxEntry
+	Token  state.TokenHash
+}
+
+// splitFormat is the first format whose rows hold a spore's wish and its
+// status apart (format §3, §10).
+const splitFormat = 5
+
+// rowJSON is a row as the format writes it (format §3): since format 5 the
+// spore record is two objects, "wish" and "status", split the way the
+// types are, so a binary that knows only the flat record refuses the row
+// instead of misreading it. Formats 1 to 4 held one flat "spore" object;
+// it is read only from a file of those formats (toRow), which only the
+// upgrade reads.
+type rowJSON struct {
+	Wish   *state.Wish         `json:"wish,omitempty"`
+	Status *state.Status       `json:"status,omitempty"`
+	Spore  *state.Spore        `json:"spore,omitempty"` // formats 1 to 4
 	Log    logHead             `json:"log"`
 	Outbox []state.OutboxEntry `json:"outbox,omitempty"`
 	Token  state.TokenHash     `json:"token,omitempty"`
+}
+
+// MarshalJSON writes r in this format's form: wish and status apart.
+func (r row) MarshalJSON() ([]byte, error) {
+	return json.Marshal(rowJSON{Wish: &r.Spore.Wish, Status: &r.Spore.Status, Log: r.Log, Outbox: r.Outbox, Token: r.Token})
+}
+
+// UnmarshalJSON refuses: which form a row may have depends on the format
+// of the file holding it, which only the decoders know (they decode a
+// rowJSON and call toRow). Without it encoding/json would fill a row by
+// its Go field names, which match the keys of format 4 case-insensitively.
+func (r *row) UnmarshalJSON([]byte) error {
+	return errors.New("a row is decoded through rowJSON.toRow, with the format of its file")
+}
+
+// toRow fills r from j, read from a file of the given format, or says why
+// j is not a row of that format: each format has exactly one form.
+func (j *rowJSON) toRow(r *row, format int) string {
+	if format >= splitFormat {
+		switch {
+		case j.Spore != nil:
+			return fmt.Sprintf(`row holds "spore", the record of formats 1 to 4; a format-%d row holds "wish" and "status"`, format)
+		case j.Wish == nil:
+			return `row has no "wish"`
+		case j.Status == nil:
+			return `row has no "status"`
+		}
+		*r = row{Spore: state.Spore{Wish: *j.Wish, Status: *j.Status}, Log: j.Log, Outbox: j.Outbox, Token: j.Token}
+		return ""
+	}
+	switch {
+	case j.Wish != nil || j.Status != nil:
+		return fmt.Sprintf(`row holds "wish" or "status", which format %d does not have (its record is "spore")`, format)
+	case j.Spore == nil:
+		return `row has no "spore"`
+	}
+	*r = row{Spore: *j.Spore, Log: j.Log, Outbox: j.Outbox, Token: j.Token}
+	return ""
 }
 
 // model is the committed state as of one commit-log position. A model is
@@ -82,6 +143,15 @@ type txRecord struct {
 	At       string          `json:"at"`
 	Settings *state.Settings `json:"settings,omitempty"`
 	Rows     map[string]*row `json:"rows,omitempty"`
+}
+
+// txRecordJSON is a txRecord as decoded, its rows not yet checked against
+// the format of the log (decodeTxRecord).
+type txRecordJSON struct {
+	TxID     uint64              `json:"tx"`
+	At       string              `json:"at"`
+	Settings *state.Settings     `json:"settings,omitempty"`
+	Rows     map[string]*rowJSON `json:"rows,omitempty"`
 }
 
 // clone returns a copy that can be changed without touching m.

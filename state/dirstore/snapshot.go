@@ -19,9 +19,10 @@ import (
 // (format §10). Version 2 added the spores' generation and health and the
 // recovery settings; version 3 the commit log's header, which witnesses
 // how far it is committed, and consecutive transaction ids; version 4 the
-// spores' activity and incidents. Init upgrades a version 1, 2 or 3 store
+// spores' activity and incidents; version 5 split each row's spore record
+// into its wish and its status. Init upgrades a store of versions 1 to 4
 // in place.
-const FormatVersion = 4
+const FormatVersion = 5
 
 const (
 	formatVersion = FormatVersion
@@ -123,7 +124,7 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 		return nil, &state.CorruptError{File: name, Line: len(lines), Offset: -1, Reason: fmt.Sprintf("header says %d rows, found %d", h.Rows, len(rows))}
 	}
 	decoded := make([]row, len(rows))
-	errs := make([]error, len(rows))
+	errs := make([]string, len(rows))
 	workers := min(runtime.GOMAXPROCS(0), 1+len(rows)/512)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -131,7 +132,13 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < len(rows); i += workers {
-				errs[i] = json.Unmarshal(rows[i], &decoded[i])
+				var j rowJSON
+				if err := json.Unmarshal(rows[i], &j); err != nil {
+					errs[i] = err.Error()
+					continue
+				}
+				// The header's format says which form its rows have.
+				errs[i] = j.toRow(&decoded[i], h.Format)
 			}
 		}(w)
 	}
@@ -139,8 +146,8 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 	m := &model{gen: h.Gen, format: h.Format, base: h.TxID, txid: h.TxID, settings: h.Settings, rows: make(map[string]*row, h.Rows)}
 	for i := range decoded {
 		line := i + 2
-		if errs[i] != nil {
-			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: errs[i].Error()}
+		if errs[i] != "" {
+			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: errs[i]}
 		}
 		r := &decoded[i]
 		if r.Spore.ID == "" {

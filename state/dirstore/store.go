@@ -309,7 +309,7 @@ func (s *Store) extend(c *loaded) (*loaded, error) {
 	if _, err := f.ReadAt(data, from); err != nil {
 		return nil, ioErr("read commit log", err)
 	}
-	sc, err := parseTxlog(name, data, c.m.txid, lines+1, headed)
+	sc, err := parseTxlog(name, data, c.m.txid, lines+1, c.m.format)
 	if err != nil {
 		return nil, err
 	}

@@ -25,9 +25,11 @@ type txlogScan struct {
 // first of them on line firstLine. Bytes after the last LF are a torn tail
 // (a commit whose write never finished) and are reported, not parsed. A
 // complete line that does not check out is corruption, wherever it is.
-// consecutive (format 3 on) wants each record to be exactly the next
-// transaction, so that a record cut out of the middle is noticed.
-func parseTxlog(name string, data []byte, afterTx uint64, firstLine int, consecutive bool) (*txlogScan, error) {
+// format is the format of the snapshot the log follows, which its records
+// share: from format 3 on each record must be exactly the next
+// transaction, so that a record cut out of the middle is noticed, and its
+// rows have that format's form (format §3).
+func parseTxlog(name string, data []byte, afterTx uint64, firstLine int, format int) (*txlogScan, error) {
 	sc := &txlogScan{}
 	line := firstLine - 1
 	last := afterTx
@@ -41,7 +43,7 @@ func parseTxlog(name string, data []byte, afterTx uint64, firstLine int, consecu
 		}
 		raw := data[:nl]
 		rest := data[nl+1:]
-		rec, bad := decodeTxRecord(raw, last, consecutive)
+		rec, bad := decodeTxRecord(raw, last, format)
 		if bad != "" {
 			// A record is written whole with its LF last, so a line that
 			// has its LF but not its checksum was damaged after it was
@@ -59,25 +61,37 @@ func parseTxlog(name string, data []byte, afterTx uint64, firstLine int, consecu
 	return sc, nil
 }
 
-func decodeTxRecord(raw []byte, lastTx uint64, consecutive bool) (*txRecord, string) {
+func decodeTxRecord(raw []byte, lastTx uint64, format int) (*txRecord, string) {
 	payload, bad := unframe(raw)
 	if bad != "" {
 		return nil, bad
 	}
-	rec := new(txRecord)
-	if err := json.Unmarshal(payload, rec); err != nil {
+	var j txRecordJSON
+	if err := json.Unmarshal(payload, &j); err != nil {
 		return nil, "transaction record: " + err.Error()
 	}
-	if rec.TxID <= lastTx {
-		return nil, fmt.Sprintf("transaction %d does not follow transaction %d", rec.TxID, lastTx)
+	if j.TxID <= lastTx {
+		return nil, fmt.Sprintf("transaction %d does not follow transaction %d", j.TxID, lastTx)
 	}
-	if consecutive && rec.TxID != lastTx+1 {
-		return nil, fmt.Sprintf("transaction %d follows transaction %d: the records of transactions %d to %d are missing", rec.TxID, lastTx, lastTx+1, rec.TxID-1)
+	if format >= headedFormat && j.TxID != lastTx+1 {
+		return nil, fmt.Sprintf("transaction %d follows transaction %d: the records of transactions %d to %d are missing", j.TxID, lastTx, lastTx+1, j.TxID-1)
 	}
-	for id, r := range rec.Rows {
+	rec := &txRecord{TxID: j.TxID, At: j.At, Settings: j.Settings}
+	if j.Rows != nil {
+		rec.Rows = make(map[string]*row, len(j.Rows))
+	}
+	for id, rj := range j.Rows {
+		var r *row // nil: the spore was deleted
+		if rj != nil {
+			r = new(row)
+			if bad := rj.toRow(r, format); bad != "" {
+				return nil, fmt.Sprintf("spore %q: %s", id, bad)
+			}
+		}
 		if bad := checkRow(id, r, rec.TxID); bad != "" {
 			return nil, bad
 		}
+		rec.Rows[id] = r
 	}
 	return rec, ""
 }

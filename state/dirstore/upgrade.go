@@ -25,10 +25,13 @@ import (
 // A crash before step 4 leaves FORMAT at the old version: commands keep
 // asking for init, and the next init runs the upgrade again. Rows are
 // carried over as they are (fields that are new in this format start out
-// zero); event logs are not touched, but for those no row names, which the
-// compaction's sweep removes (format §4). Since format 3 the new commit log
-// begins with its header (format §3); older logs have none and are read
-// from their first byte.
+// zero: observed_generation too, which the next pass writes) and written
+// in this format's form (since format 5 the flat "spore" record of older
+// rows becomes its "wish" and "status", format §3); event logs are not
+// touched, but for those no row names, which the compaction's sweep
+// removes (format §4). Since format 3 the new commit log begins with its
+// header (format §3); older logs have none and are read from their first
+// byte.
 func upgrade(ctx context.Context, root string, opts Options) error {
 	if err := checkLockFile(root); err != nil {
 		return err

@@ -17,10 +17,10 @@ import (
 	"github.com/sporectl/sporectl/state/storetest"
 )
 
-// testdata/format1 and testdata/format2 are stores written by the format-1
-// and format-2 code (sporectl at commits 53920fd and 945e4d9; see their
-// READMEs), each with dump.json, what that code read back from it through
-// the Store interface.
+// testdata/format1, format2 and format4 are stores written by the
+// format-1, format-2 and format-4 code (sporectl at commits 53920fd,
+// 945e4d9 and 60d1279; see their READMEs), each with dump.json, what that
+// code read back from it through the Store interface.
 
 // copyFixture copies testdata/format1/store to a fresh directory.
 func copyFixture(t *testing.T) string { return copyFixtureOf(t, 1) }
@@ -96,8 +96,8 @@ func requireUpgraded(t *testing.T, s *Store, want *storetest.Dump) {
 
 // TestUpgradeFormat1: a store written by the format-1 code is refused by
 // Open, Check and Update with "run 'sporectl init'", and Init upgrades it
-// in place: same data, clean check, FORMAT and snapshot at version 2, a
-// torn commit tail saved as any writer saves one, event logs untouched.
+// in place: same data, clean check, FORMAT and snapshot at this version,
+// a torn commit tail saved as any writer saves one, event logs untouched.
 func TestUpgradeFormat1(t *testing.T) {
 	ctx := context.Background()
 	root := copyFixture(t)
@@ -167,9 +167,10 @@ func TestUpgradeFormat1(t *testing.T) {
 // TestUpgradeFormat2: a store written by the format-2 code (its commit
 // log has no header and three records) is refused by Open, Check and
 // Update with "run 'sporectl init'", and Init upgrades it in place: same
-// data, clean check, FORMAT and snapshot at version 3, a new commit log
+// data, clean check, FORMAT and snapshot at this version, a new commit log
 // that begins with its header, event logs untouched. Afterwards the
-// upgraded store notices a commit log cut short, as any format-3 store.
+// upgraded store notices a commit log cut short, as any store since
+// format 3.
 func TestUpgradeFormat2(t *testing.T) {
 	ctx := context.Background()
 	root := copyFixtureOf(t, 2)
@@ -210,11 +211,96 @@ func TestUpgradeFormat2(t *testing.T) {
 	requireCorrupt(t, err, txlogName(3))
 }
 
+// TestUpgradeFormat4: a store written by the format-4 code (flat "spore"
+// rows, in its snapshot and in the four records of its headed commit log)
+// is refused by Open, Check and Update with "run 'sporectl init'", and
+// Init upgrades it in place: same data, the format-3 and format-4 fields
+// included, clean check, FORMAT and snapshot at this version with every
+// row's wish and status apart and observed_generation 0, a new commit log
+// holding only its header, event logs untouched. A second init changes
+// nothing, and the split writes work on the upgraded store.
+func TestUpgradeFormat4(t *testing.T) {
+	ctx := context.Background()
+	root := copyFixtureOf(t, 4)
+	snapBefore, err := os.ReadFile(filepath.Join(root, snapshotFile))
+	require.NoError(t, err)
+	require.Contains(t, string(snapBefore), `{"spore":{"id":"alpha",`, "the format-4 rows are flat")
+	logBefore, err := os.ReadFile(filepath.Join(root, eventsDir, "alpha.1.log"))
+	require.NoError(t, err)
+
+	requireFormatRefused(t, root, 4)
+	s, created, err := Init(ctx, root, state.Settings{Runtime: "kube"}, Options{})
+	require.NoError(t, err)
+	require.False(t, created, "an upgrade creates nothing")
+	want := fixtureDumpOf(t, 4)
+	requireUpgraded(t, s, want)
+	require.NoFileExists(t, filepath.Join(root, txlogName(2)))
+	live, err := os.ReadFile(filepath.Join(root, txlogName(3)))
+	require.NoError(t, err)
+	require.Equal(t, newHeader(3, 6), live, "the new log holds its header only: gen 3 after transaction 6")
+	logAfter, err := os.ReadFile(filepath.Join(root, eventsDir, "alpha.1.log"))
+	require.NoError(t, err)
+	require.Equal(t, logBefore, logAfter)
+	snap, err := os.ReadFile(filepath.Join(root, snapshotFile))
+	require.NoError(t, err)
+	require.NotContains(t, string(snap), `"spore":{`, "every row is written in the new form")
+	require.NotContains(t, string(snap), `"observed_generation"`, "the upgrade observes nothing")
+	require.Equal(t, 3, bytes.Count(snap, []byte(`"wish":{`)))
+	require.Equal(t, 3, bytes.Count(snap, []byte(`"status":{`)))
+	for _, sp := range want.Spores {
+		require.Zero(t, sp.ObservedGeneration)
+	}
+
+	// A second init changes nothing.
+	s, created, err = Init(ctx, root, state.Settings{}, Options{})
+	require.NoError(t, err)
+	require.False(t, created)
+	requireUpgraded(t, s, want)
+	after, err := os.ReadFile(filepath.Join(root, snapshotFile))
+	require.NoError(t, err)
+	require.Equal(t, snap, after)
+
+	// A pass writes beta's status at its generation; a stale one and a
+	// wish that does not raise the generation are refused; a new wish
+	// keeps the status, and the next handle reads both.
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, "beta")
+		if err != nil {
+			return err
+		}
+		require.Equal(t, uint64(5), sp.Generation)
+		require.Equal(t, state.Duration(30*time.Minute), sp.Loop)
+		st := sp.Status
+		st.ObservedGeneration, st.Health, st.HealthReason = 5, "Healthy", ""
+		if err := tx.PutStatus(ctx, "beta", st); err != nil {
+			return err
+		}
+		st.ObservedGeneration = 4
+		require.ErrorIs(t, tx.PutStatus(ctx, "beta", st), state.ErrStale)
+		w := sp.Wish
+		require.ErrorIs(t, tx.PutWish(ctx, w), state.ErrStale)
+		w.Generation, w.Desired = 6, state.Running
+		return tx.PutWish(ctx, w)
+	}))
+	o, err := Open(ctx, root, Options{})
+	require.NoError(t, err)
+	sp := view(t, o, func(tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "beta") })
+	require.Equal(t, uint64(6), sp.Generation)
+	require.Equal(t, state.Running, sp.Desired)
+	require.Equal(t, uint64(5), sp.ObservedGeneration, "the status is kept, written against the wish before")
+	st := want.Spores[1].Status
+	st.ObservedGeneration, st.Health, st.HealthReason = 5, "Healthy", ""
+	require.True(t, st.Equal(sp.Status), "the rest of the status is as upgraded: %+v", sp.Status)
+	rep, err := o.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+}
+
 // TestUpgradeCrash: an upgrade killed at any step leaves a store that
 // every command still refuses with "run 'sporectl init'" (never one that
 // reads half upgraded), and the next init finishes the upgrade.
 func TestUpgradeCrash(t *testing.T) {
-	for _, v := range []int{1, 2} {
+	for _, v := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("format%d", v), func(t *testing.T) { testUpgradeCrash(t, v) })
 	}
 }
