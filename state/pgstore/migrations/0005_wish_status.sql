@@ -23,7 +23,7 @@ BEGIN
         WHERE health !~ '^([A-Z][A-Za-z]{0,31})?$' ORDER BY id LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'spore % has health %, which is not a health state''s name (empty, or a capital letter then letters, at most 32 bytes); set it to a name or to '''' (none recorded: the next reconcile pass records it again), then run sporectl init again',
-            bad.id, quote_literal(bad.health);
+            bad.id, to_json(bad.health)::text;
     END IF;
 END
 $$;
