@@ -94,3 +94,63 @@ func TestNoWriteSkewOnSporeSet(t *testing.T) {
 	}
 	require.Equal(t, []string{"arch-1:arch"}, names)
 }
+
+// TestStaleWriteWaitsForTheWish: a PutStatus or PutWish made from a read
+// of generation 0 (outside its transaction: nothing locked the row) meets
+// a wish at generation 1 that another Update holds uncommitted. It waits
+// for that Update and is judged against what it committed: refused as
+// stale, and the wish is kept.
+func TestStaleWriteWaitsForTheWish(t *testing.T) {
+	tests := map[string]func(ctx context.Context, tx state.Tx, read state.Spore) error{
+		"status": func(ctx context.Context, tx state.Tx, read state.Spore) error {
+			st := read.Status
+			st.Restarts = 9
+			return tx.PutStatus(ctx, "one", st)
+		},
+		"wish": func(ctx context.Context, tx state.Tx, read state.Spore) error {
+			w := read.Wish
+			w.Desired, w.Generation = state.Stopped, read.Generation+1
+			return tx.PutWish(ctx, w)
+		},
+	}
+	for name, write := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t)
+			ctx := context.Background()
+			require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("one")) }))
+			var read state.Spore
+			require.NoError(t, s.View(ctx, func(tx state.Tx) error { var err error; read, err = tx.Spore(ctx, "one"); return err }))
+
+			inside := make(chan struct{})
+			var wishErr error
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				wishErr = s.Update(ctx, func(tx state.Tx) error {
+					w := read.Wish
+					w.Desired, w.Generation = state.Running, 1
+					if err := tx.PutWish(ctx, w); err != nil {
+						return err
+					}
+					close(inside)
+					time.Sleep(300 * time.Millisecond)
+					return nil
+				})
+			}()
+			<-inside
+			err := s.Update(ctx, func(tx state.Tx) error { return write(ctx, tx, read) })
+			wg.Wait()
+			require.NoError(t, wishErr)
+			var stale *state.StaleError
+			require.ErrorAs(t, err, &stale)
+			require.Equal(t, name, stale.What)
+			require.Equal(t, uint64(1), stale.Stored)
+
+			var got state.Spore
+			require.NoError(t, s.View(ctx, func(tx state.Tx) error { var err error; got, err = tx.Spore(ctx, "one"); return err }))
+			require.Equal(t, state.Running, got.Desired, "the committed wish is kept")
+			require.Zero(t, got.Restarts)
+		})
+	}
+}

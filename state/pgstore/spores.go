@@ -12,9 +12,15 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
-const sporeColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
-	created, updated, restarts, failures, not_before, breaker_open, bridge_seq,
-	generation, health, health_reason, loop_interval_ms, loop_due, activity, incidents`
+// The spores table's columns, the wish's then the status's: PutWish and
+// PutStatus each write only their own (last_seq is the log's, Append's).
+const (
+	wishColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
+	created, updated, generation, loop_interval_ms`
+	statusColumns = `observed_generation, restarts, failures, not_before, breaker_open, bridge_seq,
+	health, health_reason, loop_due, activity, incidents`
+	sporeColumns = wishColumns + `, ` + statusColumns
+)
 
 func scanSpore(row pgx.Row) (state.Spore, error) {
 	var (
@@ -24,6 +30,7 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		notBefore     *time.Time
 		bridgeSeq     int64
 		generation    int64
+		observed      int64
 		loopMS        int64
 		loopDue       *time.Time
 		activity      []byte // json; NULL: none
@@ -31,8 +38,9 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 	)
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
-		&sp.Created, &sp.Updated, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
-		&generation, &sp.Health, &sp.HealthReason, &loopMS, &loopDue, &activity, &incidents)
+		&sp.Created, &sp.Updated, &generation, &loopMS,
+		&observed, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
+		&sp.Health, &sp.HealthReason, &loopDue, &activity, &incidents)
 	if err != nil {
 		return sp, err
 	}
@@ -55,6 +63,10 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		return sp, corrupt("sporectl.spores", "id="+sp.ID, "negative generation")
 	}
 	sp.Generation = uint64(generation)
+	if observed < 0 {
+		return sp, corrupt("sporectl.spores", "id="+sp.ID, "negative observed_generation")
+	}
+	sp.ObservedGeneration = uint64(observed)
 	sp.Loop = state.Duration(time.Duration(loopMS) * time.Millisecond)
 	if loopDue != nil {
 		sp.LoopDue = loopDue.UTC()
@@ -133,23 +145,32 @@ func sporeErr(op string, err error) error {
 
 // sporeArgs are the values for sporeColumns, in order.
 func sporeArgs(sp *state.Spore) []any {
+	return append(wishArgs(&sp.Wish), statusArgs(&sp.Status)...)
+}
+
+// wishArgs are the values for wishColumns, in order.
+func wishArgs(w *state.Wish) []any {
+	return []any{w.ID, w.Colony, string(w.Rank), w.Swarm, w.Role, string(w.Desired),
+		w.Spec.Image, w.Spec.CPU, w.Spec.Memory, w.Spec.Storage,
+		w.Created, w.Updated, int64(w.Generation), time.Duration(w.Loop).Milliseconds()}
+}
+
+// statusArgs are the values for statusColumns, in order.
+func statusArgs(st *state.Status) []any {
 	var failures any
-	if sp.Failures != nil {
-		failures = sp.Failures
+	if st.Failures != nil {
+		failures = st.Failures
 	}
 	var notBefore any
-	if !sp.NotBefore.IsZero() {
-		notBefore = sp.NotBefore
+	if !st.NotBefore.IsZero() {
+		notBefore = st.NotBefore
 	}
 	var loopDue any
-	if !sp.LoopDue.IsZero() {
-		loopDue = sp.LoopDue
+	if !st.LoopDue.IsZero() {
+		loopDue = st.LoopDue
 	}
-	return []any{sp.ID, sp.Colony, string(sp.Rank), sp.Swarm, sp.Role, string(sp.Desired),
-		sp.Spec.Image, sp.Spec.CPU, sp.Spec.Memory, sp.Spec.Storage,
-		sp.Created, sp.Updated, sp.Restarts, failures, notBefore, sp.BreakerOpen, int64(sp.BridgeSeq),
-		int64(sp.Generation), sp.Health, sp.HealthReason, time.Duration(sp.Loop).Milliseconds(), loopDue,
-		encodeActivity(sp.Activity), jsonOrNull(sp.Incidents)}
+	return []any{int64(st.ObservedGeneration), st.Restarts, failures, notBefore, st.BreakerOpen, int64(st.BridgeSeq),
+		string(st.Health), st.HealthReason, loopDue, encodeActivity(st.Activity), jsonOrNull(st.Incidents)}
 }
 
 // jsonOrNull is v as a json column: NULL when empty. Marshalling a
@@ -179,7 +200,7 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// error would abort the whole transaction, but ErrExists must leave it
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -202,9 +223,9 @@ func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
 	}
 	tag, err := t.tx.Exec(ctx, `UPDATE sporectl.spores SET colony = $2, rank = $3, swarm = $4, role = $5, desired = $6,
 		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
-		restarts = $13, failures = $14, not_before = $15, breaker_open = $16, bridge_seq = $17,
-		generation = $18, health = $19, health_reason = $20,
-		loop_interval_ms = $21, loop_due = $22, activity = $23, incidents = $24
+		generation = $13, loop_interval_ms = $14,
+		observed_generation = $15, restarts = $16, failures = $17, not_before = $18, breaker_open = $19, bridge_seq = $20,
+		health = $21, health_reason = $22, loop_due = $23, activity = $24, incidents = $25
 		WHERE id = $1`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("update spore "+sp.ID, err)
@@ -215,30 +236,85 @@ func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
 	return nil
 }
 
+// PutWish and PutStatus each write their own columns with one UPDATE whose
+// WHERE holds the write rule (state.CheckWish, state.CheckStatus): the
+// rule is judged against the row as the UPDATE finds it, after waiting for
+// its lock, whatever the caller read before. Only when no row matched is
+// the row read, to say why.
+
 func (t *tx) PutWish(ctx context.Context, w state.Wish) error {
-	cur, err := t.Spore(ctx, w.ID)
-	if err != nil {
+	if err := t.writable("put wish"); err != nil {
 		return err
 	}
-	sp := state.Spore{Wish: w, Status: cur.Status}
-	if err := checkSpore(&sp); err != nil {
+	if err := checkWish(&w); err != nil {
 		return err
 	}
-	if err := state.CheckWish(cur.Wish, w); err != nil {
-		return err
-	}
-	return t.UpdateSpore(ctx, sp)
+	return t.guardedUpdate(ctx, "put wish of spore "+w.ID, w.ID,
+		`UPDATE sporectl.spores SET colony = $2, rank = $3, swarm = $4, role = $5, desired = $6,
+		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
+		generation = $13, loop_interval_ms = $14
+		WHERE id = $1 AND generation < $13`, wishArgs(&w),
+		func(stored uint64) error { return state.CheckWish(state.Wish{ID: w.ID, Generation: stored}, w) })
 }
 
 func (t *tx) PutStatus(ctx context.Context, id string, st state.Status) error {
-	cur, err := t.Spore(ctx, id)
-	if err != nil {
+	if err := t.writable("put status"); err != nil {
 		return err
 	}
-	if err := state.CheckStatus(id, cur.Generation, st); err != nil {
+	// No spore has an id outside the grammar (CreateSpore validates it),
+	// and such an id may hold a NUL byte, which would abort the
+	// transaction as a text parameter.
+	if state.ValidateID(id) != nil {
+		return state.SporeNotFound(id)
+	}
+	if err := checkStatus(&st); err != nil {
 		return err
 	}
-	return t.UpdateSpore(ctx, state.Spore{Wish: cur.Wish, Status: st})
+	return t.guardedUpdate(ctx, "put status of spore "+id, id,
+		`UPDATE sporectl.spores SET observed_generation = $2, restarts = $3, failures = $4, not_before = $5,
+		breaker_open = $6, bridge_seq = $7, health = $8, health_reason = $9, loop_due = $10,
+		activity = $11, incidents = $12
+		WHERE id = $1 AND generation = $2`, append([]any{id}, statusArgs(&st)...),
+		func(stored uint64) error { return state.CheckStatus(id, stored, st) })
+}
+
+// guardedUpdate runs update, an UPDATE of spore id's row whose WHERE holds
+// a write rule. No row updated means no such spore, or the rule refused
+// the write: the row is then locked and read, and judge, given the stored
+// generation, returns the rule's error. A judge that finds nothing wrong
+// means the row changed between the two statements (the UPDATE does not
+// lock a row it does not match); now that it is held, the UPDATE runs once
+// more and sees what judge saw.
+func (t *tx) guardedUpdate(ctx context.Context, op, id, update string, args []any, judge func(stored uint64) error) error {
+	if err := t.orderRow(ctx, op, id); err != nil {
+		return err
+	}
+	for range 2 {
+		tag, err := t.tx.Exec(ctx, update, args...)
+		if err != nil {
+			return classify(op, err)
+		}
+		if tag.RowsAffected() > 0 {
+			return nil
+		}
+		var stored int64
+		err = t.tx.QueryRow(ctx, `SELECT generation FROM sporectl.spores WHERE id = $1 FOR UPDATE`, id).Scan(&stored)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return state.SporeNotFound(id)
+		}
+		if err != nil {
+			return classify(op, err)
+		}
+		if stored < 0 {
+			return corrupt("sporectl.spores", "id="+id, "negative generation")
+		}
+		if err := judge(uint64(stored)); err != nil {
+			return err
+		}
+	}
+	// The row is held since the read above; an UPDATE that still matches
+	// nothing means the statement and the rule disagree.
+	return fmt.Errorf("%s: the update matched no row though the write is allowed", op)
 }
 
 func (t *tx) DeleteSpore(ctx context.Context, id string) error {

@@ -52,24 +52,63 @@ func checkEvent(i int, e *state.Event) error {
 	return nil
 }
 
+// checkSpore is checkWish and checkStatus for a whole record (CreateSpore,
+// UpdateSpore), with the model's rule that the status is not ahead of the
+// wish.
 func checkSpore(sp *state.Spore) error {
 	if err := sp.Validate(); err != nil {
 		return err
 	}
+	if err := checkWishColumns(&sp.Wish); err != nil {
+		return err
+	}
+	return checkStatusColumns(&sp.Status)
+}
+
+func checkWish(w *state.Wish) error {
+	if err := w.Validate(); err != nil {
+		return err
+	}
+	return checkWishColumns(w)
+}
+
+func checkStatus(st *state.Status) error {
+	if err := st.Validate(); err != nil {
+		return err
+	}
+	return checkStatusColumns(st)
+}
+
+// checkWishColumns and checkStatusColumns refuse what the model accepts
+// but the columns cannot hold, before it reaches SQL: a failed statement
+// would abort the whole transaction, where an InvalidError leaves it
+// usable.
+func checkWishColumns(w *state.Wish) error {
 	// Validate accepts any case ("running"); the column holds the state
 	// names as spelled in the model, so other spellings are refused here
-	// instead of failing the CHECK constraint and aborting the transaction.
-	if d, _ := state.ParseDesired(string(sp.Desired)); d != sp.Desired {
-		return &state.InvalidError{Field: "desired state", Value: string(sp.Desired), Reason: "must be spelled Running, Paused or Stopped"}
-	}
-	// bigint columns: a uint64 past MaxInt64 would wrap negative.
-	// (Validate already bounds Generation.)
-	if sp.BridgeSeq > math.MaxInt64 {
-		return &state.InvalidError{Field: "bridge seq", Value: strconv.FormatUint(sp.BridgeSeq, 10), Reason: "must be at most 9223372036854775807"}
+	// instead of failing the CHECK constraint.
+	if d, _ := state.ParseDesired(string(w.Desired)); d != w.Desired {
+		return &state.InvalidError{Field: "desired state", Value: string(w.Desired), Reason: "must be spelled Running, Paused or Stopped"}
 	}
 	for _, f := range []struct{ name, v string }{
-		{"image", sp.Spec.Image}, {"cpu", sp.Spec.CPU}, {"memory", sp.Spec.Memory}, {"storage", sp.Spec.Storage},
-		{"health", string(sp.Health)}, {"health reason", sp.HealthReason},
+		{"image", w.Spec.Image}, {"cpu", w.Spec.CPU}, {"memory", w.Spec.Memory}, {"storage", w.Spec.Storage},
+	} {
+		if err := checkText("spore "+f.name, f.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkStatusColumns(st *state.Status) error {
+	// bigint columns: a uint64 past MaxInt64 would wrap negative.
+	// (Validate already bounds ObservedGeneration, and the wish's
+	// Generation.)
+	if st.BridgeSeq > math.MaxInt64 {
+		return &state.InvalidError{Field: "bridge seq", Value: strconv.FormatUint(st.BridgeSeq, 10), Reason: "must be at most 9223372036854775807"}
+	}
+	for _, f := range []struct{ name, v string }{
+		{"health", string(st.Health)}, {"health reason", st.HealthReason},
 	} {
 		if err := checkText("spore "+f.name, f.v); err != nil {
 			return err
