@@ -48,9 +48,6 @@ type Tx interface {
 	// ErrExists when the id is taken. Its status's ObservedGeneration is
 	// at most its Generation.
 	CreateSpore(ctx context.Context, s Spore) error
-	// UpdateSpore replaces an existing spore's record, wish and status.
-	// Being replaced by PutWish and PutStatus.
-	UpdateSpore(ctx context.Context, s Spore) error
 	// PutWish replaces the wish of spore w.ID, keeping its status. The
 	// new wish must raise the generation: one at or below the stored one
 	// is *StaleError (errors.Is ErrStale), the wish having been made

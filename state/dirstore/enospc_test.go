@@ -105,8 +105,8 @@ func workload(ctx context.Context, tx state.Tx, newSpore bool) (alpha, delta []s
 	if err != nil {
 		return nil, nil, err
 	}
-	sp.Desired = state.Running
-	return alpha, delta, tx.UpdateSpore(ctx, sp)
+	sp.Desired, sp.Generation = state.Running, sp.Generation+1
+	return alpha, delta, tx.PutWish(ctx, sp.Wish)
 }
 
 // afterWorkload is what a store showing before must show once workload
@@ -128,7 +128,7 @@ func afterWorkload(before *storeDump, alpha, delta []state.Event) *storeDump {
 	}
 	for i := range w.Spores {
 		if w.Spores[i].ID == "alpha" {
-			w.Spores[i].Desired = state.Running
+			w.Spores[i].Desired, w.Spores[i].Generation = state.Running, w.Spores[i].Generation+1
 		}
 	}
 	w.Events["alpha"] = append(w.Events["alpha"], alpha...)

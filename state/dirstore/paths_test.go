@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 // Names in the store's own files are data, not paths (format §4), and the
@@ -77,7 +78,7 @@ func everyCommand(t *testing.T, root, id string) (errs map[string]error, rep *st
 			return err
 		}
 		sp.Desired = state.Paused
-		if err := tx.UpdateSpore(ctx, sp); err != nil {
+		if _, err := storetest.Put(ctx, tx, sp); err != nil {
 			return err
 		}
 		_, err = tx.Append(ctx, id, []state.Event{{Kind: state.KindLifecycle, Action: "stopped"}})

@@ -153,23 +153,6 @@ func (t *tx) CreateSpore(ctx context.Context, s state.Spore) error {
 	return nil
 }
 
-func (t *tx) UpdateSpore(ctx context.Context, s state.Spore) error {
-	if err := t.writable(); err != nil {
-		return err
-	}
-	r, err := t.mustGet(s.ID)
-	if err != nil {
-		return err
-	}
-	if err := s.Validate(); err != nil {
-		return err
-	}
-	n := *r
-	n.Spore = s.Stamped()
-	t.put(&n)
-	return nil
-}
-
 func (t *tx) PutWish(ctx context.Context, w state.Wish) error {
 	if err := t.writable(); err != nil {
 		return err

@@ -137,7 +137,7 @@ func TestUpgradeFormat1(t *testing.T) {
 		}
 		require.Zero(t, sp.Generation, "fields new in format 2 start out zero")
 		sp.Generation, sp.Health, sp.HealthReason = 1, "Dead", "OOMKilled"
-		if err := tx.UpdateSpore(ctx, sp); err != nil {
+		if _, err := storetest.Put(ctx, tx, sp); err != nil {
 			return err
 		}
 		st, err := tx.Settings(ctx)

@@ -104,7 +104,7 @@ func summonsShape(ctx context.Context, round int) func(state.Tx) error {
 			return err
 		}
 		w.Restarts++
-		if err := tx.UpdateSpore(ctx, w); err != nil {
+		if _, err := storetest.Put(ctx, tx, w); err != nil {
 			return err
 		}
 		if _, err := tx.Append(ctx, "worker", msg(fmt.Sprintf("lines %d", round))); err != nil {
@@ -116,7 +116,7 @@ func summonsShape(ctx context.Context, round int) func(state.Tx) error {
 			return err
 		}
 		a.Restarts++
-		if err := tx.UpdateSpore(ctx, a); err != nil {
+		if _, err := storetest.Put(ctx, tx, a); err != nil {
 			return err
 		}
 		if _, err := tx.Append(ctx, "arch", msg(fmt.Sprintf("summons %d", round))); err != nil {

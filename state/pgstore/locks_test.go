@@ -56,7 +56,8 @@ func TestNoLostUpdate(t *testing.T) {
 			return err
 		}
 		sp.Restarts++
-		return tx.UpdateSpore(ctx, sp)
+		_, err = storetest.Put(ctx, tx, sp)
+		return err
 	}
 	racePair(t, s, bump, bump)
 	var got state.Spore

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
+	"github.com/sporectl/sporectl/state/storetest"
 )
 
 // futureBinary appends migrations to the list, standing in for a newer
@@ -143,7 +144,8 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		}
 		require.Len(t, p["old"], 1)
 		sp.Generation, sp.Health, sp.HealthReason = 3, "Dead", "OOMKilled"
-		return tx.UpdateSpore(ctx, sp)
+		_, err = storetest.Put(ctx, tx, sp)
+		return err
 	}))
 	var got state.Spore
 	require.NoError(t, s.View(ctx, func(tx state.Tx) error { var err error; got, err = tx.Spore(ctx, "old"); return err }))

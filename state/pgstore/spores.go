@@ -211,31 +211,6 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	return nil
 }
 
-func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
-	if err := t.writable("update spore"); err != nil {
-		return err
-	}
-	if err := checkSpore(&sp); err != nil {
-		return err
-	}
-	if err := t.orderRow(ctx, "update spore "+sp.ID, sp.ID); err != nil {
-		return err
-	}
-	tag, err := t.tx.Exec(ctx, `UPDATE sporectl.spores SET colony = $2, rank = $3, swarm = $4, role = $5, desired = $6,
-		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
-		generation = $13, loop_interval_ms = $14,
-		observed_generation = $15, restarts = $16, failures = $17, not_before = $18, breaker_open = $19, bridge_seq = $20,
-		health = $21, health_reason = $22, loop_due = $23, activity = $24, incidents = $25
-		WHERE id = $1`, sporeArgs(&sp)...)
-	if err != nil {
-		return classify("update spore "+sp.ID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return state.SporeNotFound(sp.ID)
-	}
-	return nil
-}
-
 // PutWish and PutStatus each write their own columns with one UPDATE whose
 // WHERE holds the write rule (state.CheckWish, state.CheckStatus): the
 // rule is judged against the row as the UPDATE finds it, after waiting for

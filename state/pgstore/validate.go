@@ -52,8 +52,8 @@ func checkEvent(i int, e *state.Event) error {
 	return nil
 }
 
-// checkSpore is checkWish and checkStatus for a whole record (CreateSpore,
-// UpdateSpore), with the model's rule that the status is not ahead of the
+// checkSpore is checkWish and checkStatus for a whole record
+// (CreateSpore), with the model's rule that the status is not ahead of the
 // wish.
 func checkSpore(sp *state.Spore) error {
 	if err := sp.Validate(); err != nil {
