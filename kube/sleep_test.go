@@ -99,7 +99,7 @@ func TestSleepRemovesThePodWhateverItsPhase(t *testing.T) {
 			require.Equal(t, reconcile.PodAbsent, out.Spores[0].Observed.Pod)
 			var sp state.Spore
 			require.NoError(t, ds.View(ctx, func(tx state.Tx) (err error) { sp, err = tx.Spore(ctx, c.id); return err }))
-			require.Equal(t, string(want), sp.Health, "the recorded health")
+			require.Equal(t, want, sp.Health, "the recorded health")
 		})
 	}
 }
