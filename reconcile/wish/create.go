@@ -53,7 +53,8 @@ func Create(ctx context.Context, tx state.Tx, n New, now time.Time) (state.Spore
 
 // checkRank keeps the ranks that must be single: one arch in the store,
 // one colony mycologist per colony, one [swarm] mycologist per swarm (a
-// swarm is named within its colony), which must have a swarm.
+// swarm is named within its colony), which must have a swarm. sp itself,
+// when it is stored already (SetSpec), is no rival of its own.
 func checkRank(ctx context.Context, tx state.Tx, sp state.Spore) error {
 	switch sp.Rank {
 	case state.RankArch, state.RankColony:
@@ -70,6 +71,7 @@ func checkRank(ctx context.Context, tx state.Tx, sp state.Spore) error {
 	}
 	for _, o := range all {
 		switch {
+		case o.ID == sp.ID:
 		case sp.Rank == state.RankArch && o.Rank == state.RankArch:
 			return fmt.Errorf("spore %s is already the arch mycologist; there is one per store: %w", o.ID, state.ErrExists)
 		case sp.Rank == state.RankColony && o.Rank == state.RankColony && o.Colony == sp.Colony:
