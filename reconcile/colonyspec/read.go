@@ -56,10 +56,10 @@ func (s *source) at(path string) (string, int) {
 		if l, ok := s.lines[p]; ok {
 			return s.file, l
 		}
-		i := strings.LastIndexAny(p, ".[")
-		if i < 0 {
+		if p == "" {
 			return s.file, 0
 		}
+		i := max(strings.LastIndexAny(p, ".["), 0)
 		p = p[:i]
 	}
 }
