@@ -118,10 +118,50 @@ func MakePlan(docs []Document, stored []state.Spore, opt Options) (Plan, error) 
 			}
 		}
 	}
+	if len(errs) == 0 {
+		errs = checkRanks(p, stored)
+	}
 	if len(errs) > 0 {
 		return Plan{}, errors.Join(errs...)
 	}
 	return p, nil
+}
+
+// checkRanks checks the rank rules (wish.CheckRank) on the spores p
+// would leave in the store, for each spore it creates or moves, so that
+// diff reports what apply would refuse. Apply checks them again, one
+// change at a time, as it records them.
+func checkRanks(p Plan, stored []state.Spore) []error {
+	final := make(map[string]state.Spore, len(stored))
+	for _, s := range stored {
+		final[s.ID] = s
+	}
+	for _, c := range p.Changes {
+		switch {
+		case c.Action == Pruned:
+			delete(final, c.ID)
+		case c.New != nil:
+			final[c.ID] = state.Spore{Wish: state.Wish{ID: c.ID, Colony: c.Colony, Rank: c.New.Rank, Swarm: c.New.Swarm, Role: c.New.Role}}
+		case c.Spec != nil:
+			s := final[c.ID]
+			s.Swarm, s.Role = c.Spec.Swarm, c.Spec.Role
+			final[c.ID] = s
+		}
+	}
+	all := make([]state.Spore, 0, len(final))
+	for _, s := range final {
+		all = append(all, s)
+	}
+	var errs []error
+	for _, c := range p.Changes {
+		if c.New == nil && c.Spec == nil {
+			continue
+		}
+		if err := wish.CheckRank(final[c.ID], all); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", c.where, err))
+		}
+	}
+	return errs
 }
 
 // plan is the change of one listed spore.

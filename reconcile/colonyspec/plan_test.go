@@ -106,6 +106,11 @@ func TestMakePlanRefuses(t *testing.T) {
 			"lab.yaml:6: spec.spores[0].role: role dev needs a swarm", nil},
 		{"a [swarm] mycologist without a swarm", "  - {id: new-1, rank: swarm}\n",
 			"lab.yaml:6: spec.spores[0].swarm: a [swarm] mycologist orchestrates one swarm: it needs a swarm", nil},
+		{"a second colony mycologist", "  - {id: new-myco, rank: colony}\n",
+			"lab.yaml:6: spec.spores[0]: spore lab-myco is already colony lab's mycologist: already exists", state.ErrExists},
+		{"a [swarm] mycologist moved into a swarm that has one", "  - {id: new-lead, rank: swarm, swarm: blue}\n  - {id: red-lead, swarm: blue}\n",
+			"lab.yaml:6: spec.spores[0]: spore red-lead is already the [swarm] mycologist of swarm blue in colony lab: already exists\n" +
+				"lab.yaml:7: spec.spores[1]: spore new-lead is already the [swarm] mycologist of swarm blue in colony lab: already exists", state.ErrExists},
 		{"a loop on a plain spore", "  - {id: red-1, loop: 5m}\n",
 			"lab.yaml:6: spec.spores[0].loop: only a [swarm] mycologist (rank swarm) has a loop; spore red-1 is rank spore", nil},
 	}
