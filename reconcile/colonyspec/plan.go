@@ -193,7 +193,11 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 	case rank == state.RankSwarm && swarm == "":
 		return c, d.errorAt(path+".swarm", "a [swarm] mycologist orchestrates one swarm: it needs a swarm")
 	}
-	if f.Desired != nil && rank == state.RankArch && state.Desired(*f.Desired) != state.Running {
+	// The [arch] is always on: a change to another desired state is
+	// refused, as sleep and stop refuse it. The state it is in already
+	// (created asleep, not yet woken by a pass) is no change.
+	if f.Desired != nil && rank == state.RankArch && state.Desired(*f.Desired) != state.Running &&
+		(exists && state.Desired(*f.Desired) != old.Desired || !exists && state.Desired(*f.Desired) != state.Paused) {
 		return c, d.errorAt(path+".desired", "spore %s is the [arch] mycologist, which is always on: want Running, not %s", s.ID, *f.Desired)
 	}
 	var loop *time.Duration
