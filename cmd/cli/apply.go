@@ -136,7 +136,8 @@ func (o *applyOptions) endPruned(ctx context.Context, st state.Store, rt reconci
 
 // act runs the pass over the spores whose desired state apply recorded
 // (as wake, sleep and stop do), so that what the files say runs runs.
-// What it cannot start stays recorded for the next apply or reconcile.
+// What it cannot start stays recorded for the next reconcile (an apply
+// again finds no change, and runs no pass).
 func (o *applyOptions) act(ctx context.Context, st state.Store, p colonyspec.Plan) []error {
 	var ids, woken []string
 	for _, c := range p.Changes {
@@ -155,12 +156,12 @@ func (o *applyOptions) act(ctx context.Context, st state.Store, p colonyspec.Pla
 		return []error{err}
 	}
 	if out.ObserveErr != nil {
-		return []error{&RuntimeError{Op: "apply: observe (the desired states are recorded; the next apply or reconcile starts and stops them)", Err: out.ObserveErr}}
+		return []error{&RuntimeError{Op: "apply: observe (the desired states are recorded; the next reconcile starts and stops them)", Err: out.ObserveErr}}
 	}
 	var errs []error
 	for _, pl := range out.Plans {
 		id := pl.Spore.ID
-		why := fmt.Sprintf("apply %s (desired %s is recorded; the next apply or reconcile retries)", id, pl.Spore.Desired)
+		why := fmt.Sprintf("apply %s (desired %s is recorded; the next reconcile or wake retries)", id, pl.Spore.Desired)
 		switch {
 		case errors.Is(pl.StartErr, state.ErrNotFound):
 			// Deleted since: nothing to start.
