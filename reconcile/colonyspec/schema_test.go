@@ -236,4 +236,3 @@ func typeOf(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
-
