@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,5 +75,26 @@ func TestExportRoundTrips(t *testing.T) {
 		require.Equal(t, "colony/lab\n", r.ok("", "export", "lab", "-o", "name"))
 		require.Equal(t, ExitNotFound, r.run("", "export", "nowhere").code)
 		require.Equal(t, ExitUsage, r.run("", "export", "Bad").code)
+	})
+}
+
+// TestApplyRuntimeFailureKeepsTheWish: the start after the commit fails
+// (exit 9), the desired state stays recorded, and a reconcile starts it.
+func TestApplyRuntimeFailureKeepsTheWish(t *testing.T) {
+	eachStore(t, func(t *testing.T, r *applyRig) {
+		r.rt.StartErr["red-1"] = errors.New("no node has room")
+		woken := r.file("lab.yaml", strings.Replace(labColony, "role: dev", "role: dev\n    desired: Running", 1))
+		res := r.run("", "apply", "-f", woken)
+		require.Equal(t, ExitRuntime, res.code, res.err)
+		require.Contains(t, res.out, "spore/red-1 created\n", "what was recorded is printed")
+		require.Contains(t, res.err, "apply red-1 (desired Running is recorded; the next reconcile or wake retries): ")
+		require.Contains(t, res.err, "no node has room")
+		require.Equal(t, state.Running, statetest.Spore(t, r.st, "red-1").Desired)
+		require.Empty(t, r.rt.IDs())
+
+		delete(r.rt.StartErr, "red-1")
+		res = r.run("", "reconcile") // exit 3 while its bridge comes up
+		require.Contains(t, res.err, "red-1 restart")
+		require.Equal(t, []string{"red-1"}, r.rt.IDs(), "the recorded wish is what reconcile starts")
 	})
 }
