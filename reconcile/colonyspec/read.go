@@ -190,9 +190,9 @@ func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
-			child := k.Value
+			child := keyName(k.Value)
 			if path != "" {
-				child = path + "." + k.Value
+				child = path + "." + child
 			}
 			if first, dup := seen[k.Value]; dup {
 				r.fail(k, child, "given twice (first at line %d)", first)
@@ -212,7 +212,19 @@ func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
 	}
 }
 
-// fieldByIndex is v's field at idx, allocating inline pointers on the way.
+// plainKey is a key a path shows as it is.
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// keyName is key as a field path shows it: quoted (control characters
+// escaped, so an error never carries them to a terminal) unless plain.
+func keyName(key string) string {
+	if plainKey.MatchString(key) {
+		return key
+	}
+	return strconv.Quote(key)
+}
+
+// fieldByIndex is v's field at idx (through inline structs).
 func fieldByIndex(v reflect.Value, idx []int) reflect.Value {
 	for _, i := range idx {
 		v = v.Field(i)
@@ -276,15 +288,14 @@ func (d *Document) validate() []error {
 	ids := map[string]string{}
 	for i, s := range d.Spec.Spores {
 		p := fmt.Sprintf("spec.spores[%d]", i)
-		switch {
+		switch err := state.ValidateID(s.ID); {
 		case s.ID == "":
 			bad(p+".id", "a spore's id is required")
+		case err != nil:
+			bad(p+".id", "%s", reason(err))
 		case ids[s.ID] != "":
 			bad(p+".id", "spore %s is listed twice (first at %s)", s.ID, ids[s.ID])
 		default:
-			if err := state.ValidateID(s.ID); err != nil {
-				bad(p+".id", "%s", reason(err))
-			}
 			ids[s.ID] = d.where(p)
 		}
 		if s.Rank != nil {

@@ -62,6 +62,8 @@ func TestReadNamesFileLineAndField(t *testing.T) {
 			[]string{`lab.yaml:7: spec.spores[0].budget: unknown field "budget" (the fields here: id, rank, swarm, role, loop, desired, image, resources)`}},
 		{"an unknown top-level field", "apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: lab}\nstatus: {}\nspec: {spores: []}\n",
 			[]string{`lab.yaml:4: status: unknown field "status" (the fields here: apiVersion, kind, metadata, spec)`}},
+		{"an unknown field with a terminal escape", head + "  - id: a\n    \"\\e[31mred\": 4\n",
+			[]string{`lab.yaml:7: spec.spores[0]."\x1b[31mred": unknown field "\x1b[31mred" (the fields here: id, rank, swarm, role, loop, desired, image, resources)`}},
 		{"a field twice", head + "  - id: a\n    rank: spore\n    rank: colony\n",
 			[]string{`lab.yaml:8: spec.spores[0].rank: given twice (first at line 7)`}},
 		{"a mapping for a value", head + "  - id: a\n    image: {name: x}\n",
