@@ -2,9 +2,6 @@ package cli
 
 import (
 	"net/url"
-	"regexp"
-
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/spf13/cobra"
 	"github.com/sporectl/sporectl/state"
@@ -29,18 +26,9 @@ func sporeIDs(n int) cobra.PositionalArgs {
 	}
 }
 
-// quantityLimits are the sane bounds of each resource flag: above zero,
-// and no more than any node this tool could schedule on.
-var quantityLimits = map[string]resource.Quantity{
-	"cpu":     resource.MustParse("1024"),
-	"memory":  resource.MustParse("16Ti"),
-	"storage": resource.MustParse("1Pi"),
-}
-
-// validateQuantity checks a resource flag with Kubernetes' own quantity
-// rules (what the API server would accept), above zero and within
-// quantityLimits. changed says the flag was given: an empty value given
-// on purpose is refused rather than silently meaning "no default".
+// validateQuantity checks a resource flag with the spec's grammar
+// (state.CheckQuantity). changed says the flag was given: an empty value
+// given on purpose is refused rather than silently meaning "no default".
 func validateQuantity(flag, v string, changed bool) error {
 	if v == "" {
 		if changed {
@@ -48,29 +36,11 @@ func validateQuantity(flag, v string, changed bool) error {
 		}
 		return nil
 	}
-	q, err := resource.ParseQuantity(v)
-	if err != nil {
-		return usageErrorf("invalid value %q for --%s: want a Kubernetes quantity such as 2, 500m, 3Gi", v, flag)
-	}
-	if q.Sign() <= 0 {
-		return usageErrorf("invalid value %q for --%s: must be more than zero", v, flag)
-	}
-	if max := quantityLimits[flag]; q.Cmp(max) > 0 {
-		return usageErrorf("invalid value %q for --%s: at most %s", v, flag, max.String())
+	if err := state.CheckQuantity(flag, v); err != nil {
+		return usageErrorf("invalid value %q for --%s: %v", v, flag, err)
 	}
 	return nil
 }
-
-// imageRE is the container image reference grammar (distribution's
-// reference.ReferenceRegexp, anchored): [host[:port]/]path[:tag][@digest].
-var imageRE = regexp.MustCompile(`^` +
-	`(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?/)?` +
-	`[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*)*` +
-	`(?::[\w][\w.-]{0,127})?` +
-	`(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
-
-// maxImageLen is distribution's limit on a reference's name.
-const maxImageLen = 255
 
 func validateImage(v string, changed bool) error {
 	switch {
@@ -78,10 +48,11 @@ func validateImage(v string, changed bool) error {
 		return usageErrorf("--image is empty: give an image such as ghcr.io/org/spore:1.2, or leave the flag out")
 	case v == "":
 		return nil
-	case len(v) > maxImageLen:
-		return usageErrorf("invalid value for --image: %d characters; at most %d", len(v), maxImageLen)
-	case !imageRE.MatchString(v):
-		return usageErrorf("invalid value %q for --image: want an image reference such as ghcr.io/org/spore:1.2", v)
+	case len(v) > state.MaxImageLen:
+		return usageErrorf("invalid value for --image: %d characters; at most %d", len(v), state.MaxImageLen)
+	}
+	if err := state.CheckImage(v); err != nil {
+		return usageErrorf("invalid value %q for --image: %v", v, err)
 	}
 	return nil
 }

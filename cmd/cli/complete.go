@@ -76,6 +76,14 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 		if n, ok := idArgs[cmd.Name()]; ok {
 			cmd.ValidArgsFunction = completeSporeIDs(f, n)
 		}
+		if cmd.Name() == "export" {
+			cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				if len(args) > 0 {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				return colonies(cmd, args, toComplete)
+			}
+		}
 		flags := map[string]cobra.CompletionFunc{
 			"colony":  colonies,
 			"rank":    fixedCompletion(string(state.RankSpore), string(state.RankSwarm), string(state.RankColony), string(state.RankArch)),

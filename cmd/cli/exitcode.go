@@ -9,6 +9,7 @@ import (
 
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/colonyspec"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/storecopy"
@@ -19,6 +20,7 @@ import (
 const (
 	ExitOK           = 0
 	ExitError        = 1  // anything not classified below
+	ExitDiffers      = 1  // diff: applying the files would change the store (kubectl diff's convention)
 	ExitUsage        = 2  // bad flags, arguments, ids or output format
 	ExitUnhealthy    = 3  // ran fine, but something is not healthy (for cron)
 	ExitNotFound     = 4  // a named spore does not exist
@@ -59,6 +61,15 @@ func (e *RuntimeError) Unwrap() error { return e.Err }
 // AsleepError refuses to deliver to a sleeping spore without --wake.
 type AsleepError = reconcile.AsleepError
 
+// DiffersError is diff's answer that applying the files would change the
+// store (exit 1, kubectl diff's convention); the changes have been
+// printed as data.
+type DiffersError struct{ Changes int }
+
+func (e *DiffersError) Error() string {
+	return fmt.Sprintf("applying the files would change %d spore(s)", e.Changes)
+}
+
 // UnhealthyError reports that the command did its work and found some
 // spores not healthy; its message has already been printed as data.
 type UnhealthyError struct{ Msg string }
@@ -85,11 +96,13 @@ func exitCode(err error) int {
 		apiCfg   *mycelia.ConfigError
 		apiDown  *mycelia.UnreachableError
 		listen   *ListenError
+		spec     *colonyspec.Error
+		differs  *DiffersError
 	)
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &usage), errors.As(err, &invalid), errors.As(err, &refused), errors.As(err, &apiCfg):
+	case errors.As(err, &usage), errors.As(err, &invalid), errors.As(err, &refused), errors.As(err, &apiCfg), errors.As(err, &spec):
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		// Ctrl-C wins over what it interrupted (a runtime step, say).
@@ -121,6 +134,8 @@ func exitCode(err error) int {
 		return ExitUnhealthy
 	case isCobraUsage(err):
 		return ExitUsage
+	case errors.As(err, &differs):
+		return ExitDiffers
 	}
 	return ExitError
 }
@@ -163,6 +178,11 @@ func isCobraUsage(err error) bool {
 func reportError(err error, errOut io.Writer) int {
 	code := exitCode(err)
 	if code == ExitOK {
+		return code
+	}
+	var differs *DiffersError
+	if errors.As(err, &differs) {
+		// The changes were printed as data; the code says the rest.
 		return code
 	}
 	var unh *UnhealthyError

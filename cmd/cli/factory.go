@@ -48,6 +48,9 @@ type Factory struct {
 	NewRuntime func(ctx context.Context, st state.Store, settings state.Settings) (reconcile.Runtime, error)
 	// Dial reaches a bridge (default reconcile.DialHTTP).
 	Dial reconcile.Dialer
+	// WrapStore, when set, wraps every store the factory opens (tests
+	// count a command's write transactions through it).
+	WrapStore func(state.Store) state.Store
 
 	// storeFlagSet: --store was given on the command line (maybe empty).
 	storeFlagSet bool
@@ -141,10 +144,17 @@ func (f *Factory) Store(ctx context.Context) (state.Store, error) {
 
 // OpenStore opens the store at loc: a postgres:// URL or a directory.
 func (f *Factory) OpenStore(ctx context.Context, loc string) (state.Store, error) {
+	var st state.Store
+	var err error
 	if isPostgres(loc) {
-		return pgstore.Open(ctx, loc, pgstore.Options{Logger: f.Logger()})
+		st, err = pgstore.Open(ctx, loc, pgstore.Options{Logger: f.Logger()})
+	} else {
+		st, err = dirstore.Open(ctx, loc, dirstore.Options{Logger: f.Logger()})
 	}
-	return dirstore.Open(ctx, loc, dirstore.Options{Logger: f.Logger()})
+	if err != nil || f.WrapStore == nil {
+		return st, err
+	}
+	return f.WrapStore(st), nil
 }
 
 // InitStore creates the store, or opens and upgrades an existing one.

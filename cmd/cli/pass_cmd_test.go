@@ -408,6 +408,8 @@ func TestCompletion(t *testing.T) {
 		{[]string{"__complete", "wake", "alpha", ""}, []string{"alps", "beta"}},
 		{[]string{"__complete", "chat", "alpha", ""}, nil},
 		{[]string{"__complete", "create", "x", "--colony", ""}, []string{"lab", "ops"}},
+		{[]string{"__complete", "export", ""}, []string{"lab", "ops"}},
+		{[]string{"__complete", "export", "lab", ""}, nil},
 		{[]string{"__complete", "status", "-o", ""}, outputFormats},
 		{[]string{"__complete", "init", "--agent", ""}, []string{"claude", "echo"}},
 	} {

@@ -51,16 +51,11 @@ func Create(ctx context.Context, tx state.Tx, n New, now time.Time) (state.Spore
 	return sp, err
 }
 
-// checkRank keeps the ranks that must be single: one arch in the store,
-// one colony mycologist per colony, one [swarm] mycologist per swarm (a
-// swarm is named within its colony), which must have a swarm.
+// checkRank keeps the ranks that must be single (CheckRank) against the
+// spores of tx.
 func checkRank(ctx context.Context, tx state.Tx, sp state.Spore) error {
 	switch sp.Rank {
-	case state.RankArch, state.RankColony:
-	case state.RankSwarm:
-		if sp.Swarm == "" {
-			return &RefusedError{Msg: "--rank swarm needs --swarm: a [swarm] mycologist orchestrates one swarm"}
-		}
+	case state.RankArch, state.RankColony, state.RankSwarm:
 	default:
 		return nil
 	}
@@ -68,8 +63,26 @@ func checkRank(ctx context.Context, tx state.Tx, sp state.Spore) error {
 	if err != nil {
 		return err
 	}
+	return CheckRank(sp, all)
+}
+
+// CheckRank keeps the ranks that must be single: one arch among all, one
+// colony mycologist per colony, one [swarm] mycologist per swarm (a
+// swarm is named within its colony), which must have a swarm (else
+// *RefusedError). sp itself, when all holds it (a change of a stored
+// spore), is no rival of its own. A taken rank is state.ErrExists. It is
+// pure, so that a plan of many changes (apply's) can check the spores it
+// would leave before it writes any.
+func CheckRank(sp state.Spore, all []state.Spore) error {
+	switch {
+	case sp.Rank != state.RankArch && sp.Rank != state.RankColony && sp.Rank != state.RankSwarm:
+		return nil
+	case sp.Rank == state.RankSwarm && sp.Swarm == "":
+		return &RefusedError{Msg: "--rank swarm needs --swarm: a [swarm] mycologist orchestrates one swarm"}
+	}
 	for _, o := range all {
 		switch {
+		case o.ID == sp.ID:
 		case sp.Rank == state.RankArch && o.Rank == state.RankArch:
 			return fmt.Errorf("spore %s is already the arch mycologist; there is one per store: %w", o.ID, state.ErrExists)
 		case sp.Rank == state.RankColony && o.Rank == state.RankColony && o.Colony == sp.Colony:

@@ -1,9 +1,10 @@
 // Package wish owns every change of a spore's wish — what people,
 // mycologists and the store's own rules ask of it — and the rules that
 // decide them: wake, sleep and stop (and the [arch] mycologist, which is
-// always on), reset (close the breaker), token rotation, create (one
-// [arch] per store, one colony mycologist per colony, one [swarm]
-// mycologist per swarm) and delete.
+// always on), reset (close the breaker), token rotation, the loop, a
+// spore's swarm, role and spec as apply sets them (its rank fixed at
+// create), create (one [arch] per store, one colony mycologist per
+// colony, one [swarm] mycologist per swarm) and delete.
 //
 // Each transition writes, in the caller's read-write transaction, the
 // spore's record, its generation one higher where the wish changed, and

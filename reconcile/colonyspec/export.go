@@ -1,0 +1,47 @@
+package colonyspec
+
+import (
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// Export is the document of colony as stored: every spore of it (by id)
+// with each field it has, so that applying it to the same store changes
+// nothing, and to an empty one makes the same wishes. Fields that are
+// empty in the store (no swarm, no loop) are left out.
+func Export(colony string, spores []state.Spore) Document {
+	d := Document{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: colony}, Spec: ColonySpec{Spores: []Spore{}}}
+	for _, s := range spores {
+		if s.Colony != colony {
+			continue
+		}
+		e := Spore{ID: s.ID, Rank: ptr(string(s.Rank)), Fields: Fields{Desired: ptr(string(s.Desired))}}
+		if s.Swarm != "" {
+			e.Swarm = ptr(s.Swarm)
+		}
+		if s.Role != "" {
+			e.Role = ptr(s.Role)
+		}
+		if s.Loop != 0 {
+			e.Loop = ptr(loopText(time.Duration(s.Loop)))
+		}
+		if s.Spec.Image != "" {
+			e.Image = ptr(s.Spec.Image)
+		}
+		r := Resources{}
+		for _, q := range []struct {
+			dst **string
+			v   string
+		}{{&r.CPU, s.Spec.CPU}, {&r.Memory, s.Spec.Memory}, {&r.Storage, s.Spec.Storage}} {
+			if q.v != "" {
+				*q.dst = ptr(q.v)
+			}
+		}
+		if r != (Resources{}) {
+			e.Resources = &r
+		}
+		d.Spec.Spores = append(d.Spec.Spores, e)
+	}
+	return d
+}

@@ -1,0 +1,131 @@
+package colonyspec
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// The document's type, as every file says it.
+const (
+	APIVersion = "sporectl/v1"
+	Kind       = "Colony"
+)
+
+// Document is one Colony: its name and its spores. A field is one struct
+// field with its yaml and json names (the same), a pointer where leaving
+// it out means "keep what is stored": Read decodes every field strictly
+// from its tag, Export prints them through the json tags, and Plan says
+// what each one changes.
+type Document struct {
+	APIVersion string     `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string     `yaml:"kind" json:"kind"`
+	Metadata   Metadata   `yaml:"metadata" json:"metadata"`
+	Spec       ColonySpec `yaml:"spec" json:"spec"`
+
+	// src is where the document was read: its file and the line of each
+	// field path ("spec.spores[2].resources.cpu").
+	src *source
+}
+
+// Metadata names the colony.
+type Metadata struct {
+	Name string `yaml:"name" json:"name"`
+}
+
+// ColonySpec is what the colony holds.
+type ColonySpec struct {
+	// Defaults apply to every spore that leaves a field out.
+	Defaults *Fields `yaml:"defaults,omitempty" json:"defaults,omitempty"`
+	Spores   []Spore `yaml:"spores" json:"spores"`
+}
+
+// Fields are what a spore and spec.defaults can both say. A field left
+// out of both is not managed by the file: a new spore gets create's
+// default, an existing one keeps what is stored.
+type Fields struct {
+	Desired   *string    `yaml:"desired,omitempty" json:"desired,omitempty"`
+	Image     *string    `yaml:"image,omitempty" json:"image,omitempty"`
+	Resources *Resources `yaml:"resources,omitempty" json:"resources,omitempty"`
+}
+
+// Resources are what a spore runs with (Kubernetes quantities).
+type Resources struct {
+	CPU     *string `yaml:"cpu,omitempty" json:"cpu,omitempty"`
+	Memory  *string `yaml:"memory,omitempty" json:"memory,omitempty"`
+	Storage *string `yaml:"storage,omitempty" json:"storage,omitempty"`
+}
+
+// Spore is one spore of the colony.
+type Spore struct {
+	ID    string  `yaml:"id" json:"id"`
+	Rank  *string `yaml:"rank,omitempty" json:"rank,omitempty"`
+	Swarm *string `yaml:"swarm,omitempty" json:"swarm,omitempty"`
+	Role  *string `yaml:"role,omitempty" json:"role,omitempty"`
+	// Loop is a [swarm] mycologist's `swarm loop` interval ("30m"; "0":
+	// none).
+	Loop   *string `yaml:"loop,omitempty" json:"loop,omitempty"`
+	Fields `yaml:",inline"`
+}
+
+// merged is s with what it leaves out taken from d.
+func (s Spore) merged(d *Fields) Fields {
+	f := s.Fields
+	if d == nil {
+		return f
+	}
+	f.Desired = or(f.Desired, d.Desired)
+	f.Image = or(f.Image, d.Image)
+	if d.Resources != nil {
+		r := Resources{}
+		if f.Resources != nil {
+			r = *f.Resources
+		}
+		r.CPU = or(r.CPU, d.Resources.CPU)
+		r.Memory = or(r.Memory, d.Resources.Memory)
+		r.Storage = or(r.Storage, d.Resources.Storage)
+		f.Resources = &r
+	}
+	return f
+}
+
+func or[T any](a, b *T) *T {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// spec is f's resources and image over the stored spec: what f leaves
+// out is kept.
+func (f Fields) spec(stored state.Spec) state.Spec {
+	s := stored
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&s.Image, f.Image)
+	if r := f.Resources; r != nil {
+		set(&s.CPU, r.CPU)
+		set(&s.Memory, r.Memory)
+		set(&s.Storage, r.Storage)
+	}
+	return s
+}
+
+// parseLoop reads a loop interval: a Go duration, 0 for none, else
+// within state.MinLoop and state.MaxLoop.
+func parseLoop(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("invalid value %q: want a duration such as 30m (0: no loop)", v)
+	}
+	if d != 0 && (d < time.Duration(state.MinLoop) || d > time.Duration(state.MaxLoop)) {
+		return 0, fmt.Errorf("invalid value %q: want 0 (no loop) or from %s to %s", v, state.MinLoop, state.MaxLoop)
+	}
+	return d, nil
+}
+
+func ptr[T any](v T) *T { return &v }
