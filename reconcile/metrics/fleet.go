@@ -111,8 +111,12 @@ func Fleet(out *reconcile.Outcome, now time.Time) prometheus.Collector {
 			c.lagging++
 			c.lag = max(c.lag, lag)
 		}
-		for _, h := range p.Activity(now) {
-			if !h.Hour.Before(day) && !h.Hour.After(now) {
+		// Ascending by hour: today's are the last few of up to a week's,
+		// read from the end (a scrape at 10,000 spores reads 24 hours of
+		// each, not 168).
+		hs := p.Activity(now)
+		for j := len(hs) - 1; j >= 0 && !hs[j].Hour.Before(day); j-- {
+			if h := &hs[j]; !h.Hour.After(now) {
 				c.in = state.AddCount(c.in, h.InputTokens)
 				c.out = state.AddCount(c.out, h.OutputTokens)
 				c.micros = state.AddCount(c.micros, h.CostMicros)
