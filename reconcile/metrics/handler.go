@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +45,7 @@ type Handler struct {
 
 	// turn is held by the scrape running a pass; last is the outcome
 	// of the latest one and when it finished.
+	once sync.Once
 	turn chan struct{}
 	last *scrape
 }
@@ -56,7 +58,7 @@ type scrape struct {
 
 // NewHandler returns a handler; its fields may be set until it serves.
 func NewHandler(st state.Store, ps *reconcile.Pass, proc *Process) *Handler {
-	return &Handler{Store: st, Pass: ps, Process: proc, turn: make(chan struct{}, 1)}
+	return &Handler{Store: st, Pass: ps, Process: proc}
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -121,6 +123,7 @@ func (h *Handler) authorize(r *http.Request) (int, string) {
 // scrape arrived: the one running now, when one is, else a new one.
 func (h *Handler) fleet(ctx context.Context) (prometheus.Collector, error) {
 	asked := time.Now()
+	h.once.Do(func() { h.turn = make(chan struct{}, 1) })
 	select {
 	case h.turn <- struct{}{}:
 	case <-ctx.Done():
