@@ -69,7 +69,8 @@ The mycelia API is the only endpoint spore pods reach (docs/mycologists.md). Cal
 with their spore id and token; rank and reach come from the store. Every
 accepted message is committed to the store before the answer, then delivered at
 once when its target is awake (otherwise by the next reconcile). Nothing is kept
-in this process: any number of serve processes may answer for one store.
+in this process but its metrics' counters: any number of serve processes may
+answer for one store.
 
 Plain HTTP is served only on a loopback address, unless --insecure-listen is
 given (for a cluster network that is itself trusted, e.g. behind a
