@@ -23,6 +23,7 @@ installers=(
 	SPORECTL_NODE_BIN_DIR real-node.sh
 	SPORECTL_CHROMIUM chromium.sh
 	SPORECTL_METRICS_SERVER_BIN_DIR metrics-server.sh
+	SPORECTL_PROMTOOL promtool.sh
 	# The spore image's inputs (Debian's userland, Claude Code's npm
 	# tarballs, the layer cache) for the real-node tests that build the
 	# images (kube/images/imagestest).

@@ -189,6 +189,13 @@ func (rt *Route) Allows(rank state.Rank) bool {
 	return false
 }
 
+// sends reports whether rt sends a message (its answer is a
+// SendResponse): what Server.Metrics counts.
+func (rt *Route) sends() bool {
+	_, ok := rt.Response.(SendResponse)
+	return ok
+}
+
 // For reports whether sp may call rt: its rank, and its swarm when rt
 // needs one.
 func (rt *Route) For(sp state.Spore) bool {

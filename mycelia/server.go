@@ -44,12 +44,26 @@ type Server struct {
 	// NameCheck, the deterministic fallback). When it fails (a model's
 	// timeout, 5xx, a reply it cannot parse), NameCheck decides.
 	AddressCheck AddressCheck
+	// Metrics hears of the answers of the routes that send a message
+	// (nil: nobody); serve counts them (reconcile/metrics).
+	Metrics MessageMetrics
 
 	followers sync.WaitGroup
 	followMu  sync.Mutex
 	following int
 	// mux is ServeHTTP's own mux, built once.
 	mux atomic.Pointer[http.Handler]
+}
+
+// MessageMetrics hears what became of each request to a route that sends
+// a message (summons, tell, swarm tell: the rows whose answer is a
+// SendResponse). Sent: the message was recorded (a repeated request id,
+// which records nothing, is not sent again). Refused: the answer was an
+// error, with its code (CodeAsleep, CodeRateLimited, …). Route is the
+// row's Name. Neither may block.
+type MessageMetrics interface {
+	Sent(route string)
+	Refused(route, code string)
 }
 
 // maxFollowers bounds background deliveries in flight.
@@ -104,6 +118,9 @@ func (s *Server) handler(rt *Route) http.Handler {
 				}
 			}
 			s.logger().Info("request", "method", r.Method, "route", name, "spore", caller, "status", sw.status, "duration", time.Since(start).Round(time.Microsecond))
+			if s.Metrics != nil && rt != nil && rt.sends() && sw.code != "" {
+				s.Metrics.Refused(rt.Name, sw.code)
+			}
 		}()
 		// A GET pattern matches HEAD too; the API has no HEAD.
 		if rt == nil || r.Method != rt.Method {
@@ -135,6 +152,9 @@ func (s *Server) handler(rt *Route) http.Handler {
 		if err != nil {
 			s.fail(sw, rt, err)
 			return
+		}
+		if res, ok := body.(SendResponse); ok && s.Metrics != nil && !res.Duplicate {
+			s.Metrics.Sent(rt.Name)
 		}
 		writeJSON(sw, status, body)
 	})
@@ -254,6 +274,9 @@ func (s *Server) fail(w http.ResponseWriter, rt *Route, err error) {
 }
 
 func writeError(w http.ResponseWriter, e *Error) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.code = e.Code
+	}
 	switch e.Status {
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="sporectl"`)
@@ -278,10 +301,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
-// statusWriter remembers the status for the request's log line.
+// statusWriter remembers the status for the request's log line, and the
+// error's code for Metrics.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	code   string
 }
 
 func (w *statusWriter) WriteHeader(code int) {

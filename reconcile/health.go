@@ -24,6 +24,10 @@ const (
 	Error    Effective = "Error"    // circuit breaker open: a person must `reset`
 )
 
+// EffectiveStates are the states above, each once (for whoever counts
+// spores by state: reconcile/metrics).
+var EffectiveStates = []Effective{Healthy, Dead, Diverged, Suspect, Blocked, Paused, Stopped, Error}
+
 // OK reports whether e needs nobody's attention.
 func OK(e Effective) bool { return e == Healthy || e == Paused || e == Stopped }
 

@@ -40,6 +40,11 @@ type Pass struct {
 	// spores the pass covers (the CLI prints it for large fleets on a
 	// terminal).
 	Progress func(step string, spores int, detail string)
+	// Finished, when set, hears of every Run as it returns: its options,
+	// its outcome (nil when it failed before it had one), how long it
+	// took and its error. serve counts its passes, deliveries and breaker
+	// opens with it (reconcile/metrics); it must not block.
+	Finished func(opt Options, out *Outcome, took time.Duration, err error)
 }
 
 // Projector writes views from a pass's result. full says the result
@@ -81,6 +86,16 @@ type Outcome struct {
 // bridge's delivery) are recorded in the plans and the pass goes on; the
 // error is for a step that failed as a whole (the store).
 func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
+	if ps.Finished == nil {
+		return ps.run(ctx, opt)
+	}
+	start := time.Now()
+	out, err := ps.run(ctx, opt)
+	ps.Finished(opt, out, time.Since(start), err)
+	return out, err
+}
+
+func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 	now := ps.now()
 	snap, err := Load(ctx, ps.Store, opt.IDs)
 	if err != nil {
@@ -207,10 +222,14 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64) Result {
 		if !ok {
 			lastSeq = snap.Heads[sp.ID].LastSeq
 		}
-		pending := len(snap.Pending[sp.ID])
-		for _, d := range p.Delivered {
-			if d.Err == nil {
-				pending--
+		var pending int
+		var since time.Time
+		for _, e := range snap.Pending[sp.ID] {
+			if !p.delivered(e.ID) {
+				if pending == 0 {
+					since = e.At
+				}
+				pending++
 			}
 		}
 		v := p.Verdict
@@ -221,10 +240,21 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64) Result {
 		r.Spores = append(r.Spores, SporeHealth{
 			ID: sp.ID, Colony: sp.Colony, Rank: sp.Rank, Swarm: sp.Swarm, Role: sp.Role, Desired: sp.Desired,
 			Observed: p.Observed, Effective: v.Effective, Reason: v.Text, Code: v.Code,
-			LastSeq: lastSeq, Pending: pending, Image: sp.Spec.Image, Created: sp.Created,
+			LastSeq: lastSeq, Pending: pending, PendingSince: since, Image: sp.Spec.Image, Created: sp.Created,
 		})
 	}
 	return r
+}
+
+// delivered reports whether this pass delivered entry id (a pass
+// delivers a few entries at most: a scan, not a map per spore).
+func (p *SporePlan) delivered(id string) bool {
+	for _, d := range p.Delivered {
+		if d.Err == nil && d.Entry.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // orphansOf are the observation's orphans when the pass covered the whole

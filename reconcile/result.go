@@ -25,8 +25,10 @@ type SporeHealth struct {
 	Code   Reason `json:"-"`
 	// LastSeq is the last event in the store's log after the pass's commit.
 	LastSeq uint64 `json:"last_seq"`
-	// Pending counts outbox entries not yet delivered.
-	Pending int `json:"-"`
+	// Pending counts outbox entries not yet delivered; PendingSince is
+	// when the oldest of them was queued (zero when none).
+	Pending      int       `json:"-"`
+	PendingSince time.Time `json:"-"`
 	// Image and Created are the spore's spec image and creation time.
 	Image   string    `json:"-"`
 	Created time.Time `json:"-"`

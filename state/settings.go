@@ -2,6 +2,7 @@ package state
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -47,6 +48,27 @@ type OperatorToken struct {
 // OperatorList is the stored list of operator tokens, at most one per
 // name, in the order they were created.
 type OperatorList []OperatorToken
+
+// MatchOperator finds the operator whose token was presented among ops
+// (the page's login, serve's GET /metrics), comparing it with every
+// stored hash in constant time (no early exit: how long it takes says
+// nothing about which one matched, or how much of it did). An entry whose
+// hash is not one (TokenHash.Valid) never matches.
+func MatchOperator(ops []OperatorToken, token string) (OperatorToken, bool) {
+	got := HashToken(token)
+	var found OperatorToken
+	hit := 0
+	for _, op := range ops {
+		eq := 0
+		if len(op.Hash) == len(got) {
+			eq = subtle.ConstantTimeCompare([]byte(op.Hash), []byte(got))
+		}
+		if eq == 1 && hit == 0 && op.Hash.Valid() {
+			found, hit = op, 1
+		}
+	}
+	return found, hit == 1
+}
 
 // MaxOperators bounds the operator tokens of a store: a login compares a
 // presented token with every one of them.

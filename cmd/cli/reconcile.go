@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/metrics"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -23,6 +25,8 @@ type reconcileOptions struct {
 	IDs    []string
 	DryRun bool
 	Views  string
+	// MetricsFile is where the run's Prometheus textfile goes ("": none).
+	MetricsFile string
 }
 
 // newCmdReconcile builds the command; runF, when not nil, is called instead of
@@ -41,21 +45,50 @@ whose bytes changed. A second run with nothing changed writes nothing.
 
 --dry-run prints the plan and writes nothing (it does not ingest either).
 
+--metrics-file PATH writes the run's metrics for node_exporter's textfile
+collector (docs/metrics.md): the fleet's families and the run's own (its
+duration, what it delivered, the breakers it opened), replacing PATH
+atomically. PATH's directory must exist; name it *.prom for node_exporter. A
+run that fails writes no file.
+
 Exits 0 when every spore is fine, 3 when the pass ran but some spore still
 needs attention (for cron), and the store's or runtime's code when the pass
 itself failed (docs/exit-codes.md).`,
 		Args: optionalSporeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
+			if err := o.validate(); err != nil {
+				return err
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},
 	}
+	cmd.Flags().StringVar(&o.MetricsFile, "metrics-file", "", "write the run's Prometheus metrics to this file, atomically (node_exporter's textfile format)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be done; change nothing")
 	cmd.Flags().StringVar(&o.Views, "views", "", "directory for the views (default: views/ in a directory store; none for PostgreSQL unless given)")
 	return cmd
+}
+
+// validate refuses a --metrics-file that the run could not write, before
+// the pass runs.
+func (o *reconcileOptions) validate() error {
+	if o.MetricsFile == "" {
+		return nil
+	}
+	if o.DryRun {
+		return usageErrorf("--metrics-file and --dry-run do not go together: a dry run writes nothing")
+	}
+	dir := filepath.Dir(o.MetricsFile)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return usageErrorf("invalid value %q for --metrics-file: its directory %s does not exist", o.MetricsFile, dir)
+	}
+	if fi, err := os.Stat(o.MetricsFile); err == nil && fi.IsDir() {
+		return usageErrorf("invalid value %q for --metrics-file: it is a directory; name a file in it (e.g. sporectl.prom)", o.MetricsFile)
+	}
+	return nil
 }
 
 func (o *reconcileOptions) run(ctx context.Context) error {
@@ -80,7 +113,9 @@ func (o *reconcileOptions) run(ctx context.Context) error {
 	if views != "" {
 		ps.Project = viewsProjector(views, o.f.Now)
 	}
+	began := time.Now()
 	out, err := ps.Run(ctx, reconcile.Options{IDs: o.IDs, Heal: true, Deliver: true, DryRun: o.DryRun, Project: views != ""})
+	took := time.Since(began)
 	if err != nil {
 		return err
 	}
@@ -90,6 +125,13 @@ func (o *reconcileOptions) run(ctx context.Context) error {
 	}
 	if err := o.f.Print(rep); err != nil {
 		return err
+	}
+	if o.MetricsFile != "" {
+		// Whatever the fleet's health: a cron run's exit 3 (some spore
+		// needs attention) is what the file is read for.
+		if err := metrics.WriteFile(o.MetricsFile, metrics.Textfile(out, took, o.f.Now())); err != nil {
+			return err
+		}
 	}
 	return healthReport(o.f, "reconcile", out)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/mycelia/ui"
+	"github.com/sporectl/sporectl/reconcile/metrics"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -36,6 +37,10 @@ type serveOptions struct {
 	AddressCheck   string
 	AddressModel   string
 	AddressTimeout time.Duration
+
+	// proc is this process's counters (reconcile/metrics), set by run:
+	// the API's, the page's and /metrics' passes count into it.
+	proc *metrics.Process
 }
 
 // newCmdServe builds the command; runF, when not nil, is called instead
@@ -54,11 +59,18 @@ log in with the token 'sporectl init' or 'sporectl token create --operator NAME'
 printed. serve's first line names the page's address, and says so when the
 store has no operator token yet.
 
+GET /metrics answers Prometheus (docs/metrics.md) for a scrape that presents an
+operator's token as "Authorization: Bearer <token>", loopback included: the
+fleet's families from a read-only pass per scrape, and this process's counters
+(messages sent, refused, delivered, pass durations), which start at zero when
+serve restarts.
+
 The mycelia API is the only endpoint spore pods reach (docs/mycologists.md). Callers authenticate
 with their spore id and token; rank and reach come from the store. Every
 accepted message is committed to the store before the answer, then delivered at
 once when its target is awake (otherwise by the next reconcile). Nothing is kept
-in this process: any number of serve processes may answer for one store.
+in this process but its metrics' counters: any number of serve processes may
+answer for one store.
 
 Plain HTTP is served only on a loopback address, unless --insecure-listen is
 given (for a cluster network that is itself trusted, e.g. behind a
@@ -158,6 +170,15 @@ func noOperator(ctx context.Context, st state.Store, log *slog.Logger) bool {
 	return len(s.OperatorTokens()) == 0
 }
 
+// newAPI is the mycelia API over st, counting into this process's
+// metrics (made here, for the page's and /metrics' passes too).
+func (o *serveOptions) newAPI(ctx context.Context, st state.Store, check mycelia.AddressCheck) *mycelia.Server {
+	o.proc = metrics.NewProcess()
+	o.proc.Now = o.f.Now
+	return &mycelia.Server{Store: st, Pass: o.pass(st), Now: o.f.Now, Logger: o.f.Logger(), Background: ctx, FollowWoken: o.FollowWoken,
+		RateLimit: o.RateLimit, AddressCheck: check, Metrics: o.proc}
+}
+
 func (o *serveOptions) run(ctx context.Context) error {
 	var certs []tls.Certificate
 	if o.TLSCert != "" {
@@ -177,7 +198,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	api := &mycelia.Server{Store: st, Pass: o.f.Pass(st), Now: o.f.Now, Logger: log, Background: ctx, FollowWoken: o.FollowWoken, RateLimit: o.RateLimit, AddressCheck: check}
+	api := o.newAPI(ctx, st, check)
 	hs := &http.Server{
 		Handler:           o.handler(ctx, api, st), // one mux: the API and the page (serve_ui.go)
 		ReadHeaderTimeout: 10 * time.Second,

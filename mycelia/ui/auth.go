@@ -209,25 +209,6 @@ func csrfOf(key []byte, session string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// match finds the operator whose token was presented, comparing it with
-// every stored hash in constant time (no early exit: how long it takes
-// says nothing about which one matched, or how much of it did).
-func match(ops []state.OperatorToken, token string) (state.OperatorToken, bool) {
-	got := state.HashToken(token)
-	var found state.OperatorToken
-	hit := 0
-	for _, op := range ops {
-		eq := 0
-		if len(op.Hash) == len(got) {
-			eq = subtle.ConstantTimeCompare([]byte(op.Hash), []byte(got))
-		}
-		if eq == 1 && hit == 0 && op.Hash.Valid() {
-			found, hit = op, 1
-		}
-	}
-	return found, hit == 1
-}
-
 // checkOrigin refuses a form that did not come from this page: its Origin
 // (or, without one, its Referer) must name the host the request was sent
 // to. Browsers send Origin with every POST; the page's referrer policy
@@ -318,7 +299,7 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 	}
 	next := safeNext(r.PostForm.Get("next"))
 	token := strings.TrimSpace(r.PostForm.Get("token"))
-	op, ok := match(ops, token)
+	op, ok := state.MatchOperator(ops, token)
 	key := state.OperatorSessionKey(token)
 	if ok && subtle.ConstantTimeCompare([]byte(op.Session), []byte(state.SessionHash(key))) != 1 {
 		ok = false // a hand-edited entry whose session hash is not the token's

@@ -523,7 +523,7 @@ func BenchmarkAccess(b *testing.B) {
 			ops[i] = state.OperatorToken{Name: "op", Hash: hash, Created: t0}
 		}
 		for b.Loop() {
-			if _, ok := match(ops, "spo_not_a_token"); ok {
+			if _, ok := state.MatchOperator(ops, "spo_not_a_token"); ok {
 				b.Fatal("matched")
 			}
 		}

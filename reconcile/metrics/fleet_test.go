@@ -1,0 +1,168 @@
+package metrics_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/metrics"
+	"github.com/sporectl/sporectl/reconcile/metrics/metricstest"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
+	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
+)
+
+// t0 is the fixture's now: the fake bridges stamp their lines
+// 2026-01-01T00:00:0Ns, so what this pass ingests counts today.
+var t0 = time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+
+// fleetFixture is a store and a fake runtime:
+//   - colony a: a1, a2, a3 awake and idle (Healthy); a4 awake, its bridge
+//     numbering with a gap after its first line (Suspect, IngestGap), 3
+//     lines ahead of the store after the pass;
+//   - colony b: b1 asleep (Paused) with one message waiting 90 s; bm,
+//     the colony's mycologist, desired Running with nothing running
+//     (Dead);
+//   - a runtime object "ghost" that no spore owns (an orphan).
+//
+// a1 holds today's activity (and yesterday's, which does not count);
+// a2 a little; a1's bridge has a result line the pass ingests.
+type fleetFixture struct {
+	st   state.Store
+	rt   *reconciletest.Runtime
+	pass *reconcile.Pass
+}
+
+func newFleet(t testing.TB) *fleetFixture {
+	t.Helper()
+	ctx := context.Background()
+	st := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
+	rt := reconciletest.New()
+	spore := func(id, colony string, rank state.Rank, d state.Desired) state.Spore {
+		return state.Spore{Wish: state.Wish{ID: id, Colony: colony, Rank: rank, Desired: d, Created: t0.Add(-48 * time.Hour), Updated: t0.Add(-48 * time.Hour)}}
+	}
+	a1 := spore("a1", "a", state.RankSpore, state.Running)
+	a1.Activity = []state.HourActivity{
+		{Hour: t0.Add(-11 * time.Hour), InputTokens: 9999, OutputTokens: 9999, CostMicros: 9_999_999}, // yesterday
+		{Hour: t0.Add(-time.Hour), Turns: 2, InputTokens: 1000, OutputTokens: 200, CostMicros: 1_500_000},
+	}
+	a2 := spore("a2", "a", state.RankSpore, state.Running)
+	a2.Activity = []state.HourActivity{{Hour: t0.Add(-2 * time.Hour), InputTokens: 500, OutputTokens: 100, CostMicros: 250_000}}
+	statetest.Create(t, st, a1, a2,
+		spore("a3", "a", state.RankSpore, state.Running), spore("a4", "a", state.RankSpore, state.Running),
+		spore("b1", "b", state.RankSpore, state.Paused), spore("bm", "b", state.RankColony, state.Running))
+	err := st.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Enqueue(ctx, state.OutboxEntry{ID: "p-waiting", Spore: "b1", From: "user:op", Text: "hello", At: t0.Add(-90 * time.Second)})
+		return err
+	})
+	require.NoError(t, err)
+	for _, id := range []string{"a1", "a2", "a3", "a4"} {
+		require.NoError(t, rt.Start(ctx, state.Spore{Wish: state.Wish{ID: id}}, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_test"}}))
+	}
+	rt.BridgeOf("a1").Write(`{"type":"result","subtype":"success","total_cost_usd":0.25,"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"output_tokens":7}}`)
+	b := rt.BridgeOf("a4")
+	b.Write(`"one"`)
+	b.Skip()
+	b.Write(`"three"`, `"four"`, `"five"`)
+	rt.Set(reconcile.PodObservation{ID: "ghost", State: reconcile.PodRunning})
+	pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return t0 },
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+	return &fleetFixture{st: st, rt: rt, pass: pass}
+}
+
+// text is c's families in the text format.
+func text(t testing.TB, cs ...prometheus.Collector) string {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(cs...)
+	return gatherText(t, reg)
+}
+
+func gatherText(t testing.TB, g prometheus.Gatherer) string {
+	t.Helper()
+	mfs, err := g.Gather()
+	require.NoError(t, err)
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		require.NoError(t, enc.Encode(mf))
+	}
+	return b.String()
+}
+
+// TestFleetFamilies: a read-only pass's outcome as the fleet's families,
+// parsed back with expfmt: spores by colony, rank and effective state
+// (zeros for the states nobody is in), the outbox, ingest lag after the
+// pass's ingest, tokens and cost today from the stored activity and what
+// the pass ingested, the orphan; and promtool finds nothing wrong.
+func TestFleetFamilies(t *testing.T) {
+	f := newFleet(t)
+	out, err := f.pass.Run(context.Background(), reconcile.Options{})
+	require.NoError(t, err)
+	txt := text(t, metrics.Fleet(out, t0))
+	fams := metricstest.Parse(t, txt)
+
+	spores := func(colony, rank, eff string) float64 {
+		return fams.Value(t, "sporectl_spores", "colony", colony, "rank", rank, "effective", eff)
+	}
+	require.Equal(t, 3.0, spores("a", "spore", "Healthy"), txt)
+	require.Equal(t, 1.0, spores("a", "spore", "Suspect"))
+	require.Equal(t, 0.0, spores("a", "spore", "Dead"))
+	require.Equal(t, 1.0, spores("b", "spore", "Paused"))
+	require.Equal(t, 0.0, spores("b", "spore", "Healthy"))
+	require.Equal(t, 1.0, spores("b", "colony", "Dead"))
+	// Colony a has one rank, b two: 8 states each.
+	require.Equal(t, 3*len(reconcile.EffectiveStates), fams.Series("sporectl_spores"))
+
+	require.Equal(t, 0.0, fams.Value(t, "sporectl_outbox_messages", "colony", "a"))
+	require.Equal(t, 1.0, fams.Value(t, "sporectl_outbox_messages", "colony", "b"))
+	require.Equal(t, 90.0, fams.Value(t, "sporectl_outbox_oldest_message_age_seconds", "colony", "b"))
+	require.Equal(t, 0.0, fams.Value(t, "sporectl_outbox_oldest_message_age_seconds", "colony", "a"))
+
+	// a4's store holds its line 1; its bridge ends at 5.
+	require.Equal(t, 4.0, fams.Value(t, "sporectl_ingest_lag_lines", "colony", "a"))
+	require.Equal(t, 1.0, fams.Value(t, "sporectl_ingest_lagging_spores", "colony", "a"))
+	require.Equal(t, 0.0, fams.Value(t, "sporectl_ingest_lag_lines", "colony", "b"))
+
+	// a1: 1000 stored today + 10+5 ingested; a2: 500. Yesterday's 9999
+	// are not today's.
+	require.Equal(t, 1515.0, fams.Value(t, "sporectl_tokens_today", "colony", "a", "kind", "input"))
+	require.Equal(t, 307.0, fams.Value(t, "sporectl_tokens_today", "colony", "a", "kind", "output"))
+	require.InDelta(t, 2.0, fams.Value(t, "sporectl_cost_today_dollars", "colony", "a"), 1e-9)
+	require.Equal(t, 0.0, fams.Value(t, "sporectl_tokens_today", "colony", "b", "kind", "input"))
+
+	require.Equal(t, 1.0, fams.Value(t, "sporectl_runtime_observed"))
+	require.Equal(t, 1.0, fams.Value(t, "sporectl_orphans"))
+
+	// What the figures were read from is what the store says now: the
+	// pass committed a1's line, so the stored activity holds its tokens.
+	a1 := statetest.Spore(t, f.st, "a1")
+	var in int64
+	for _, h := range a1.Activity {
+		if !h.Hour.Before(t0.Truncate(24 * time.Hour)) {
+			in += h.InputTokens
+		}
+	}
+	require.Equal(t, int64(1015), in)
+
+	t.Run("promtool", func(t *testing.T) { metricstest.Promtool(t, txt) })
+}
+
+// TestFleetUnobserved: a runtime that cannot be observed is
+// sporectl_runtime_observed 0, every spore Suspect.
+func TestFleetUnobserved(t *testing.T) {
+	f := newFleet(t)
+	f.rt.ObserveErr = context.DeadlineExceeded
+	out, err := f.pass.Run(context.Background(), reconcile.Options{})
+	require.NoError(t, err)
+	fams := metricstest.Parse(t, text(t, metrics.Fleet(out, t0)))
+	require.Equal(t, 0.0, fams.Value(t, "sporectl_runtime_observed"))
+	require.Equal(t, 4.0, fams.Value(t, "sporectl_spores", "colony", "a", "rank", "spore", "effective", "Suspect"))
+	require.Equal(t, 0.0, fams.Value(t, "sporectl_ingest_lagging_spores", "colony", "a"))
+}
