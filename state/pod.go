@@ -1,0 +1,371 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// PodOptions are what an operator adds to a spore's pod on Kubernetes
+// (docs/runtimes.md "Pod options"): the runtime class (a sandbox such as
+// gVisor or Kata), where it may be scheduled, Secrets whose keys become its
+// environment, and labels and annotations of its own. The local runtime
+// ignores them.
+//
+// State checks their grammar only, by Kubernetes' rules, so a bad value is
+// refused with the field that holds it before anything is written; whether
+// a runtime class or Secret exists is the cluster's to say when the pod is
+// made. State does not import Kubernetes: the kube runtime translates
+// these, and its tests check this grammar against the API server's.
+type PodOptions struct {
+	// RuntimeClassName is the pod's runtimeClassName: a DNS-1123
+	// subdomain naming a RuntimeClass of the cluster.
+	RuntimeClassName string `json:"runtime_class_name,omitempty"`
+	// NodeSelector is the pod's nodeSelector: node label keys and values.
+	NodeSelector map[string]string `json:"node_selector,omitempty"`
+	// Tolerations are the pod's tolerations.
+	Tolerations []Toleration `json:"tolerations,omitempty"`
+	// EnvFromSecrets name Secrets in the runtime's namespace whose keys
+	// become the bridge container's environment, after the model's Secret
+	// (a later one wins a key both hold; the variables sporectl sets win
+	// over all of them).
+	EnvFromSecrets []string `json:"env_from_secrets,omitempty"`
+	// Labels and Annotations go on the pod (only the pod). Keys that
+	// sporectl sets itself are refused (ReservedKey).
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Toleration mirrors the fields of Kubernetes' core/v1 Toleration.
+type Toleration struct {
+	Key string `json:"key,omitempty"`
+	// Operator is Exists or Equal; empty means Equal, as in Kubernetes.
+	Operator string `json:"operator,omitempty"`
+	Value    string `json:"value,omitempty"`
+	// Effect is NoSchedule, PreferNoSchedule or NoExecute; empty
+	// tolerates every effect.
+	Effect string `json:"effect,omitempty"`
+	// TolerationSeconds, for NoExecute only, is how long the pod stays on
+	// a node after the taint appears (nil: forever).
+	TolerationSeconds *int64 `json:"toleration_seconds,omitempty"`
+}
+
+// Toleration operators and taint effects.
+const (
+	TolerationExists = "Exists"
+	TolerationEqual  = "Equal"
+
+	EffectNoSchedule       = "NoSchedule"
+	EffectPreferNoSchedule = "PreferNoSchedule"
+	EffectNoExecute        = "NoExecute"
+)
+
+// Bounds of PodOptions. Kubernetes has its own (256 KiB for all of an
+// object's annotations); these keep a record small and a mistake visible.
+const (
+	MaxPodMapEntries     = 64   // labels, annotations, node selector: each
+	MaxTolerations       = 32   //
+	MaxEnvFromSecrets    = 16   //
+	MaxAnnotationValue   = 4096 // bytes
+	maxLabelValue        = 63   // Kubernetes' limit
+	maxQualifiedNameName = 63   // Kubernetes' limit on the part after the prefix
+	maxDNSSubdomain      = 253  // Kubernetes' limit
+)
+
+// SporeSecretPrefix starts the names of the Secrets that hold the spores'
+// own tokens (the kube runtime's objects are "spore-ID"): a pod option may
+// not name one, or a spore could be handed another's tokens.
+const SporeSecretPrefix = "spore-"
+
+// ReservedPrefix and the two app.kubernetes.io keys are the label and
+// annotation keys sporectl sets on a spore's objects, and which tell it
+// what it owns (kube/labels.go): a pod option may not set them, since
+// letting one overwrite them would hand the pod to someone else, or
+// another spore's pod to sporectl.
+const ReservedPrefix = "sporectl.dev/"
+
+var reservedKeys = []string{"app.kubernetes.io/managed-by", "app.kubernetes.io/component"}
+
+// ReservedKey reports whether k is a label or annotation key that
+// sporectl sets itself.
+func ReservedKey(k string) bool {
+	return strings.HasPrefix(k, ReservedPrefix) || slices.Contains(reservedKeys, k)
+}
+
+var (
+	dns1123LabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	qualifiedRE    = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+)
+
+// IsZero reports whether p sets nothing.
+func (p *PodOptions) IsZero() bool {
+	return p == nil || p.RuntimeClassName == "" && len(p.NodeSelector) == 0 && len(p.Tolerations) == 0 &&
+		len(p.EnvFromSecrets) == 0 && len(p.Labels) == 0 && len(p.Annotations) == 0
+}
+
+// MergePod merges layers of pod options, the most general first (the
+// store's default, then, once there are colony settings, the colony's,
+// then the spore's): a later layer's runtime class wins when set; maps
+// are merged key by key, a later layer's value winning; a list a later
+// layer sets (tolerations, Secrets) replaces the earlier one whole. Nil
+// layers are skipped. The result shares nothing with the layers.
+func MergePod(layers ...*PodOptions) PodOptions {
+	var out PodOptions
+	merge := func(dst *map[string]string, src map[string]string) {
+		if len(src) == 0 {
+			return
+		}
+		if *dst == nil {
+			*dst = make(map[string]string, len(src))
+		}
+		maps.Copy(*dst, src)
+	}
+	for _, l := range layers {
+		if l == nil {
+			continue
+		}
+		if l.RuntimeClassName != "" {
+			out.RuntimeClassName = l.RuntimeClassName
+		}
+		merge(&out.NodeSelector, l.NodeSelector)
+		merge(&out.Labels, l.Labels)
+		merge(&out.Annotations, l.Annotations)
+		if len(l.Tolerations) > 0 {
+			out.Tolerations = make([]Toleration, len(l.Tolerations))
+			for i, t := range l.Tolerations {
+				if t.TolerationSeconds != nil {
+					s := *t.TolerationSeconds
+					t.TolerationSeconds = &s
+				}
+				out.Tolerations[i] = t
+			}
+		}
+		if len(l.EnvFromSecrets) > 0 {
+			out.EnvFromSecrets = slices.Clone(l.EnvFromSecrets)
+		}
+	}
+	return out
+}
+
+// Validate checks p's grammar. field is where p sits ("spec.pod"); every
+// error is an *InvalidError whose Field names the value within it
+// (`spec.pod.labels["tier"]`, `spec.pod.tolerations[0].effect`). A nil p
+// is valid.
+func (p *PodOptions) Validate(field string) error {
+	if p == nil {
+		return nil
+	}
+	if p.RuntimeClassName != "" {
+		if err := ValidateDNSSubdomain(field+".runtime_class_name", p.RuntimeClassName); err != nil {
+			return err
+		}
+	}
+	if err := validateLabels(field+".node_selector", p.NodeSelector, false); err != nil {
+		return err
+	}
+	if err := validateLabels(field+".labels", p.Labels, true); err != nil {
+		return err
+	}
+	if err := validateAnnotations(field+".annotations", p.Annotations); err != nil {
+		return err
+	}
+	if len(p.Tolerations) > MaxTolerations {
+		return &InvalidError{Field: field + ".tolerations", Value: strconv.Itoa(len(p.Tolerations)), Reason: fmt.Sprintf("at most %d are allowed", MaxTolerations)}
+	}
+	for i, t := range p.Tolerations {
+		if err := t.Validate(fmt.Sprintf("%s.tolerations[%d]", field, i)); err != nil {
+			return err
+		}
+	}
+	if len(p.EnvFromSecrets) > MaxEnvFromSecrets {
+		return &InvalidError{Field: field + ".env_from_secrets", Value: strconv.Itoa(len(p.EnvFromSecrets)), Reason: fmt.Sprintf("at most %d are allowed", MaxEnvFromSecrets)}
+	}
+	for i, name := range p.EnvFromSecrets {
+		f := fmt.Sprintf("%s.env_from_secrets[%d]", field, i)
+		if err := ValidateSecretName(f, name); err != nil {
+			return err
+		}
+		if slices.Index(p.EnvFromSecrets, name) < i {
+			return &InvalidError{Field: f, Value: name, Reason: "is named twice"}
+		}
+	}
+	return nil
+}
+
+// Validate checks one toleration by Kubernetes' rules: a key is a label
+// key, or empty only with Exists (which then tolerates every taint); a
+// value is a label value, and empty with Exists; toleration seconds only
+// with NoExecute, and not negative.
+func (t Toleration) Validate(field string) error {
+	if t.Key != "" {
+		if err := ValidateLabelKey(field+".key", t.Key); err != nil {
+			return err
+		}
+	}
+	switch t.Operator {
+	case TolerationExists:
+		if t.Value != "" {
+			return &InvalidError{Field: field + ".value", Value: t.Value, Reason: "must be empty when the operator is Exists"}
+		}
+	case TolerationEqual, "":
+		if t.Key == "" {
+			return &InvalidError{Field: field + ".operator", Value: t.Operator, Reason: "must be Exists when the key is empty"}
+		}
+		if err := ValidateLabelValue(field+".value", t.Value); err != nil {
+			return err
+		}
+	default:
+		return &InvalidError{Field: field + ".operator", Value: preview(t.Operator), Reason: "must be Exists or Equal (empty: Equal)"}
+	}
+	switch t.Effect {
+	case "", EffectNoSchedule, EffectPreferNoSchedule, EffectNoExecute:
+	default:
+		return &InvalidError{Field: field + ".effect", Value: preview(t.Effect), Reason: "must be NoSchedule, PreferNoSchedule, NoExecute or empty (every effect)"}
+	}
+	if t.TolerationSeconds != nil {
+		v := strconv.FormatInt(*t.TolerationSeconds, 10)
+		if t.Effect != EffectNoExecute {
+			return &InvalidError{Field: field + ".toleration_seconds", Value: v, Reason: "is allowed only with the effect NoExecute"}
+		}
+		if *t.TolerationSeconds < 0 {
+			return &InvalidError{Field: field + ".toleration_seconds", Value: v, Reason: "must not be negative"}
+		}
+	}
+	return nil
+}
+
+func validateLabels(field string, m map[string]string, refuseReserved bool) error {
+	if len(m) > MaxPodMapEntries {
+		return &InvalidError{Field: field, Value: strconv.Itoa(len(m)), Reason: fmt.Sprintf("at most %d entries are allowed", MaxPodMapEntries)}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		f := fmt.Sprintf("%s[%q]", field, k)
+		if err := ValidateLabelKey(f, k); err != nil {
+			return err
+		}
+		if refuseReserved && ReservedKey(k) {
+			return reservedError(f, k)
+		}
+		if err := ValidateLabelValue(f, m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func validateAnnotations(field string, m map[string]string) error {
+	if len(m) > MaxPodMapEntries {
+		return &InvalidError{Field: field, Value: strconv.Itoa(len(m)), Reason: fmt.Sprintf("at most %d entries are allowed", MaxPodMapEntries)}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		f := fmt.Sprintf("%s[%q]", field, k)
+		if err := ValidateLabelKey(f, k); err != nil {
+			return err
+		}
+		if ReservedKey(k) {
+			return reservedError(f, k)
+		}
+		if err := ValidateAnnotationValue(f, m[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func reservedError(field, k string) error {
+	return &InvalidError{Field: field, Value: k, Reason: "is a key sporectl sets itself (" + ReservedPrefix + "*, " + strings.Join(reservedKeys, ", ") + ")"}
+}
+
+// ValidateLabelKey checks a label (or annotation) key by Kubernetes'
+// rules for a qualified name: an optional DNS-1123 subdomain prefix and a
+// slash, then a name of at most 63 characters, alphanumeric at both ends,
+// with '-', '_' and '.' inside.
+func ValidateLabelKey(field, k string) error {
+	name := k
+	if i := strings.IndexByte(k, '/'); i >= 0 {
+		prefix := k[:i]
+		name = k[i+1:]
+		if prefix == "" {
+			return &InvalidError{Field: field, Value: preview(k), Reason: "has an empty prefix before '/'"}
+		}
+		if err := ValidateDNSSubdomain(field, prefix); err != nil {
+			return &InvalidError{Field: field, Value: preview(k), Reason: "prefix " + err.(*InvalidError).Reason}
+		}
+	}
+	switch {
+	case name == "":
+		return &InvalidError{Field: field, Value: preview(k), Reason: "must have a name (after the prefix and '/', if any)"}
+	case len(name) > maxQualifiedNameName:
+		return &InvalidError{Field: field, Value: preview(k), Reason: fmt.Sprintf("name is %d characters; at most %d", len(name), maxQualifiedNameName)}
+	case !qualifiedRE.MatchString(name):
+		return &InvalidError{Field: field, Value: preview(k), Reason: "name must be letters, digits, '-', '_' or '.', starting and ending with a letter or digit"}
+	}
+	return nil
+}
+
+// ValidateLabelValue checks a label value: empty, or at most 63
+// characters of the label name's grammar.
+func ValidateLabelValue(field, v string) error {
+	switch {
+	case v == "":
+		return nil
+	case len(v) > maxLabelValue:
+		return &InvalidError{Field: field, Value: preview(v), Reason: fmt.Sprintf("value is %d characters; at most %d", len(v), maxLabelValue)}
+	case !qualifiedRE.MatchString(v):
+		return &InvalidError{Field: field, Value: preview(v), Reason: "value must be empty, or letters, digits, '-', '_' or '.', starting and ending with a letter or digit"}
+	}
+	return nil
+}
+
+// ValidateAnnotationValue checks an annotation value: any UTF-8 text up
+// to MaxAnnotationValue bytes, with no control character but newline and
+// tab (a record is printed on terminals).
+func ValidateAnnotationValue(field, v string) error {
+	if len(v) > MaxAnnotationValue {
+		return &InvalidError{Field: field, Value: preview(v), Reason: fmt.Sprintf("value is %d bytes; at most %d", len(v), MaxAnnotationValue)}
+	}
+	if !utf8.ValidString(v) {
+		return &InvalidError{Field: field, Value: "(binary)", Reason: "value is not valid UTF-8"}
+	}
+	for _, r := range v {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
+			return &InvalidError{Field: field, Value: preview(v), Reason: "value contains a control character (only newline and tab are allowed)"}
+		}
+	}
+	return nil
+}
+
+// ValidateDNSSubdomain checks a DNS-1123 subdomain (the grammar of most
+// Kubernetes object names): at most 253 characters, dot-separated labels
+// of lowercase letters, digits and '-', each alphanumeric at both ends.
+func ValidateDNSSubdomain(field, v string) error {
+	if v == "" {
+		return &InvalidError{Field: field, Value: v, Reason: "must not be empty"}
+	}
+	if len(v) > maxDNSSubdomain {
+		return &InvalidError{Field: field, Value: preview(v), Reason: fmt.Sprintf("is %d characters; at most %d", len(v), maxDNSSubdomain)}
+	}
+	for _, part := range strings.Split(v, ".") {
+		if !dns1123LabelRE.MatchString(part) {
+			return &InvalidError{Field: field, Value: preview(v), Reason: "must be lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit"}
+		}
+	}
+	return nil
+}
+
+// ValidateSecretName checks the name of a Secret given to a pod's
+// environment: a DNS-1123 subdomain, and not one of the spores' own
+// Secrets (SporeSecretPrefix).
+func ValidateSecretName(field, name string) error {
+	if err := ValidateDNSSubdomain(field, name); err != nil {
+		return err
+	}
+	if strings.HasPrefix(name, SporeSecretPrefix) {
+		return &InvalidError{Field: field, Value: name, Reason: "names a spore's own Secret (" + SporeSecretPrefix + "*), which holds its tokens"}
+	}
+	return nil
+}
