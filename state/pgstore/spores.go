@@ -14,7 +14,7 @@ import (
 
 const sporeColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
 	created, updated, restarts, failures, not_before, breaker_open, bridge_seq,
-	generation, health, health_reason, loop_interval_ms, loop_due, activity, incidents`
+	generation, health, health_reason, loop_interval_ms, loop_due, activity, incidents, spec_pod`
 
 func scanSpore(row pgx.Row) (state.Spore, error) {
 	var (
@@ -28,11 +28,12 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		loopDue       *time.Time
 		activity      []byte // json; NULL: none
 		incidents     []byte
+		pod           []byte // json; NULL: no pod options
 	)
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
 		&sp.Created, &sp.Updated, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
-		&generation, &sp.Health, &sp.HealthReason, &loopMS, &loopDue, &activity, &incidents)
+		&generation, &sp.Health, &sp.HealthReason, &loopMS, &loopDue, &activity, &incidents, &pod)
 	if err != nil {
 		return sp, err
 	}
@@ -68,6 +69,12 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 	if incidents != nil {
 		if err := json.Unmarshal(incidents, &sp.Incidents); err != nil {
 			return sp, corrupt("sporectl.spores", "id="+sp.ID, "incidents: "+err.Error())
+		}
+	}
+	if pod != nil {
+		sp.Spec.Pod = new(state.PodOptions)
+		if err := json.Unmarshal(pod, sp.Spec.Pod); err != nil {
+			return sp, corrupt("sporectl.spores", "id="+sp.ID, "spec_pod: "+err.Error())
 		}
 	}
 	if err := sp.Validate(); err != nil {
@@ -149,7 +156,20 @@ func sporeArgs(sp *state.Spore) []any {
 		sp.Spec.Image, sp.Spec.CPU, sp.Spec.Memory, sp.Spec.Storage,
 		sp.Created, sp.Updated, sp.Restarts, failures, notBefore, sp.BreakerOpen, int64(sp.BridgeSeq),
 		int64(sp.Generation), sp.Health, sp.HealthReason, time.Duration(sp.Loop).Milliseconds(), loopDue,
-		encodeActivity(sp.Activity), jsonOrNull(sp.Incidents)}
+		encodeActivity(sp.Activity), jsonOrNull(sp.Incidents), podOrNull(sp.Spec.Pod)}
+}
+
+// podOrNull is p as a json column: NULL for none. Marshalling plain
+// strings, maps and slices cannot fail.
+func podOrNull(p *state.PodOptions) any {
+	if p == nil {
+		return nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(fmt.Sprintf("pgstore: marshal pod options: %v", err))
+	}
+	return string(b)
 }
 
 // jsonOrNull is v as a json column: NULL when empty. Marshalling a
@@ -179,7 +199,7 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// error would abort the whole transaction, but ErrExists must leave it
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -204,7 +224,7 @@ func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
 		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
 		restarts = $13, failures = $14, not_before = $15, breaker_open = $16, bridge_seq = $17,
 		generation = $18, health = $19, health_reason = $20,
-		loop_interval_ms = $21, loop_due = $22, activity = $23, incidents = $24
+		loop_interval_ms = $21, loop_due = $22, activity = $23, incidents = $24, spec_pod = $25
 		WHERE id = $1`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("update spore "+sp.ID, err)
