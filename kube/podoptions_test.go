@@ -137,6 +137,7 @@ func TestPodOptionsCannotChangeOwnership(t *testing.T) {
 		assert.True(t, state.ReservedKey(k), "annotation %s is sporectl's and must be reserved in state", k)
 	}
 	assert.Error(t, state.ValidateSecretName("f", kube.ObjectName("eta")), "a spore's own Secret is never handed to another's environment")
+	assert.Error(t, state.ValidateSecretName("f", kube.ModelSecret), "every pod has the model's Secret already")
 
 	s.Spec.Pod = &state.PodOptions{
 		Labels:      map[string]string{kube.LabelSpore: "other", kube.LabelManagedBy: "someone"},

@@ -76,10 +76,15 @@ const (
 	maxDNSSubdomain      = 253  // Kubernetes' limit
 )
 
-// SporeSecretPrefix starts the names of the Secrets that hold the spores'
-// own tokens (the kube runtime's objects are "spore-ID"): a pod option may
-// not name one, or a spore could be handed another's tokens.
-const SporeSecretPrefix = "spore-"
+// Secrets a pod option may not name: the spores' own ("spore-ID", which
+// hold their tokens: a spore would be handed another's) and sporectl's
+// ("sporectl-model", which every pod gets already, and "sporectl-store",
+// which holds the store's URL and credentials: a spore reaches the store
+// only through serve).
+const (
+	SporeSecretPrefix    = "spore-"
+	SporectlSecretPrefix = "sporectl-"
+)
 
 // ReservedPrefix and the two app.kubernetes.io keys are the label and
 // annotation keys sporectl sets on a spore's objects, and which tell it
@@ -358,14 +363,17 @@ func ValidateDNSSubdomain(field, v string) error {
 }
 
 // ValidateSecretName checks the name of a Secret given to a pod's
-// environment: a DNS-1123 subdomain, and not one of the spores' own
-// Secrets (SporeSecretPrefix).
+// environment: a DNS-1123 subdomain, and neither a spore's own Secret
+// (SporeSecretPrefix) nor sporectl's (SporectlSecretPrefix).
 func ValidateSecretName(field, name string) error {
 	if err := ValidateDNSSubdomain(field, name); err != nil {
 		return err
 	}
-	if strings.HasPrefix(name, SporeSecretPrefix) {
+	switch {
+	case strings.HasPrefix(name, SporeSecretPrefix):
 		return &InvalidError{Field: field, Value: name, Reason: "names a spore's own Secret (" + SporeSecretPrefix + "*), which holds its tokens"}
+	case strings.HasPrefix(name, SporectlSecretPrefix):
+		return &InvalidError{Field: field, Value: name, Reason: "names one of sporectl's Secrets (" + SporectlSecretPrefix + "*: the model's, which every pod gets already, and the store's credentials)"}
 	}
 	return nil
 }

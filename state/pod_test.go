@@ -67,6 +67,8 @@ func TestPodOptionsValidate(t *testing.T) {
 		{"secret name bad", &PodOptions{EnvFromSecrets: []string{"ok", "Keys"}}, "spec.pod.env_from_secrets[1]"},
 		{"secret name empty", &PodOptions{EnvFromSecrets: []string{""}}, "spec.pod.env_from_secrets[0]"},
 		{"secret of a spore", &PodOptions{EnvFromSecrets: []string{"spore-w1"}}, "spec.pod.env_from_secrets[0]"},
+		{"sporectl's store secret", &PodOptions{EnvFromSecrets: []string{"sporectl-store"}}, "spec.pod.env_from_secrets[0]"},
+		{"sporectl's model secret", &PodOptions{EnvFromSecrets: []string{"sporectl-model"}}, "spec.pod.env_from_secrets[0]"},
 		{"secret twice", &PodOptions{EnvFromSecrets: []string{"a", "b", "a"}}, "spec.pod.env_from_secrets[2]"},
 		{"too many secrets", &PodOptions{EnvFromSecrets: make([]string, MaxEnvFromSecrets+1)}, "spec.pod.env_from_secrets"},
 	} {
