@@ -125,7 +125,7 @@ func (o *createOptions) run(ctx context.Context) error {
 	if flags := o.Pod.given(o.changed); len(flags) > 0 && runtime != "kube" {
 		// Kept, not refused: the record is the spore's wish, and a store
 		// copied to a kube store takes its spores with it.
-		fmt.Fprintln(o.f.IO.ErrOut, podWarning(o.ID, flags))
+		fmt.Fprintln(o.f.IO.ErrOut, podWarning(flags, "spore "+o.ID+" keeps them"))
 	}
 	if err := o.f.Print(actionResults{Results: []actionResult{{Kind: "spore", ID: o.ID, Action: "created"}}}); err != nil {
 		return err

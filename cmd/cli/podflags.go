@@ -50,42 +50,80 @@ func (p *podFlags) given(changed func(string) bool) []string {
 // bad value is a usage error naming the flag and the value, with the
 // rule it breaks.
 func (p *podFlags) options(changed func(string) bool) (*state.PodOptions, error) {
+	return p.onto(nil, changed, false)
+}
+
+// onto returns cur with each field whose flag was given replaced by the
+// flag's values (nil when nothing is left). With clear, an empty value
+// (--runtime-class "", or a repeatable flag given once as "") removes
+// the field instead; without it, an empty value is refused like any bad
+// one. cur is not changed.
+func (p *podFlags) onto(cur *state.PodOptions, changed func(string) bool, clear bool) (*state.PodOptions, error) {
 	if len(p.given(changed)) == 0 {
-		return nil, nil
+		return cur, nil
 	}
-	o := &state.PodOptions{}
+	o := state.MergePod(cur)
+	cleared := func(vs []string) bool { return clear && len(vs) == 1 && vs[0] == "" }
 	if changed("runtime-class") {
-		if err := state.ValidateDNSSubdomain("runtime class", p.RuntimeClass); err != nil {
-			return nil, flagValueError("runtime-class", p.RuntimeClass, err)
+		o.RuntimeClassName = ""
+		if !clear || p.RuntimeClass != "" {
+			if err := state.ValidateDNSSubdomain("runtime class", p.RuntimeClass); err != nil {
+				return nil, flagValueError("runtime-class", p.RuntimeClass, err)
+			}
+			o.RuntimeClassName = p.RuntimeClass
 		}
-		o.RuntimeClassName = p.RuntimeClass
 	}
 	var err error
-	if o.NodeSelector, err = keyValues("node-selector", p.NodeSelector, state.ValidateLabelValue, false); err != nil {
-		return nil, err
-	}
-	if o.Labels, err = keyValues("label", p.Labels, state.ValidateLabelValue, true); err != nil {
-		return nil, err
-	}
-	if o.Annotations, err = keyValues("annotation", p.Annotations, state.ValidateAnnotationValue, true); err != nil {
-		return nil, err
-	}
-	for _, raw := range p.Tolerations {
-		t, err := parseToleration(raw)
-		if err != nil {
-			return nil, err
-		}
-		o.Tolerations = append(o.Tolerations, t)
-	}
-	for i, name := range p.EnvFromSecrets {
-		if err := state.ValidateSecretName("secret name", name); err != nil {
-			return nil, flagValueError("env-from-secret", name, err)
-		}
-		if slices.Index(p.EnvFromSecrets, name) < i {
-			return nil, usageErrorf("invalid value %q for --env-from-secret: given twice", name)
+	for _, m := range []struct {
+		flag     string
+		raw      []string
+		dst      *map[string]string
+		value    func(field, v string) error
+		reserved bool
+	}{
+		{"node-selector", p.NodeSelector, &o.NodeSelector, state.ValidateLabelValue, false},
+		{"label", p.Labels, &o.Labels, state.ValidateLabelValue, true},
+		{"annotation", p.Annotations, &o.Annotations, state.ValidateAnnotationValue, true},
+	} {
+		switch {
+		case !changed(m.flag):
+		case cleared(m.raw):
+			*m.dst = nil
+		default:
+			if *m.dst, err = keyValues(m.flag, m.raw, m.value, m.reserved); err != nil {
+				return nil, err
+			}
 		}
 	}
-	o.EnvFromSecrets = p.EnvFromSecrets
+	switch {
+	case !changed("toleration"):
+	case cleared(p.Tolerations):
+		o.Tolerations = nil
+	default:
+		o.Tolerations = nil
+		for _, raw := range p.Tolerations {
+			t, err := parseToleration(raw)
+			if err != nil {
+				return nil, err
+			}
+			o.Tolerations = append(o.Tolerations, t)
+		}
+	}
+	switch {
+	case !changed("env-from-secret"):
+	case cleared(p.EnvFromSecrets):
+		o.EnvFromSecrets = nil
+	default:
+		for i, name := range p.EnvFromSecrets {
+			if err := state.ValidateSecretName("secret name", name); err != nil {
+				return nil, flagValueError("env-from-secret", name, err)
+			}
+			if slices.Index(p.EnvFromSecrets, name) < i {
+				return nil, usageErrorf("invalid value %q for --env-from-secret: given twice", name)
+			}
+		}
+		o.EnvFromSecrets = slices.Clone(p.EnvFromSecrets)
+	}
 	// What is left is a bound on how many values a flag may have.
 	if err := o.Validate("pod"); err != nil {
 		var inv *state.InvalidError
@@ -95,7 +133,10 @@ func (p *podFlags) options(changed func(string) bool) (*state.PodOptions, error)
 		}
 		return nil, err
 	}
-	return o, nil
+	if o.IsZero() {
+		return nil, nil
+	}
+	return &o, nil
 }
 
 // podFieldFlags name the flag of each field of state.PodOptions.
@@ -179,8 +220,8 @@ func withField(field, reason string) string {
 	return field + " " + reason
 }
 
-// podWarning is create's note when pod options go to a store whose
-// runtime ignores them.
-func podWarning(id string, flags []string) string {
-	return fmt.Sprintf("warning: the local runtime ignores pod options (%s): spore %s keeps them, and its pod gets them once the store runs on Kubernetes (sporectl init --runtime kube)", strings.Join(flags, ", "), id)
+// podWarning is the note of create and init when pod options go to a
+// store whose runtime ignores them; kept says who keeps them.
+func podWarning(flags []string, kept string) string {
+	return fmt.Sprintf("warning: the local runtime ignores pod options (%s): %s, and pods get them once the store runs on Kubernetes (sporectl init --runtime kube)", strings.Join(flags, ", "), kept)
 }

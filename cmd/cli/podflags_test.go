@@ -120,9 +120,59 @@ func TestCreateRecordsPodOptions(t *testing.T) {
 	mustRun(t, local, "init", "--agent", "echo", "--no-operator")
 	r = run(t, local, "create", "w-3", "--label", "team=moss", "--env-from-secret", "keys")
 	require.Equal(t, 0, r.code, r.err)
-	assert.Contains(t, r.err, "warning: the local runtime ignores pod options (--env-from-secret, --label): spore w-3 keeps them")
+	assert.Contains(t, r.err, "warning: the local runtime ignores pod options (--env-from-secret, --label): spore w-3 keeps them, and pods get them once the store runs on Kubernetes")
 	ls, err := dirstore.Open(context.Background(), local, dirstore.Options{})
 	require.NoError(t, err)
 	defer ls.Close()
 	assert.Equal(t, []string{"keys"}, statetest.Spore(t, ls, "w-3").Spec.Pod.EnvFromSecrets)
+}
+
+// init's pod option flags set the store's default pod options: on an
+// existing store each flag given replaces its field whole and leaves the
+// others; an empty value removes the field; the same values again change
+// nothing; a bad one is exit 2 with the settings untouched.
+func TestInitPodDefaults(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "store")
+	settings := func() *state.PodOptions {
+		t.Helper()
+		st, err := dirstore.Open(context.Background(), root, dirstore.Options{})
+		require.NoError(t, err)
+		defer st.Close()
+		s := statetest.Read(t, st, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
+		return s.DefaultSpec.Pod
+	}
+	r := run(t, root, "init", "--runtime", "kube", "--no-operator", "--runtime-class", "gvisor", "--label", "team=platform", "--toleration", "agents:NoSchedule")
+	require.Equal(t, 0, r.code, r.err)
+	assert.NotContains(t, r.err, "warning: the local runtime")
+	want := &state.PodOptions{RuntimeClassName: "gvisor", Labels: map[string]string{"team": "platform"},
+		Tolerations: []state.Toleration{{Key: "agents", Operator: "Exists", Effect: "NoSchedule"}}}
+	assert.Equal(t, want, settings())
+
+	r = run(t, root, "init", "--label", "cost=shared", "--env-from-secret", "colony-keys")
+	require.Equal(t, 0, r.code, r.err)
+	assert.Contains(t, r.out, "configured")
+	want.Labels, want.EnvFromSecrets = map[string]string{"cost": "shared"}, []string{"colony-keys"}
+	assert.Equal(t, want, settings(), "a flag given replaces its field, the others stay")
+
+	r = run(t, root, "init", "--label", "cost=shared")
+	require.Equal(t, 0, r.code, r.err)
+	assert.Contains(t, r.out, "unchanged")
+
+	r = run(t, root, "init", "--annotation", "sporectl.dev/owner=me")
+	assert.Equal(t, ExitUsage, r.code)
+	assert.Contains(t, r.err, `invalid value "sporectl.dev/owner=me" for --annotation`)
+	assert.Equal(t, want, settings())
+
+	r = run(t, root, "init", "--runtime-class", "", "--label", "")
+	require.Equal(t, 0, r.code, r.err)
+	assert.Equal(t, &state.PodOptions{EnvFromSecrets: []string{"colony-keys"},
+		Tolerations: []state.Toleration{{Key: "agents", Operator: "Exists", Effect: "NoSchedule"}}}, settings(), "an empty value removes its field")
+	r = run(t, root, "init", "--env-from-secret", "", "--toleration", "")
+	require.Equal(t, 0, r.code, r.err)
+	assert.Nil(t, settings(), "nothing left: no default pod options")
+
+	local := filepath.Join(t.TempDir(), "local")
+	r = run(t, local, "init", "--agent", "echo", "--no-operator", "--node-selector", "pool=agents")
+	require.Equal(t, 0, r.code, r.err)
+	assert.Contains(t, r.err, "warning: the local runtime ignores pod options (--node-selector): the store keeps them as its spores' default")
 }
