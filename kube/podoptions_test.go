@@ -6,7 +6,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -163,5 +165,54 @@ func TestPodOptionsGrammarIsKubernetes(t *testing.T) {
 		assert.Equal(t, len(validation.IsQualifiedName(w)) == 0, state.ValidateLabelKey("k", w) == nil, "label key %q", w)
 		assert.Equal(t, len(validation.IsValidLabelValue(w)) == 0, state.ValidateLabelValue("k", w) == nil, "label value %q", w)
 		assert.Equal(t, len(validation.IsDNS1123Subdomain(w)) == 0, state.ValidateDNSSubdomain("k", w) == nil, "subdomain %q", w)
+	}
+}
+
+// No pod option can put a spore's pod into a selector of sporectl's own
+// manifests (kube/deploy): every label key their NetworkPolicies select
+// pods of the namespace by (the policies' own pods and their peers), and
+// every key of their workloads' selectors, is reserved in state. Else a
+// label would give a spore serve's network reach, or join it to serve's
+// Service.
+func TestPodOptionsCannotJoinSporectlsSelectors(t *testing.T) {
+	keys := map[string]bool{}
+	add := func(m map[string]string) {
+		for k := range m {
+			keys[k] = true
+		}
+	}
+	for _, u := range renderDeploy(t) {
+		switch u.GetKind() {
+		case "NetworkPolicy":
+			var np networkingv1.NetworkPolicy
+			require.NoError(t, runtimeFromUnstructured(u, &np))
+			add(np.Spec.PodSelector.MatchLabels)
+			peers := func(ps []networkingv1.NetworkPolicyPeer) {
+				for _, p := range ps {
+					// A peer in another namespace is not a spore's pod.
+					if p.PodSelector != nil && p.NamespaceSelector == nil {
+						add(p.PodSelector.MatchLabels)
+					}
+				}
+			}
+			for _, r := range np.Spec.Ingress {
+				peers(r.From)
+			}
+			for _, r := range np.Spec.Egress {
+				peers(r.To)
+			}
+		case "Deployment":
+			var d appsv1.Deployment
+			require.NoError(t, runtimeFromUnstructured(u, &d))
+			add(d.Spec.Selector.MatchLabels)
+		case "Service":
+			var s corev1.Service
+			require.NoError(t, runtimeFromUnstructured(u, &s))
+			add(s.Spec.Selector)
+		}
+	}
+	require.NotEmpty(t, keys)
+	for k := range keys {
+		assert.True(t, state.ReservedKey(k), "kube/deploy selects pods by %s, which a pod option could set", k)
 	}
 }

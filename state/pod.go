@@ -86,14 +86,16 @@ const (
 	SporectlSecretPrefix = "sporectl-"
 )
 
-// ReservedPrefix and the two app.kubernetes.io keys are the label and
-// annotation keys sporectl sets on a spore's objects, and which tell it
-// what it owns (kube/labels.go): a pod option may not set them, since
-// letting one overwrite them would hand the pod to someone else, or
-// another spore's pod to sporectl.
+// ReservedPrefix and the app.kubernetes.io keys below are the label and
+// annotation keys sporectl sets: on a spore's objects, where they tell it
+// what it owns (kube/labels.go), and on its own workloads (kube/deploy),
+// whose NetworkPolicies select on them. A pod option may not set them:
+// letting one through would hand the pod to someone else, or another
+// spore's pod to sporectl, or give a spore the network reach of serve
+// (app.kubernetes.io/name=sporectl may reach every bridge).
 const ReservedPrefix = "sporectl.dev/"
 
-var reservedKeys = []string{"app.kubernetes.io/managed-by", "app.kubernetes.io/component"}
+var reservedKeys = []string{"app.kubernetes.io/managed-by", "app.kubernetes.io/component", "app.kubernetes.io/name"}
 
 // ReservedKey reports whether k is a label or annotation key that
 // sporectl sets itself.

@@ -46,6 +46,7 @@ func TestPodOptionsValidate(t *testing.T) {
 		{"label value bad", &PodOptions{Labels: map[string]string{"x": "a b"}}, `spec.pod.labels["x"]`},
 		{"label reserved prefix", &PodOptions{Labels: map[string]string{"sporectl.dev/spore": "other"}}, `spec.pod.labels["sporectl.dev/spore"]`},
 		{"label reserved managed-by", &PodOptions{Labels: map[string]string{"app.kubernetes.io/managed-by": "me"}}, `spec.pod.labels["app.kubernetes.io/managed-by"]`},
+		{"label reserved name", &PodOptions{Labels: map[string]string{"app.kubernetes.io/name": "sporectl"}}, `spec.pod.labels["app.kubernetes.io/name"]`},
 		{"label other app.kubernetes.io is fine", &PodOptions{Labels: map[string]string{"app.kubernetes.io/part-of": "lab"}}, ""},
 		{"annotation reserved", &PodOptions{Annotations: map[string]string{"sporectl.dev/owner": "sporectl"}}, `spec.pod.annotations["sporectl.dev/owner"]`},
 		{"annotation key bad", &PodOptions{Annotations: map[string]string{"a b": "v"}}, `spec.pod.annotations["a b"]`},
