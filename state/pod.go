@@ -3,7 +3,6 @@ package state
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,11 +102,6 @@ func ReservedKey(k string) bool {
 	return strings.HasPrefix(k, ReservedPrefix) || slices.Contains(reservedKeys, k)
 }
 
-var (
-	dns1123LabelRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	qualifiedRE    = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
-)
-
 // IsZero reports whether p sets nothing.
 func (p *PodOptions) IsZero() bool {
 	return p == nil || p.RuntimeClassName == "" && len(p.NodeSelector) == 0 && len(p.Tolerations) == 0 &&
@@ -184,20 +178,23 @@ func (p *PodOptions) Validate(field string) error {
 		return &InvalidError{Field: field + ".tolerations", Value: strconv.Itoa(len(p.Tolerations)), Reason: fmt.Sprintf("at most %d are allowed", MaxTolerations)}
 	}
 	for i, t := range p.Tolerations {
-		if err := t.Validate(fmt.Sprintf("%s.tolerations[%d]", field, i)); err != nil {
-			return err
+		if e := t.check(); e != nil {
+			e.Field = fmt.Sprintf("%s.tolerations[%d].%s", field, i, e.Field)
+			return e
 		}
 	}
 	if len(p.EnvFromSecrets) > MaxEnvFromSecrets {
 		return &InvalidError{Field: field + ".env_from_secrets", Value: strconv.Itoa(len(p.EnvFromSecrets)), Reason: fmt.Sprintf("at most %d are allowed", MaxEnvFromSecrets)}
 	}
 	for i, name := range p.EnvFromSecrets {
-		f := fmt.Sprintf("%s.env_from_secrets[%d]", field, i)
-		if err := ValidateSecretName(f, name); err != nil {
-			return err
+		f := func() string { return fmt.Sprintf("%s.env_from_secrets[%d]", field, i) }
+		if err := ValidateSecretName("", name); err != nil {
+			e := err.(*InvalidError)
+			e.Field = f()
+			return e
 		}
 		if slices.Index(p.EnvFromSecrets, name) < i {
-			return &InvalidError{Field: f, Value: name, Reason: "is named twice"}
+			return &InvalidError{Field: f(), Value: name, Reason: "is named twice"}
 		}
 	}
 	return nil
@@ -208,38 +205,48 @@ func (p *PodOptions) Validate(field string) error {
 // value is a label value, and empty with Exists; toleration seconds only
 // with NoExecute, and not negative.
 func (t Toleration) Validate(field string) error {
+	if e := t.check(); e != nil {
+		e.Field = field + "." + e.Field
+		return e
+	}
+	return nil
+}
+
+// check is Validate with the field named relative to the toleration
+// ("effect"), so a valid one costs no field name.
+func (t Toleration) check() *InvalidError {
 	if t.Key != "" {
-		if err := ValidateLabelKey(field+".key", t.Key); err != nil {
-			return err
+		if r := labelKeyReason(t.Key); r != "" {
+			return &InvalidError{Field: "key", Value: preview(t.Key), Reason: r}
 		}
 	}
 	switch t.Operator {
 	case TolerationExists:
 		if t.Value != "" {
-			return &InvalidError{Field: field + ".value", Value: t.Value, Reason: "must be empty when the operator is Exists"}
+			return &InvalidError{Field: "value", Value: preview(t.Value), Reason: "must be empty when the operator is Exists"}
 		}
 	case TolerationEqual, "":
 		if t.Key == "" {
-			return &InvalidError{Field: field + ".operator", Value: t.Operator, Reason: "must be Exists when the key is empty"}
+			return &InvalidError{Field: "operator", Value: t.Operator, Reason: "must be Exists when the key is empty"}
 		}
-		if err := ValidateLabelValue(field+".value", t.Value); err != nil {
-			return err
+		if r := labelValueReason(t.Value); r != "" {
+			return &InvalidError{Field: "value", Value: preview(t.Value), Reason: r}
 		}
 	default:
-		return &InvalidError{Field: field + ".operator", Value: preview(t.Operator), Reason: "must be Exists or Equal (empty: Equal)"}
+		return &InvalidError{Field: "operator", Value: preview(t.Operator), Reason: "must be Exists or Equal (empty: Equal)"}
 	}
 	switch t.Effect {
 	case "", EffectNoSchedule, EffectPreferNoSchedule, EffectNoExecute:
 	default:
-		return &InvalidError{Field: field + ".effect", Value: preview(t.Effect), Reason: "must be NoSchedule, PreferNoSchedule, NoExecute or empty (every effect)"}
+		return &InvalidError{Field: "effect", Value: preview(t.Effect), Reason: "must be NoSchedule, PreferNoSchedule, NoExecute or empty (every effect)"}
 	}
 	if t.TolerationSeconds != nil {
 		v := strconv.FormatInt(*t.TolerationSeconds, 10)
 		if t.Effect != EffectNoExecute {
-			return &InvalidError{Field: field + ".toleration_seconds", Value: v, Reason: "is allowed only with the effect NoExecute"}
+			return &InvalidError{Field: "toleration_seconds", Value: v, Reason: "is allowed only with the effect NoExecute"}
 		}
 		if *t.TolerationSeconds < 0 {
-			return &InvalidError{Field: field + ".toleration_seconds", Value: v, Reason: "must not be negative"}
+			return &InvalidError{Field: "toleration_seconds", Value: v, Reason: "must not be negative"}
 		}
 	}
 	return nil
@@ -249,16 +256,15 @@ func validateLabels(field string, m map[string]string, refuseReserved bool) erro
 	if len(m) > MaxPodMapEntries {
 		return &InvalidError{Field: field, Value: strconv.Itoa(len(m)), Reason: fmt.Sprintf("at most %d entries are allowed", MaxPodMapEntries)}
 	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		f := fmt.Sprintf("%s[%q]", field, k)
-		if err := ValidateLabelKey(f, k); err != nil {
-			return err
+	for _, k := range sortedKeys(m) {
+		if r := labelKeyReason(k); r != "" {
+			return &InvalidError{Field: entryField(field, k), Value: preview(k), Reason: r}
 		}
 		if refuseReserved && ReservedKey(k) {
-			return reservedError(f, k)
+			return reservedError(entryField(field, k), k)
 		}
-		if err := ValidateLabelValue(f, m[k]); err != nil {
-			return err
+		if r := labelValueReason(m[k]); r != "" {
+			return &InvalidError{Field: entryField(field, k), Value: preview(m[k]), Reason: r}
 		}
 	}
 	return nil
@@ -268,20 +274,31 @@ func validateAnnotations(field string, m map[string]string) error {
 	if len(m) > MaxPodMapEntries {
 		return &InvalidError{Field: field, Value: strconv.Itoa(len(m)), Reason: fmt.Sprintf("at most %d entries are allowed", MaxPodMapEntries)}
 	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		f := fmt.Sprintf("%s[%q]", field, k)
-		if err := ValidateLabelKey(f, k); err != nil {
-			return err
+	for _, k := range sortedKeys(m) {
+		if r := labelKeyReason(k); r != "" {
+			return &InvalidError{Field: entryField(field, k), Value: preview(k), Reason: r}
 		}
 		if ReservedKey(k) {
-			return reservedError(f, k)
+			return reservedError(entryField(field, k), k)
 		}
-		if err := ValidateAnnotationValue(f, m[k]); err != nil {
+		if err := ValidateAnnotationValue(entryField(field, k), m[k]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// sortedKeys makes the first bad entry the same one on every run; most
+// maps are a few entries, and an empty one allocates nothing.
+func sortedKeys(m map[string]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
+}
+
+// entryField names one entry of a map field: `spec.pod.labels["tier"]`.
+func entryField(field, k string) string { return field + "[" + strconv.Quote(k) + "]" }
 
 func reservedError(field, k string) error {
 	return &InvalidError{Field: field, Value: k, Reason: "is a key sporectl sets itself (" + ReservedPrefix + "*, " + strings.Join(reservedKeys, ", ") + ")"}
@@ -292,24 +309,8 @@ func reservedError(field, k string) error {
 // slash, then a name of at most 63 characters, alphanumeric at both ends,
 // with '-', '_' and '.' inside.
 func ValidateLabelKey(field, k string) error {
-	name := k
-	if i := strings.IndexByte(k, '/'); i >= 0 {
-		prefix := k[:i]
-		name = k[i+1:]
-		if prefix == "" {
-			return &InvalidError{Field: field, Value: preview(k), Reason: "has an empty prefix before '/'"}
-		}
-		if err := ValidateDNSSubdomain(field, prefix); err != nil {
-			return &InvalidError{Field: field, Value: preview(k), Reason: "prefix " + err.(*InvalidError).Reason}
-		}
-	}
-	switch {
-	case name == "":
-		return &InvalidError{Field: field, Value: preview(k), Reason: "must have a name (after the prefix and '/', if any)"}
-	case len(name) > maxQualifiedNameName:
-		return &InvalidError{Field: field, Value: preview(k), Reason: fmt.Sprintf("name is %d characters; at most %d", len(name), maxQualifiedNameName)}
-	case !qualifiedRE.MatchString(name):
-		return &InvalidError{Field: field, Value: preview(k), Reason: "name must be letters, digits, '-', '_' or '.', starting and ending with a letter or digit"}
+	if r := labelKeyReason(k); r != "" {
+		return &InvalidError{Field: field, Value: preview(k), Reason: r}
 	}
 	return nil
 }
@@ -317,13 +318,8 @@ func ValidateLabelKey(field, k string) error {
 // ValidateLabelValue checks a label value: empty, or at most 63
 // characters of the label name's grammar.
 func ValidateLabelValue(field, v string) error {
-	switch {
-	case v == "":
-		return nil
-	case len(v) > maxLabelValue:
-		return &InvalidError{Field: field, Value: preview(v), Reason: fmt.Sprintf("value is %d characters; at most %d", len(v), maxLabelValue)}
-	case !qualifiedRE.MatchString(v):
-		return &InvalidError{Field: field, Value: preview(v), Reason: "value must be empty, or letters, digits, '-', '_' or '.', starting and ending with a letter or digit"}
+	if r := labelValueReason(v); r != "" {
+		return &InvalidError{Field: field, Value: preview(v), Reason: r}
 	}
 	return nil
 }
@@ -350,18 +346,92 @@ func ValidateAnnotationValue(field, v string) error {
 // Kubernetes object names): at most 253 characters, dot-separated labels
 // of lowercase letters, digits and '-', each alphanumeric at both ends.
 func ValidateDNSSubdomain(field, v string) error {
-	if v == "" {
-		return &InvalidError{Field: field, Value: v, Reason: "must not be empty"}
-	}
-	if len(v) > maxDNSSubdomain {
-		return &InvalidError{Field: field, Value: preview(v), Reason: fmt.Sprintf("is %d characters; at most %d", len(v), maxDNSSubdomain)}
-	}
-	for _, part := range strings.Split(v, ".") {
-		if !dns1123LabelRE.MatchString(part) {
-			return &InvalidError{Field: field, Value: preview(v), Reason: "must be lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit"}
-		}
+	if r := dnsSubdomainReason(v); r != "" {
+		return &InvalidError{Field: field, Value: preview(v), Reason: r}
 	}
 	return nil
+}
+
+// The grammar, as reasons: "" is valid. Written out rather than as
+// regular expressions: every read of a record checks it.
+
+func labelKeyReason(k string) string {
+	name := k
+	if prefix, rest, ok := strings.Cut(k, "/"); ok {
+		if prefix == "" {
+			return "has an empty prefix before '/'"
+		}
+		if r := dnsSubdomainReason(prefix); r != "" {
+			return "prefix " + r
+		}
+		name = rest
+	}
+	switch {
+	case name == "":
+		return "must have a name (after the prefix and '/', if any)"
+	case len(name) > maxQualifiedNameName:
+		return fmt.Sprintf("name is %d characters; at most %d", len(name), maxQualifiedNameName)
+	case !qualifiedPart(name):
+		return "name must be letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	}
+	return ""
+}
+
+func labelValueReason(v string) string {
+	switch {
+	case v == "":
+		return ""
+	case len(v) > maxLabelValue:
+		return fmt.Sprintf("value is %d characters; at most %d", len(v), maxLabelValue)
+	case !qualifiedPart(v):
+		return "value must be empty, or letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	}
+	return ""
+}
+
+func dnsSubdomainReason(v string) string {
+	switch {
+	case v == "":
+		return "must not be empty"
+	case len(v) > maxDNSSubdomain:
+		return fmt.Sprintf("is %d characters; at most %d", len(v), maxDNSSubdomain)
+	}
+	for part := range strings.SplitSeq(v, ".") {
+		if !dnsLabel(part) {
+			return "must be lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit"
+		}
+	}
+	return ""
+}
+
+func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+
+func lowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
+// qualifiedPart is Kubernetes' ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9].
+func qualifiedPart(s string) bool {
+	if s == "" || !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !alnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// dnsLabel is Kubernetes' [a-z0-9]([-a-z0-9]*[a-z0-9])?.
+func dnsLabel(s string) bool {
+	if s == "" || !lowerAlnum(s[0]) || !lowerAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !lowerAlnum(c) && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateSecretName checks the name of a Secret given to a pod's

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -186,4 +187,51 @@ func TestPodOptionsIsZero(t *testing.T) {
 	assert.True(t, (*PodOptions)(nil).IsZero())
 	assert.True(t, (&PodOptions{Labels: map[string]string{}}).IsZero())
 	assert.False(t, (&PodOptions{EnvFromSecrets: []string{"x"}}).IsZero())
+}
+
+// What a spore's pod options add to each read of its record (a store
+// decodes the record, and PostgreSQL validates every row it reads; every
+// pass reads every record), for a document with a class, two node labels,
+// three tolerations, two Secrets, four labels and two annotations.
+func BenchmarkPodOptionsRead(b *testing.B) {
+	p := &PodOptions{
+		RuntimeClassName: "gvisor",
+		NodeSelector:     map[string]string{"kubernetes.io/arch": "amd64", "pool": "agents"},
+		Tolerations: []Toleration{
+			{Key: "sandbox", Operator: "Equal", Value: "gvisor", Effect: "NoSchedule"},
+			{Key: "node.kubernetes.io/unreachable", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: secs(300)},
+			{Key: "agents", Operator: "Exists"},
+		},
+		EnvFromSecrets: []string{"team-keys", "model-v2"},
+		Labels:         map[string]string{"team": "moss", "example.com/tier": "a", "cost-center": "r-and-d", "env": "prod"},
+		Annotations:    map[string]string{"example.com/note": "free text", "example.com/owner": "ops@example.com"},
+	}
+	doc, err := json.Marshal(p)
+	require.NoError(b, err)
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var got PodOptions
+			if err := json.Unmarshal(doc, &got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("validate", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := p.Validate("spec.pod"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkMergePod(b *testing.B) {
+	store := &PodOptions{RuntimeClassName: "gvisor", Labels: map[string]string{"team": "platform", "cost": "shared"}, EnvFromSecrets: []string{"colony-keys"}}
+	spore := &PodOptions{Labels: map[string]string{"team": "moss"}, Tolerations: []Toleration{{Key: "agents", Operator: "Exists"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = MergePod(store, spore)
+	}
 }
