@@ -66,13 +66,15 @@ const (
 // Bounds of PodOptions. Kubernetes has its own (256 KiB for all of an
 // object's annotations); these keep a record small and a mistake visible.
 const (
-	MaxPodMapEntries     = 64   // labels, annotations, node selector: each
-	MaxTolerations       = 32   //
-	MaxEnvFromSecrets    = 16   //
-	MaxAnnotationValue   = 4096 // bytes
-	maxLabelValue        = 63   // Kubernetes' limit
-	maxQualifiedNameName = 63   // Kubernetes' limit on the part after the prefix
-	maxDNSSubdomain      = 253  // Kubernetes' limit
+	MaxPodMapEntries   = 64   // entries of labels, of annotations, of the node selector
+	MaxTolerations     = 32   // tolerations
+	MaxEnvFromSecrets  = 16   // Secrets for the environment
+	MaxAnnotationValue = 4096 // bytes of one annotation's value
+
+	// Kubernetes' own limits.
+	maxLabelValue        = 63  // a label value
+	maxQualifiedNameName = 63  // a key's name, after its prefix
+	maxDNSSubdomain      = 253 // a DNS-1123 subdomain
 )
 
 // Secrets a pod option may not name: the spores' own ("spore-ID", which
