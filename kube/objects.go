@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -124,7 +125,7 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 	if s.Rank == state.RankArch {
 		account, automount = ArchServiceAccount, &yes
 	}
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: objectMeta(s, o.Namespace),
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            account,
@@ -197,5 +198,55 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 				{Name: tmpVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 			},
 		},
-	}, nil
+	}
+	// The layers, most general first: the store's default, then the
+	// spore's own (a colony's default, once settings have one, goes
+	// between them).
+	withPodOptions(pod, state.MergePod(o.DefaultSpec.Pod, s.Spec.Pod))
+	return pod, nil
+}
+
+// withPodOptions adds the operator's pod options (docs/runtimes.md "Pod
+// options") to a pod PodFor made. State refuses the label and annotation
+// keys sporectl sets; should a record hold one anyway, sporectl's value is
+// kept, so a pod option can never change what sporectl owns. The
+// Secrets come after the model's, so a key both hold takes theirs, and
+// are not optional: a pod whose Secret is missing waits
+// (CreateContainerConfigError) rather than running without what the
+// operator asked for.
+func withPodOptions(pod *corev1.Pod, p state.PodOptions) {
+	if p.RuntimeClassName != "" {
+		rc := p.RuntimeClassName
+		pod.Spec.RuntimeClassName = &rc
+	}
+	if len(p.NodeSelector) > 0 {
+		pod.Spec.NodeSelector = maps.Clone(p.NodeSelector)
+	}
+	for _, t := range p.Tolerations {
+		pod.Spec.Tolerations = append(pod.Spec.Tolerations, corev1.Toleration{
+			Key:               t.Key,
+			Operator:          corev1.TolerationOperator(t.Operator),
+			Value:             t.Value,
+			Effect:            corev1.TaintEffect(t.Effect),
+			TolerationSeconds: t.TolerationSeconds,
+		})
+	}
+	c := &pod.Spec.Containers[0]
+	for _, name := range p.EnvFromSecrets {
+		c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name},
+		}})
+	}
+	pod.Labels = under(pod.Labels, p.Labels)
+	pod.Annotations = under(pod.Annotations, p.Annotations)
+}
+
+// under returns own with the entries of extra whose keys own lacks.
+func under(own, extra map[string]string) map[string]string {
+	for k, v := range extra {
+		if _, ok := own[k]; !ok {
+			own[k] = v
+		}
+	}
+	return own
 }

@@ -95,10 +95,14 @@ func (s Settings) WithOperators(ops []OperatorToken) Settings {
 }
 
 // Validate checks what a store refuses to keep in its settings: the
-// recovery policy (RecoveryPolicy.Validate) and the operator tokens
-// (ValidateOperators).
+// recovery policy (RecoveryPolicy.Validate), the default pod options
+// (PodOptions.Validate, fields "default_spec.pod…") and the operator
+// tokens (ValidateOperators).
 func (s Settings) Validate() error {
 	if err := s.Recovery.Validate(); err != nil {
+		return err
+	}
+	if err := s.DefaultSpec.Pod.Validate("default_spec.pod"); err != nil {
 		return err
 	}
 	return ValidateOperators(s.OperatorTokens())
@@ -154,12 +158,14 @@ func DefaultSpec() Spec {
 // WithDefaults fills s's empty fields from the store's settings: the image
 // from Image, the rest from DefaultSpec. create records the result, so a
 // spore's spec is explicit and does not change when the store's defaults
-// do.
+// do. The pod options are the exception: s.Pod is kept as it is, and the
+// runtime merges DefaultSpec.Pod under it when it makes a pod (MergePod).
 func (s Spec) WithDefaults(st Settings) Spec {
 	return s.Or(Spec{Image: st.Image, CPU: st.DefaultSpec.CPU, Memory: st.DefaultSpec.Memory, Storage: st.DefaultSpec.Storage})
 }
 
-// Or returns s with each empty field taken from d.
+// Or returns s with each empty field taken from d; s.Pod is s's (pod
+// options are merged, not filled: MergePod).
 func (s Spec) Or(d Spec) Spec {
 	fill := func(dst *string, v string) {
 		if *dst == "" {

@@ -70,6 +70,12 @@ type Spec struct {
 	CPU     string `json:"cpu,omitempty"`     // Kubernetes quantity, e.g. "2"
 	Memory  string `json:"memory,omitempty"`  // e.g. "3Gi"
 	Storage string `json:"storage,omitempty"` // size of the home, e.g. "5Gi"
+	// Pod is what the kube runtime adds to the spore's pod (nil: none of
+	// its own). Unlike the fields above, create does not fill it from the
+	// store's default: the runtime merges the layers (MergePod) each time
+	// it makes the pod, so a changed default reaches every spore's next
+	// pod. A pointer, so a Spec stays comparable with ==.
+	Pod *PodOptions `json:"pod,omitempty"`
 }
 
 // Spore is what the store keeps about one agent: its Wish, which people
@@ -297,6 +303,9 @@ func (s *Wish) Validate() error {
 		if err := validateText("spec "+field, v); err != nil {
 			return err
 		}
+	}
+	if err := s.Spec.Pod.Validate("spec.pod"); err != nil {
+		return err
 	}
 	if s.Generation > math.MaxInt64 {
 		return &InvalidError{Field: "generation", Value: strconv.FormatUint(s.Generation, 10), Reason: "must be at most 9223372036854775807"}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,9 @@ type createOptions struct {
 	Role   string
 	Wake   bool
 	Spec   state.Spec
+	// Pod are the pod option flags; validate puts what they say in
+	// Spec.Pod.
+	Pod podFlags
 	// changed says whether a flag was given (an empty value given on
 	// purpose is refused).
 	changed func(string) bool
@@ -55,6 +59,7 @@ digits and '-', starting with a letter and ending with a letter or digit.`,
 	fl.StringVar(&o.Spec.CPU, "cpu", "", "CPU, e.g. 2 or 500m (default: the store's)")
 	fl.StringVar(&o.Spec.Memory, "memory", "", "memory, e.g. 3Gi (default: the store's)")
 	fl.StringVar(&o.Spec.Storage, "storage", "", "size of the home, e.g. 5Gi (default: the store's)")
+	o.Pod.register(fl)
 	return cmd
 }
 
@@ -83,7 +88,15 @@ func (o *createOptions) validate() error {
 			return err
 		}
 	}
-	return validateImage(o.Spec.Image, o.changed("image"))
+	if err := validateImage(o.Spec.Image, o.changed("image")); err != nil {
+		return err
+	}
+	pod, err := o.Pod.options(o.changed)
+	if err != nil {
+		return err
+	}
+	o.Spec.Pod = pod
+	return nil
 }
 
 func (o *createOptions) run(ctx context.Context) error {
@@ -96,12 +109,23 @@ func (o *createOptions) run(ctx context.Context) error {
 	// Created asleep (wish.Create); --wake then wakes it like `wake`
 	// does, so the token and the start follow one path.
 	n := wish.New{ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec}
+	var runtime string
 	err = st.Update(ctx, func(tx state.Tx) error {
-		_, err := wish.Create(ctx, tx, n, now)
+		settings, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		runtime = settings.Runtime
+		_, err = wish.Create(ctx, tx, n, now)
 		return err
 	})
 	if err != nil {
 		return err
+	}
+	if flags := o.Pod.given(o.changed); len(flags) > 0 && runtime != "kube" {
+		// Kept, not refused: the record is the spore's wish, and a store
+		// copied to a kube store takes its spores with it.
+		fmt.Fprintln(o.f.IO.ErrOut, podWarning(flags, "spore "+o.ID+" keeps them"))
 	}
 	if err := o.f.Print(actionResults{Results: []actionResult{{Kind: "spore", ID: o.ID, Action: "created"}}}); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -25,6 +26,8 @@ type initOptions struct {
 	Storage      string
 	APIURL       string
 	Recovery     recoveryFlags
+	// Pod sets the store's default pod options (default_spec.pod).
+	Pod podFlags
 	// Operator names the first operator, whose login token init makes
 	// (default $USER); NoOperator makes none.
 	Operator   string
@@ -82,6 +85,7 @@ token, --operator NAME makes the first.`,
 	fl.DurationVar(&o.Recovery.BreakerWindow, "breaker-window", state.DefaultBreakerWindow, "window in which crashes are counted")
 	fl.DurationVar(&o.Recovery.HealthyAfter, "healthy-after", state.DefaultHealthyAfter, "time without a crash after which a spore's crash count starts over")
 	fl.StringVar(&o.Operator, "operator", "", "the first operator's name, whose login token to the page init prints once (default $USER)")
+	o.Pod.register(fl)
 	fl.BoolVar(&o.NoOperator, "no-operator", false, "make no operator token (nobody can log in to the page until 'token create --operator' makes one)")
 	return cmd
 }
@@ -106,6 +110,9 @@ func (o *initOptions) validate() error {
 	}
 	if err := o.recovery(state.RecoveryPolicy{}).Validate(); err != nil {
 		return usageErrorf("%v (flag --%s)", err, recoveryFlag(err))
+	}
+	if _, err := o.Pod.onto(nil, o.changed, true); err != nil {
+		return err
 	}
 	return o.validateOperator()
 }
@@ -163,9 +170,20 @@ func (o *initOptions) settings() state.Settings {
 	}
 	return state.Settings{
 		Runtime: o.Runtime, Agent: o.Agent, Namespace: ns, StorageClass: o.StorageClass, Image: o.Image, APIURL: o.APIURL,
-		DefaultSpec: state.Spec{CPU: o.CPU, Memory: o.Memory, Storage: o.Storage},
+		DefaultSpec: state.Spec{CPU: o.CPU, Memory: o.Memory, Storage: o.Storage, Pod: o.pod(nil)},
 		Recovery:    o.recovery(state.RecoveryPolicy{}),
 	}
+}
+
+// pod applies the pod option flags that were given to the store's
+// default cur (validate has checked them), keeping cur itself when they
+// change nothing, so settings that did not change compare equal.
+func (o *initOptions) pod(cur *state.PodOptions) *state.PodOptions {
+	next, err := o.Pod.onto(cur, o.changed, true)
+	if err != nil || reflect.DeepEqual(next, cur) {
+		return cur
+	}
+	return next
 }
 
 func (o *initOptions) run(ctx context.Context) error {
@@ -229,6 +247,9 @@ func (o *initOptions) run(ctx context.Context) error {
 		return err
 	}
 	o.warnAgent(final)
+	if flags := o.Pod.given(o.changed); len(flags) > 0 && final.Runtime != "kube" {
+		fmt.Fprintln(o.f.IO.ErrOut, podWarning(flags, "the store keeps them as its spores' default"))
+	}
 	return nil
 }
 
@@ -315,5 +336,6 @@ func (o *initOptions) merge(cur state.Settings) state.Settings {
 		n.Namespace = o.f.Global.Namespace
 	}
 	n.Recovery = o.recovery(n.Recovery)
+	n.DefaultSpec.Pod = o.pod(cur.DefaultSpec.Pod)
 	return n
 }

@@ -16,7 +16,7 @@ import (
 // PutStatus each write only their own (last_seq is the log's, Append's).
 const (
 	wishColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
-	created, updated, generation, loop_interval_ms`
+	created, updated, generation, loop_interval_ms, spec_pod`
 	statusColumns = `observed_generation, restarts, failures, not_before, breaker_open, bridge_seq,
 	health, health_reason, loop_due, activity, incidents`
 	sporeColumns = wishColumns + `, ` + statusColumns
@@ -35,10 +35,11 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		loopDue       *time.Time
 		activity      []byte // json; NULL: none
 		incidents     []byte
+		pod           []byte // json; NULL: no pod options
 	)
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
-		&sp.Created, &sp.Updated, &generation, &loopMS,
+		&sp.Created, &sp.Updated, &generation, &loopMS, &pod,
 		&observed, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
 		&sp.Health, &sp.HealthReason, &loopDue, &activity, &incidents)
 	if err != nil {
@@ -80,6 +81,12 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 	if incidents != nil {
 		if err := json.Unmarshal(incidents, &sp.Incidents); err != nil {
 			return sp, corrupt("sporectl.spores", "id="+sp.ID, "incidents: "+err.Error())
+		}
+	}
+	if pod != nil {
+		sp.Spec.Pod = new(state.PodOptions)
+		if err := json.Unmarshal(pod, sp.Spec.Pod); err != nil {
+			return sp, corrupt("sporectl.spores", "id="+sp.ID, "spec_pod: "+err.Error())
 		}
 	}
 	if err := sp.Validate(); err != nil {
@@ -152,7 +159,7 @@ func sporeArgs(sp *state.Spore) []any {
 func wishArgs(w *state.Wish) []any {
 	return []any{w.ID, w.Colony, string(w.Rank), w.Swarm, w.Role, string(w.Desired),
 		w.Spec.Image, w.Spec.CPU, w.Spec.Memory, w.Spec.Storage,
-		w.Created, w.Updated, int64(w.Generation), time.Duration(w.Loop).Milliseconds()}
+		w.Created, w.Updated, int64(w.Generation), time.Duration(w.Loop).Milliseconds(), podOrNull(w.Spec.Pod)}
 }
 
 // statusArgs are the values for statusColumns, in order.
@@ -171,6 +178,19 @@ func statusArgs(st *state.Status) []any {
 	}
 	return []any{int64(st.ObservedGeneration), st.Restarts, failures, notBefore, st.BreakerOpen, int64(st.BridgeSeq),
 		string(st.Health), st.HealthReason, loopDue, encodeActivity(st.Activity), jsonOrNull(st.Incidents)}
+}
+
+// podOrNull is p as a json column: NULL for none. Marshalling plain
+// strings, maps and slices cannot fail.
+func podOrNull(p *state.PodOptions) any {
+	if p == nil {
+		return nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(fmt.Sprintf("pgstore: marshal pod options: %v", err))
+	}
+	return string(b)
 }
 
 // jsonOrNull is v as a json column: NULL when empty. Marshalling a
@@ -200,7 +220,7 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// error would abort the whole transaction, but ErrExists must leave it
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -227,7 +247,7 @@ func (t *tx) PutWish(ctx context.Context, w state.Wish) error {
 	return t.guardedUpdate(ctx, "put wish of spore "+w.ID, w.ID,
 		`UPDATE sporectl.spores SET colony = $2, rank = $3, swarm = $4, role = $5, desired = $6,
 		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
-		generation = $13, loop_interval_ms = $14
+		generation = $13, loop_interval_ms = $14, spec_pod = $15
 		WHERE id = $1 AND generation < $13`, wishArgs(&w),
 		func(stored uint64) error { return state.CheckWish(state.Wish{ID: w.ID, Generation: stored}, w) })
 }

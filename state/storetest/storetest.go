@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"WishAndHealthBookkeeping", testBookkeeping},
 		{"SwarmLoop", testSwarmLoop},
 		{"ActivityAndIncidents", testActivityAndIncidents},
+		{"PodOptions", testPodOptions},
 		{"OperatorTokens", testOperatorTokens},
 		{"RecoverySettings", testRecoverySettings},
 		{"Tokens", testTokens},
