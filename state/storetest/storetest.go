@@ -5,7 +5,9 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -186,7 +188,7 @@ func Put(ctx context.Context, tx state.Tx, sp state.Spore) (state.Spore, error) 
 	if err != nil {
 		return sp, err
 	}
-	if sp.Wish.Stamped() != cur.Wish.Stamped() {
+	if !sameWish(sp.Wish, cur.Wish) {
 		sp.Generation = max(sp.Generation, cur.Generation+1)
 		if err := tx.PutWish(ctx, sp.Wish); err != nil {
 			return sp, err
@@ -196,6 +198,15 @@ func Put(ctx context.Context, tx state.Tx, sp state.Spore) (state.Spore, error) 
 	}
 	sp.ObservedGeneration = sp.Generation
 	return sp, tx.PutStatus(ctx, sp.ID, sp.Status)
+}
+
+// sameWish compares two wishes as the stores keep them (their JSON form):
+// a wish holds maps and pointers (spec.pod), which == would compare by
+// address.
+func sameWish(a, b state.Wish) bool {
+	x, errX := json.Marshal(a.Stamped())
+	y, errY := json.Marshal(b.Stamped())
+	return errX == nil && errY == nil && bytes.Equal(x, y)
 }
 
 // update reads spore id, lets fn change it and writes it back with Put.
