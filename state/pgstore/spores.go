@@ -14,7 +14,12 @@ import (
 
 const sporeColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
 	created, updated, restarts, failures, not_before, breaker_open, bridge_seq,
-	generation, health, health_reason, loop_interval_ms, loop_due, activity, incidents`
+	generation, health, health_reason, loop_interval_ms, loop_due, activity, incidents,
+	` + sleepColumns
+
+// sleepColumns are idle sleep's (migration 0006), last in every column
+// list, scan and argument list.
+const sleepColumns = `sleep_after_ms, desired_by, active_at`
 
 func scanSpore(row pgx.Row) (state.Spore, error) {
 	var (
@@ -28,11 +33,15 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		loopDue       *time.Time
 		activity      []byte // json; NULL: none
 		incidents     []byte
+		sleepMS       int64
+		desiredBy     string
+		activeAt      *time.Time
 	)
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
 		&sp.Created, &sp.Updated, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
-		&generation, &sp.Health, &sp.HealthReason, &loopMS, &loopDue, &activity, &incidents)
+		&generation, &sp.Health, &sp.HealthReason, &loopMS, &loopDue, &activity, &incidents,
+		&sleepMS, &desiredBy, &activeAt)
 	if err != nil {
 		return sp, err
 	}
@@ -58,6 +67,10 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 	sp.Loop = state.Duration(time.Duration(loopMS) * time.Millisecond)
 	if loopDue != nil {
 		sp.LoopDue = loopDue.UTC()
+	}
+	sp.SleepAfter, sp.DesiredBy = state.Duration(time.Duration(sleepMS)*time.Millisecond), state.DesiredBy(desiredBy)
+	if activeAt != nil {
+		sp.ActiveAt = activeAt.UTC()
 	}
 	if activity != nil {
 		var err error
@@ -145,11 +158,16 @@ func sporeArgs(sp *state.Spore) []any {
 	if !sp.LoopDue.IsZero() {
 		loopDue = sp.LoopDue
 	}
+	var activeAt any
+	if !sp.ActiveAt.IsZero() {
+		activeAt = sp.ActiveAt
+	}
 	return []any{sp.ID, sp.Colony, string(sp.Rank), sp.Swarm, sp.Role, string(sp.Desired),
 		sp.Spec.Image, sp.Spec.CPU, sp.Spec.Memory, sp.Spec.Storage,
 		sp.Created, sp.Updated, sp.Restarts, failures, notBefore, sp.BreakerOpen, int64(sp.BridgeSeq),
 		int64(sp.Generation), sp.Health, sp.HealthReason, time.Duration(sp.Loop).Milliseconds(), loopDue,
-		encodeActivity(sp.Activity), jsonOrNull(sp.Incidents)}
+		encodeActivity(sp.Activity), jsonOrNull(sp.Incidents),
+		time.Duration(sp.SleepAfter).Milliseconds(), string(sp.DesiredBy), activeAt}
 }
 
 // jsonOrNull is v as a json column: NULL when empty. Marshalling a
@@ -179,7 +197,8 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// error would abort the whole transaction, but ErrExists must leave it
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
+		$25, $26, $27)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -204,7 +223,8 @@ func (t *tx) UpdateSpore(ctx context.Context, sp state.Spore) error {
 		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
 		restarts = $13, failures = $14, not_before = $15, breaker_open = $16, bridge_seq = $17,
 		generation = $18, health = $19, health_reason = $20,
-		loop_interval_ms = $21, loop_due = $22, activity = $23, incidents = $24
+		loop_interval_ms = $21, loop_due = $22, activity = $23, incidents = $24,
+		sleep_after_ms = $25, desired_by = $26, active_at = $27
 		WHERE id = $1`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("update spore "+sp.ID, err)

@@ -47,6 +47,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Pending", testPending},
 		{"WishAndHealthBookkeeping", testBookkeeping},
 		{"SwarmLoop", testSwarmLoop},
+		{"IdleSleep", testIdleSleep},
+		{"ColonySettings", testColonySettings},
 		{"ActivityAndIncidents", testActivityAndIncidents},
 		{"OperatorTokens", testOperatorTokens},
 		{"RecoverySettings", testRecoverySettings},
