@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,6 +19,9 @@ type createOptions struct {
 	Role   string
 	Wake   bool
 	Spec   state.Spec
+	// SleepAfter is --sleep-after (0: the colony's).
+	SleepAfter time.Duration
+	sleepAfter string
 	// changed says whether a flag was given (an empty value given on
 	// purpose is refused).
 	changed func(string) bool
@@ -55,6 +59,7 @@ digits and '-', starting with a letter and ending with a letter or digit.`,
 	fl.StringVar(&o.Spec.CPU, "cpu", "", "CPU, e.g. 2 or 500m (default: the store's)")
 	fl.StringVar(&o.Spec.Memory, "memory", "", "memory, e.g. 3Gi (default: the store's)")
 	fl.StringVar(&o.Spec.Storage, "storage", "", "size of the home, e.g. 5Gi (default: the store's)")
+	fl.StringVar(&o.sleepAfter, "sleep-after", "0", "put it to sleep after this long idle, e.g. 30m (0: its colony's setting)")
 	return cmd
 }
 
@@ -83,6 +88,14 @@ func (o *createOptions) validate() error {
 			return err
 		}
 	}
+	d, err := parseSleepAfter("--sleep-after", o.sleepAfter)
+	if err != nil {
+		return err
+	}
+	if d != 0 && o.Rank == string(state.RankArch) {
+		return usageErrorf("--sleep-after cannot be set on the [arch] mycologist: it is always on")
+	}
+	o.SleepAfter = d
 	return validateImage(o.Spec.Image, o.changed("image"))
 }
 
@@ -95,7 +108,7 @@ func (o *createOptions) run(ctx context.Context) error {
 	now := o.f.Now().UTC()
 	// Created asleep (wish.Create); --wake then wakes it like `wake`
 	// does, so the token and the start follow one path.
-	n := wish.New{ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec}
+	n := wish.New{ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec, SleepAfter: o.SleepAfter}
 	err = st.Update(ctx, func(tx state.Tx) error {
 		_, err := wish.Create(ctx, tx, n, now)
 		return err
