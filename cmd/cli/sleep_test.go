@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -116,4 +117,11 @@ func TestSetSleepAfterAndColonySet(t *testing.T) {
 
 	require.Equal(t, "spore/w-9 created\n", mustRun(t, store, "create", "w-9", "--colony", "lab", "--sleep-after", "90m"))
 	require.Equal(t, state.Duration(90*time.Minute), statetest.Spore(t, st, "w-9").SleepAfter)
+}
+
+func TestReconcileReportsAnIdleSleep(t *testing.T) {
+	p := &reconcile.SporePlan{Spore: state.Spore{Wish: state.Wish{ID: "a"}}, SleepIdle: true, Idle: 65*time.Second + time.Millisecond, Stop: true}
+	for _, dry := range []bool{false, true} {
+		require.Equal(t, []passAction{{Spore: "a", Action: "sleep", Detail: "idle for 1m5s"}}, actionsOf([]*reconcile.SporePlan{p}, dry), "dry run %v", dry)
+	}
 }

@@ -120,7 +120,7 @@ func TestRecoveryIdleSleepAndWakeOnMessage(t *testing.T) {
 			time.Sleep(idleWait)
 
 			rep, _ = r.reconcile(id)
-			require.True(t, rep.did(id, "stop"), "reconcile ends an idle spore's processes: %+v", rep.Actions)
+			require.True(t, rep.did(id, "sleep"), "reconcile puts an idle spore to sleep: %+v", rep.Actions)
 			require.Empty(t, r.procs(id), "its processes are gone")
 			desired, effective, reason, by := r.slept(id)
 			require.Equal(t, "Paused", desired)
