@@ -61,11 +61,6 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 				// the same write (activity.go).
 				st.Activity = addActivity(st.Activity, evs, now, p.Ingest.countOf)
 			}
-			if !st.Equal(fresh.Status) {
-				if err := tx.PutStatus(ctx, id, st); err != nil {
-					return err
-				}
-			}
 			for _, d := range p.Delivered {
 				if d.Err != nil {
 					continue
@@ -74,10 +69,16 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 				switch {
 				case err == nil:
 					evs = append(evs, deliveredEvent(d, now))
+					st.ActiveAt = now // given work: idle time starts over
 				case !errors.Is(err, state.ErrNotFound):
 					return err
 				}
 				// Not found: an overlapping pass dequeued it and said so.
+			}
+			if !st.Equal(fresh.Status) {
+				if err := tx.PutStatus(ctx, id, st); err != nil {
+					return err
+				}
 			}
 			if len(evs) > 0 {
 				got, err := tx.Append(ctx, id, evs)

@@ -12,7 +12,7 @@ import (
 // Pass is the one pipeline every command that touches spores runs
 // (docs/architecture.md "The pass"):
 //
-//	load → observe → ingest → plan → act → commit → project
+//	load → observe → ingest → plan → (idle sleeps) → act → commit → project
 //
 // It holds dependencies only; every Run starts from the store.
 type Pass struct {
@@ -157,11 +157,17 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 	for _, id := range opt.Force {
 		force[id] = true
 	}
+	active := map[string]bool{}
+	for id, in := range got {
+		if len(in.events) > 0 {
+			active[id] = true
+		}
+	}
 	plans := Plan(PlanInput{
 		Now: now, Policy: policy, Spores: snap.Spores, Observed: obs.spores, Pending: snap.Pending,
 		// Acting on a fleet nobody could observe would be acting blind.
 		Heal: opt.Heal && out.ObserveErr == nil, Deliver: opt.Deliver && out.ObserveErr == nil,
-		Force: force,
+		Force: force, Settings: snap.Settings, Active: active,
 	})
 	for _, p := range plans {
 		p.Ingest = got[p.Spore.ID]
@@ -181,6 +187,10 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 			lines += len(in.events)
 		}
 		ps.progress("ingest", n, fmt.Sprintf("%d line(s)", lines))
+	}
+	// An idle spore's sleep is a wish, recorded before act stops it.
+	if err := ps.recordIdleSleeps(ctx, plans, now); err != nil {
+		return nil, err
 	}
 	if err := ps.act(ctx, rt, plans, obs); err != nil {
 		return nil, err
@@ -237,11 +247,13 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64) Result {
 			// Committed in this pass: the spore is Error from now on.
 			v = Health(sp.Desired, p.Observed, true)
 		}
-		r.Spores = append(r.Spores, SporeHealth{
+		h := SporeHealth{
 			ID: sp.ID, Colony: sp.Colony, Rank: sp.Rank, Swarm: sp.Swarm, Role: sp.Role, Desired: sp.Desired,
 			Observed: p.Observed, Effective: v.Effective, Reason: v.Text, Code: v.Code,
 			LastSeq: lastSeq, Pending: pending, PendingSince: since, Image: sp.Spec.Image, Created: sp.Created,
-		})
+		}
+		h.SleptBy, h.Reason = sleptBy(sp, snap.Settings, v)
+		r.Spores = append(r.Spores, h)
 	}
 	return r
 }

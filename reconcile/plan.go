@@ -28,6 +28,10 @@ type PlanInput struct {
 	// Force names spores a person just woke: started now, whatever the
 	// backoff timer says (the breaker still holds).
 	Force map[string]bool
+	// Settings are the store's: the colonies' idle-sleep defaults.
+	Settings state.Settings
+	// Active names spores this pass took lines from: not idle.
+	Active map[string]bool
 }
 
 // SporePlan is what a pass decided for one spore, and later what came of
@@ -48,6 +52,10 @@ type SporePlan struct {
 	Due time.Time
 	// Deliver are the outbox entries to post now, in queue order.
 	Deliver []state.OutboxEntry
+	// SleepIdle: idle for Idle, at least its SleepAfter; the pass records
+	// its sleep (by idle) and then stops it (idle.go).
+	SleepIdle bool
+	Idle      time.Duration
 
 	// Filled by act.
 	StartErr  error
@@ -84,12 +92,13 @@ func Plan(in PlanInput) []*SporePlan {
 		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
 		if in.Heal {
 			heal(p, in)
+			sleepIdle(p, in)
 		}
 		if p.Verdict.Effective == Healthy && len(sp.Failures) > 0 &&
 			in.Now.Sub(slices.MaxFunc(sp.Failures, time.Time.Compare)) >= time.Duration(in.Policy.HealthyAfter) {
 			p.ClearFailures = true
 		}
-		if in.Deliver && !p.Start && !p.Stop && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
+		if in.Deliver && !p.Start && !p.Stop && !p.SleepIdle && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
 			p.Deliver = in.Pending[sp.ID]
 		}
 	}
@@ -206,6 +215,7 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 		if len(lines) > 0 && lines[0].BridgeSeq == sp.BridgeSeq+1 {
 			evs = append(evs, lines...)
 			sp.BridgeSeq = lines[len(lines)-1].BridgeSeq
+			sp.ActiveAt = now // it did something: idle time starts over
 		}
 	}
 	v := p.Verdict
@@ -273,7 +283,10 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 		ev(state.KindLifecycle, "start-failed", "the runtime could not start it: "+p.StartErr.Error())
 	case p.Stop && p.StopErr == nil:
 		why := p.Verdict.Text
-		if OK(p.Verdict.Effective) {
+		switch {
+		case p.SleepIdle:
+			why = "asleep: " + idleText(p.Idle)
+		case OK(p.Verdict.Effective):
 			// Asleep as wished, but its failed pod was left: say so.
 			why = fmt.Sprintf("%s while desired %s", p.Observed.Pod, p.Spore.Desired)
 		}

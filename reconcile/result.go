@@ -23,6 +23,10 @@ type SporeHealth struct {
 	// (docs/health.md lists them), "" when there is nothing to say.
 	Reason string `json:"reason"`
 	Code   Reason `json:"-"`
+	// SleptBy says who put an asleep spore (desired Paused) to sleep:
+	// "person" (a person or a mycologist's command), "idle", "budget";
+	// "" when it is not wished asleep (docs/sleep.md).
+	SleptBy string `json:"slept_by,omitempty"`
 	// LastSeq is the last event in the store's log after the pass's commit.
 	LastSeq uint64 `json:"last_seq"`
 	// Pending counts outbox entries not yet delivered; PendingSince is

@@ -51,8 +51,27 @@ type Message struct {
 	// sending program.
 	Note string
 	// Wake sets desired Running on a sleeping target (with an event);
-	// without it a sleeping target is refused with *AsleepError.
+	// without it a sleeping target is refused with *AsleepError, unless
+	// idle put it to sleep and its colony wakes on a message (mayWake).
 	Wake bool
+}
+
+// mayWake reports whether m may wake sp, asleep: m asks to (--wake), or
+// idle put sp to sleep and its colony's WakeOnMessage lets any message
+// wake such a spore (docs/sleep.md). A spore a person put to sleep is
+// woken only on request.
+func mayWake(ctx context.Context, tx state.Tx, sp state.Spore, m Message) (bool, error) {
+	if m.Wake {
+		return true, nil
+	}
+	if sp.Desired != state.Paused || sp.DesiredBy != state.ByIdle {
+		return false, nil
+	}
+	s, err := tx.Settings(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read settings: %w", err)
+	}
+	return s.Colony(sp.Colony).WakeOnMessage, nil
 }
 
 // NewMessageID is a fresh outbox id: 96 random bits never repeat in a
@@ -72,7 +91,7 @@ func Send(ctx context.Context, st state.Store, m Message, now time.Time) (state.
 		if err != nil {
 			return err
 		}
-		_, err = record(ctx, tx, sp, m, entry, "", now)
+		_, err = record(ctx, tx, sp, m, &entry, "", now)
 		return err
 	})
 	return entry, err
@@ -86,24 +105,33 @@ func (m Message) entry(id string, now time.Time) state.OutboxEntry {
 
 // record writes a message inside tx, for Send and SendOnce: a wake
 // (wish.WakeToDeliver: desired Running, a new generation, an event) when
-// the target sleeps and m.Wake allows it, else *AsleepError; the message
-// event (its Action the given one, its text entry's); the outbox entry.
-// It reports whether it woke the target.
-func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry state.OutboxEntry, action string, now time.Time) (woke bool, err error) {
+// the target sleeps and mayWake allows it, else *AsleepError; the message
+// event (its Action the given one, its text entry's); the outbox entry,
+// marked Wake when it woke the target. It reports whether it woke it.
+func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry *state.OutboxEntry, action string, now time.Time) (woke bool, err error) {
 	kind := m.Kind
 	if kind == "" {
 		kind = state.KindPrompt
 	}
-	if sp.Desired != state.Running && !m.Wake {
-		return false, &AsleepError{ID: m.To, Desired: sp.Desired}
+	if sp.Desired != state.Running {
+		wake, err := mayWake(ctx, tx, sp, m)
+		if err != nil {
+			return false, err
+		}
+		if !wake {
+			return false, &AsleepError{ID: m.To, Desired: sp.Desired}
+		}
 	}
 	if woke, err = wish.WakeToDeliver(ctx, tx, sp, entry.ID, now); err != nil {
 		return false, err
 	}
+	// Followed until delivered by whoever recorded it (prompt, serve),
+	// as a --wake is.
+	entry.Wake = entry.Wake || woke
 	if _, err := tx.Append(ctx, m.To, []state.Event{{Kind: kind, Action: action, From: m.From, At: now, Text: entry.Text}}); err != nil {
 		return false, err
 	}
-	_, err = tx.Enqueue(ctx, entry)
+	_, err = tx.Enqueue(ctx, *entry)
 	return woke, err
 }
 

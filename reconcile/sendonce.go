@@ -61,15 +61,19 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 		if sp.Desired == state.Stopped && o.KeepStopped {
 			return &StoppedError{ID: m.To}
 		}
-		if sp.Desired != state.Running && !m.Wake {
-			return &AsleepError{ID: m.To, Desired: sp.Desired}
+		if sp.Desired != state.Running {
+			if wake, err := mayWake(ctx, tx, sp, m); err != nil {
+				return err
+			} else if !wake {
+				return &AsleepError{ID: m.To, Desired: sp.Desired}
+			}
 		}
 		if o.Sender != "" {
 			if err := sent(ctx, tx, o, m.To, now); err != nil {
 				return err
 			}
 		}
-		if out.Woke, err = record(ctx, tx, sp, m, entry, entryID, now); err != nil {
+		if out.Woke, err = record(ctx, tx, sp, m, &entry, entryID, now); err != nil {
 			return err
 		}
 		out.Entry, out.Pending = entry, true

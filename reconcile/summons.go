@@ -172,7 +172,7 @@ func Summon(ctx context.Context, tx state.Tx, arch string, ss []Summons, now tim
 	for _, s := range todo {
 		m := Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Mark: SummonsMark, Text: s.Text, Wake: true}
 		e := m.entry(NewMessageID(), now)
-		woke, err := record(ctx, tx, sp, m, e, e.ID, now)
+		woke, err := record(ctx, tx, sp, m, &e, e.ID, now)
 		if err != nil {
 			return nil, fmt.Errorf("record the summons %s for %s: %w", s.Key, sp.ID, err)
 		}

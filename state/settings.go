@@ -32,6 +32,10 @@ type Settings struct {
 	// and WithOperators. It is a pointer so that Settings stay comparable
 	// with ==; nil means none.
 	Operators *OperatorList `json:"operators,omitempty"`
+	// Colonies are each colony's idle-sleep defaults (docs/sleep.md), by
+	// colony name. Read and write them through Colony and WithColony; a
+	// pointer for the same reason as Operators; nil means none.
+	Colonies *ColonyList `json:"colonies,omitempty"`
 }
 
 // OperatorToken is one operator's login to the page: only the token's
@@ -96,14 +100,19 @@ func (s Settings) WithOperators(ops []OperatorToken) Settings {
 
 // Validate checks what a store refuses to keep in its settings: the
 // recovery policy (RecoveryPolicy.Validate), the default pod options
-// (PodOptions.Validate, fields "default_spec.pod…") and the operator
-// tokens (ValidateOperators).
+// (PodOptions.Validate, fields "default_spec.pod…"), the colonies'
+// settings (ValidateColonies) and the operator tokens (ValidateOperators).
 func (s Settings) Validate() error {
 	if err := s.Recovery.Validate(); err != nil {
 		return err
 	}
 	if err := s.DefaultSpec.Pod.Validate("default_spec.pod"); err != nil {
 		return err
+	}
+	if s.Colonies != nil {
+		if err := ValidateColonies(*s.Colonies); err != nil {
+			return err
+		}
 	}
 	return ValidateOperators(s.OperatorTokens())
 }

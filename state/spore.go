@@ -119,6 +119,16 @@ type Wish struct {
 	// Loop, reconcile prompts the spore (zero: no loop). When the next
 	// loop prompt is due is status (LoopDue).
 	Loop Duration `json:"loop,omitzero"`
+
+	// SleepAfter is how long the spore may stay idle (no turn running,
+	// nothing queued) before reconcile puts it to sleep; 0 takes its
+	// colony's (ColonySettings), which may be never (docs/sleep.md). Never
+	// set on the [arch], which is always on.
+	SleepAfter Duration `json:"sleep_after,omitzero"`
+	// DesiredBy is who set Desired when it was not a person or a
+	// mycologist's command: "idle" (reconcile put it to sleep), later
+	// "budget". Every transition a person asks for clears it.
+	DesiredBy DesiredBy `json:"desired_by,omitempty"`
 }
 
 // Status is what reconcile passes concluded about a spore, written with
@@ -161,6 +171,11 @@ type Status struct {
 	// on the [arch] mycologist's record), so each is raised once: at most
 	// MaxIncidents, oldest dropped first.
 	Incidents []Incident `json:"incidents,omitempty"`
+
+	// ActiveAt is when a pass last saw the spore do something: it
+	// ingested lines from it or delivered it a prompt. Idle time is
+	// measured from the later of it and the wish's Updated (docs/sleep.md).
+	ActiveAt time.Time `json:"active_at,omitzero"`
 }
 
 // StatusAtWish is s's status as written against s's wish: the status with
@@ -313,7 +328,7 @@ func (s *Wish) Validate() error {
 	if s.Loop != 0 && (s.Loop < MinLoop || s.Loop > MaxLoop) {
 		return &InvalidError{Field: "loop", Value: s.Loop.String(), Reason: fmt.Sprintf("must be 0 (no loop) or between %s and %s", MinLoop, MaxLoop)}
 	}
-	return nil
+	return s.validateSleep()
 }
 
 // Validate checks every field of the status that has a grammar.
@@ -419,7 +434,7 @@ func (w Wish) Stamped() Wish {
 
 // Stamped returns st with every time as a store keeps it.
 func (st Status) Stamped() Status {
-	st.NotBefore, st.LoopDue = Stamp(st.NotBefore), Stamp(st.LoopDue)
+	st.NotBefore, st.LoopDue, st.ActiveAt = Stamp(st.NotBefore), Stamp(st.LoopDue), Stamp(st.ActiveAt)
 	if st.Failures != nil {
 		f := make([]time.Time, len(st.Failures))
 		for i, t := range st.Failures {

@@ -111,12 +111,13 @@ func TestGoldenOutputs(t *testing.T) {
 	}
 }
 
-// TestStatusJSONShape pins the documented contract of `status -o json`.
+// TestStatusJSONShape pins the documented contract of `status -o json`
+// (slept_by: docs/sleep.md).
 func TestStatusJSONShape(t *testing.T) {
 	store := fixture(t)
 	out := mustRun(t, store, "status", "-o", "json", "worker-7")
 	require.JSONEq(t, `{"spores":[{"id":"worker-7","colony":"lab","rank":"spore","desired":"Paused",
-		"observed":{"pod":"Absent","bridge":"Down","activity":"","restarts":0,"reason":""},"effective":"Paused","reason":"","last_seq":1}]}`, out)
+		"observed":{"pod":"Absent","bridge":"Down","activity":"","restarts":0,"reason":""},"effective":"Paused","reason":"asleep: by a person","slept_by":"person","last_seq":1}]}`, out)
 }
 
 func TestExitCodes(t *testing.T) {

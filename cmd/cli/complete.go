@@ -96,4 +96,16 @@ func registerCompletions(root *cobra.Command, f *Factory) {
 			}
 		}
 	}
+	// Subcommands that name spores or a colony (docs/sleep.md).
+	if c, _, err := root.Find([]string{"set", "sleep-after"}); err == nil && c.Name() == "sleep-after" {
+		c.ValidArgsFunction = completeSporeIDs(f, 0)
+	}
+	if c, _, err := root.Find([]string{"colony", "set"}); err == nil && c.Name() == "set" {
+		c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return colonies(cmd, args, toComplete)
+		}
+	}
 }

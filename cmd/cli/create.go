@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +23,9 @@ type createOptions struct {
 	// Pod are the pod option flags; validate puts what they say in
 	// Spec.Pod.
 	Pod podFlags
+	// SleepAfter is --sleep-after (0: the colony's).
+	SleepAfter time.Duration
+	sleepAfter string
 	// changed says whether a flag was given (an empty value given on
 	// purpose is refused).
 	changed func(string) bool
@@ -60,6 +64,7 @@ digits and '-', starting with a letter and ending with a letter or digit.`,
 	fl.StringVar(&o.Spec.Memory, "memory", "", "memory, e.g. 3Gi (default: the store's)")
 	fl.StringVar(&o.Spec.Storage, "storage", "", "size of the home, e.g. 5Gi (default: the store's)")
 	o.Pod.register(fl)
+	fl.StringVar(&o.sleepAfter, "sleep-after", "0", "put it to sleep after this long idle, e.g. 30m (0: its colony's setting)")
 	return cmd
 }
 
@@ -91,6 +96,14 @@ func (o *createOptions) validate() error {
 	if err := validateImage(o.Spec.Image, o.changed("image")); err != nil {
 		return err
 	}
+	d, err := parseSleepAfter("--sleep-after", o.sleepAfter)
+	if err != nil {
+		return err
+	}
+	if d != 0 && o.Rank == string(state.RankArch) {
+		return usageErrorf("--sleep-after cannot be set on the [arch] mycologist: it is always on")
+	}
+	o.SleepAfter = d
 	pod, err := o.Pod.options(o.changed)
 	if err != nil {
 		return err
@@ -108,7 +121,7 @@ func (o *createOptions) run(ctx context.Context) error {
 	now := o.f.Now().UTC()
 	// Created asleep (wish.Create); --wake then wakes it like `wake`
 	// does, so the token and the start follow one path.
-	n := wish.New{ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec}
+	n := wish.New{ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec, SleepAfter: o.SleepAfter}
 	var runtime string
 	err = st.Update(ctx, func(tx state.Tx) error {
 		settings, err := tx.Settings(ctx)

@@ -412,6 +412,8 @@ func TestCompletion(t *testing.T) {
 		{[]string{"__complete", "export", "lab", ""}, nil},
 		{[]string{"__complete", "status", "-o", ""}, outputFormats},
 		{[]string{"__complete", "init", "--agent", ""}, []string{"claude", "echo"}},
+		{[]string{"__complete", "set", "sleep-after", "alpha", "al"}, []string{"alps"}},
+		{[]string{"__complete", "colony", "set", "o"}, []string{"ops"}},
 	} {
 		out := c.ok(tc.args...)
 		var got []string

@@ -145,13 +145,14 @@ func (o *promptOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Without --wake the spore is awake already: one try is enough. A
-	// woken one is given until the timeout to come up.
+	// A spore that was awake already needs one try. A woken one (by
+	// --wake, or idle-slept in a colony that wakes on a message: Send
+	// marks the entry) is given until the timeout to come up.
 	wait := time.Duration(0)
-	if o.Wake {
+	if entry.Wake {
 		wait = o.Timeout
 	}
-	d, err := o.f.Pass(st).Deliver(ctx, entry, o.Wake, wait)
+	d, err := o.f.Pass(st).Deliver(ctx, entry, entry.Wake, wait)
 	if err != nil {
 		return err
 	}

@@ -139,7 +139,7 @@ func (o *reconcileOptions) run(ctx context.Context) error {
 // passAction is one thing a pass did (or, in a dry run, would do).
 type passAction struct {
 	Spore  string `json:"spore"`
-	Action string `json:"action"` // start, restart, stop, deliver, open-breaker, wait
+	Action string `json:"action"` // start, restart, stop, sleep, deliver, open-breaker, wait
 	Detail string `json:"detail"`
 	Error  string `json:"error,omitempty"`
 }
@@ -164,6 +164,9 @@ func actionsOf(plans []*reconcile.SporePlan, dry bool) []passAction {
 			add(p, "restart", "after "+p.Verdict.Text, p.StartErr)
 		case p.Start:
 			add(p, "start", "desired Running, nothing running", p.StartErr)
+		case p.SleepIdle:
+			// Recorded asleep by idle, then stopped (docs/sleep.md).
+			add(p, "sleep", "idle for "+p.Idle.Truncate(time.Second).String(), p.StopErr)
 		case p.Stop:
 			add(p, "stop", p.Verdict.Text, p.StopErr)
 		case !p.Due.IsZero():

@@ -89,6 +89,8 @@ decided in one transaction, and exits.`,
 		newCmdMycologist(f),
 		newCmdSwarm(f),
 		newCmdToken(f),
+		newCmdSet(f),
+		newCmdColony(f),
 	)
 	setVersionFlag(root, f)
 	registerCompletions(root, f)

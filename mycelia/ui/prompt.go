@@ -116,6 +116,9 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 		// given WakeWait to come up. What is not delivered now stays in the
 		// outbox for the next pass, so a failure here is only logged.
 		wait := time.Duration(0)
+		// Woken: by the box, or idle-slept in a colony that wakes on a
+		// message (Send marks the entry).
+		wake := entry.Wake
 		if wake {
 			wait = h.WakeWait
 			if wait <= 0 {

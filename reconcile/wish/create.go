@@ -22,6 +22,9 @@ type New struct {
 	Role   string
 	// Spec's empty fields take the store's defaults.
 	Spec state.Spec
+	// SleepAfter is the idle time after which it is put to sleep (0:
+	// its colony's); refused on the [arch].
+	SleepAfter time.Duration
 }
 
 // Create records a new spore, asleep (desired Paused, and known to be, so
@@ -32,7 +35,8 @@ type New struct {
 // returns the record as written; waking it is Wake's.
 func Create(ctx context.Context, tx state.Tx, n New, now time.Time) (state.Spore, error) {
 	sp := state.Spore{
-		Wish:   state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec, Created: now, Updated: now},
+		Wish: state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec, Created: now, Updated: now,
+			SleepAfter: state.Duration(n.SleepAfter)},
 		Status: state.Status{Health: healthPaused},
 	}
 	settings, err := tx.Settings(ctx)
@@ -40,6 +44,9 @@ func Create(ctx context.Context, tx state.Tx, n New, now time.Time) (state.Spore
 		return sp, err
 	}
 	sp.Spec = sp.Spec.WithDefaults(settings)
+	if sp.Rank == state.RankArch && n.SleepAfter != 0 {
+		return sp, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: --sleep-after cannot be set on it (nothing was created)", sp.ID)}
+	}
 	if err := checkRank(ctx, tx, sp); err != nil {
 		return sp, err
 	}

@@ -54,9 +54,11 @@ func Set(ctx context.Context, tx state.Tx, id string, d state.Desired, now time.
 	if sp.Rank == state.RankArch && d != state.Running {
 		return &RefusedError{Msg: fmt.Sprintf("%s %s: spore %s is the [arch] mycologist, which is always on: it cannot be put to sleep or stopped (nothing was changed)", verb, id, id)}
 	}
-	if sp.Desired == d {
+	if sp.Desired == d && sp.DesiredBy == state.ByPerson {
 		return nil
 	}
+	// A spore idle put to sleep that a person puts to sleep is theirs
+	// from now on: a message no longer wakes it (docs/sleep.md).
 	_, _, err = desire(ctx, tx, sp, d, verb, "", "", now)
 	return err
 }
@@ -92,12 +94,17 @@ func KeepArchOn(ctx context.Context, tx state.Tx, sp state.Spore, now time.Time)
 	return desire(ctx, tx, sp, state.Running, "wake", ArchFrom, ": the [arch] mycologist is always on", now)
 }
 
-// desire writes sp with desired d and a new generation, and its
-// lifecycle event ("desired X → d" and why). It returns the record as
-// written and the event's sequence number.
+// desire writes sp with desired d, set by a person (DesiredBy cleared),
+// and a new generation, and its lifecycle event ("desired X → d" and
+// why). It returns the record as written and the event's sequence number.
 func desire(ctx context.Context, tx state.Tx, sp state.Spore, d state.Desired, action, from, why string, now time.Time) (state.Spore, uint64, error) {
+	return desireBy(ctx, tx, sp, d, state.ByPerson, action, from, why, now)
+}
+
+// desireBy is desire with who set d (DesiredBy).
+func desireBy(ctx context.Context, tx state.Tx, sp state.Spore, d state.Desired, by state.DesiredBy, action, from, why string, now time.Time) (state.Spore, uint64, error) {
 	prev := sp.Desired
-	sp.Desired = d
+	sp.Desired, sp.DesiredBy = d, by
 	bump(&sp, now)
 	if err := tx.PutWish(ctx, sp.Wish); err != nil {
 		return sp, 0, err

@@ -125,7 +125,8 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	defer s.Close()
 	require.False(t, created)
 	require.Equal(t, latestVersion(), s.Info().FormatVersion)
-	for _, c := range []string{"generation", "health", "health_reason", "loop_interval_ms", "loop_due", "activity", "incidents"} {
+	for _, c := range []string{"generation", "health", "health_reason", "loop_interval_ms", "loop_due", "activity", "incidents",
+		"sleep_after_ms", "desired_by", "active_at"} {
 		require.True(t, columnExists(t, url, "spores", c), c)
 	}
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
@@ -137,6 +138,9 @@ func TestUpgradeFromVersion1(t *testing.T) {
 		require.Empty(t, sp.Health)
 		require.Zero(t, sp.Loop)
 		require.True(t, sp.LoopDue.IsZero())
+		require.Zero(t, sp.SleepAfter)
+		require.Empty(t, sp.DesiredBy)
+		require.True(t, sp.ActiveAt.IsZero())
 		require.Equal(t, 2, sp.Restarts, "old columns are kept")
 		p, err := tx.Pending(ctx)
 		if err != nil {

@@ -16,9 +16,9 @@ import (
 // PutStatus each write only their own (last_seq is the log's, Append's).
 const (
 	wishColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
-	created, updated, generation, loop_interval_ms, spec_pod`
+	created, updated, generation, loop_interval_ms, spec_pod, sleep_after_ms, desired_by`
 	statusColumns = `observed_generation, restarts, failures, not_before, breaker_open, bridge_seq,
-	health, health_reason, loop_due, activity, incidents`
+	health, health_reason, loop_due, activity, incidents, active_at`
 	sporeColumns = wishColumns + `, ` + statusColumns
 )
 
@@ -36,12 +36,15 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		activity      []byte // json; NULL: none
 		incidents     []byte
 		pod           []byte // json; NULL: no pod options
+		sleepMS       int64
+		desiredBy     string
+		activeAt      *time.Time
 	)
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
-		&sp.Created, &sp.Updated, &generation, &loopMS, &pod,
+		&sp.Created, &sp.Updated, &generation, &loopMS, &pod, &sleepMS, &desiredBy,
 		&observed, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
-		&sp.Health, &sp.HealthReason, &loopDue, &activity, &incidents)
+		&sp.Health, &sp.HealthReason, &loopDue, &activity, &incidents, &activeAt)
 	if err != nil {
 		return sp, err
 	}
@@ -71,6 +74,10 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 	sp.Loop = state.Duration(time.Duration(loopMS) * time.Millisecond)
 	if loopDue != nil {
 		sp.LoopDue = loopDue.UTC()
+	}
+	sp.SleepAfter, sp.DesiredBy = state.Duration(time.Duration(sleepMS)*time.Millisecond), state.DesiredBy(desiredBy)
+	if activeAt != nil {
+		sp.ActiveAt = activeAt.UTC()
 	}
 	if activity != nil {
 		var err error
@@ -159,7 +166,8 @@ func sporeArgs(sp *state.Spore) []any {
 func wishArgs(w *state.Wish) []any {
 	return []any{w.ID, w.Colony, string(w.Rank), w.Swarm, w.Role, string(w.Desired),
 		w.Spec.Image, w.Spec.CPU, w.Spec.Memory, w.Spec.Storage,
-		w.Created, w.Updated, int64(w.Generation), time.Duration(w.Loop).Milliseconds(), podOrNull(w.Spec.Pod)}
+		w.Created, w.Updated, int64(w.Generation), time.Duration(w.Loop).Milliseconds(), podOrNull(w.Spec.Pod),
+		time.Duration(w.SleepAfter).Milliseconds(), string(w.DesiredBy)}
 }
 
 // statusArgs are the values for statusColumns, in order.
@@ -176,8 +184,12 @@ func statusArgs(st *state.Status) []any {
 	if !st.LoopDue.IsZero() {
 		loopDue = st.LoopDue
 	}
+	var activeAt any
+	if !st.ActiveAt.IsZero() {
+		activeAt = st.ActiveAt
+	}
 	return []any{int64(st.ObservedGeneration), st.Restarts, failures, notBefore, st.BreakerOpen, int64(st.BridgeSeq),
-		string(st.Health), st.HealthReason, loopDue, encodeActivity(st.Activity), jsonOrNull(st.Incidents)}
+		string(st.Health), st.HealthReason, loopDue, encodeActivity(st.Activity), jsonOrNull(st.Incidents), activeAt}
 }
 
 // podOrNull is p as a json column: NULL for none. Marshalling plain
@@ -220,7 +232,8 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// error would abort the whole transaction, but ErrExists must leave it
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
+		$25, $26, $27, $28, $29)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -247,7 +260,7 @@ func (t *tx) PutWish(ctx context.Context, w state.Wish) error {
 	return t.guardedUpdate(ctx, "put wish of spore "+w.ID, w.ID,
 		`UPDATE sporectl.spores SET colony = $2, rank = $3, swarm = $4, role = $5, desired = $6,
 		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
-		generation = $13, loop_interval_ms = $14, spec_pod = $15
+		generation = $13, loop_interval_ms = $14, spec_pod = $15, sleep_after_ms = $16, desired_by = $17
 		WHERE id = $1 AND generation < $13`, wishArgs(&w),
 		func(stored uint64) error { return state.CheckWish(state.Wish{ID: w.ID, Generation: stored}, w) })
 }
@@ -268,7 +281,7 @@ func (t *tx) PutStatus(ctx context.Context, id string, st state.Status) error {
 	return t.guardedUpdate(ctx, "put status of spore "+id, id,
 		`UPDATE sporectl.spores SET observed_generation = $2, restarts = $3, failures = $4, not_before = $5,
 		breaker_open = $6, bridge_seq = $7, health = $8, health_reason = $9, loop_due = $10,
-		activity = $11, incidents = $12
+		activity = $11, incidents = $12, active_at = $13
 		WHERE id = $1 AND generation = $2`, append([]any{id}, statusArgs(&st)...),
 		func(stored uint64) error { return state.CheckStatus(id, stored, st) })
 }

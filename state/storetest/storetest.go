@@ -49,6 +49,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Pending", testPending},
 		{"WishAndHealthBookkeeping", testBookkeeping},
 		{"SwarmLoop", testSwarmLoop},
+		{"IdleSleep", testIdleSleep},
+		{"ColonySettings", testColonySettings},
 		{"ActivityAndIncidents", testActivityAndIncidents},
 		{"PodOptions", testPodOptions},
 		{"OperatorTokens", testOperatorTokens},

@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/reconcile/wish"
+	"github.com/sporectl/sporectl/state"
+)
+
+// newCmdColony groups the colony-wide settings (docs/sleep.md).
+func newCmdColony(f *Factory) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "colony",
+		Short: "Show and change colonies' settings (idle sleep)",
+	}
+	cmd.AddCommand(newCmdColonySet(f, nil), newCmdColonyList(f, nil))
+	return cmd
+}
+
+type colonySetOptions struct {
+	f             *Factory
+	Name          string
+	SleepAfter    time.Duration
+	WakeOnMessage bool
+	// changed says whether a flag was given: only those are changed.
+	changed func(string) bool
+}
+
+// newCmdColonySet builds the command; runF, when not nil, is called
+// instead of running it (tests of what the flags parse into).
+func newCmdColonySet(f *Factory, runF func(context.Context, *colonySetOptions) error) *cobra.Command {
+	o := &colonySetOptions{f: f}
+	var sleepAfter string
+	cmd := &cobra.Command{
+		Use:   "set NAME [--sleep-after D] [--wake-on-message[=false]]",
+		Short: "Change a colony's idle-sleep settings (only the flags given)",
+		Long: `Change the settings of colony NAME that the flags give; the others are kept.
+--sleep-after D puts its awake spores to sleep after D idle (no turn running,
+nothing queued) unless a spore has its own (set sleep-after); 0 never.
+--wake-on-message lets a message (tell, swarm tell, a person's prompt) wake a
+spore of the colony that idle put to sleep, without --wake; one a person put
+to sleep still needs --wake. The [arch] mycologist is always on. See
+docs/sleep.md.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("%s takes one colony name, got %d", cmd.CommandPath(), len(args))
+			}
+			return state.ValidateName("colony", args[0])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name, o.changed = args[0], cmd.Flags().Changed
+			if !o.changed("sleep-after") && !o.changed("wake-on-message") {
+				return usageErrorf("%s: give --sleep-after or --wake-on-message (nothing to change)", cmd.CommandPath())
+			}
+			if o.changed("sleep-after") {
+				d, err := parseSleepAfter("--sleep-after", sleepAfter)
+				if err != nil {
+					return err
+				}
+				o.SleepAfter = d
+			}
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&sleepAfter, "sleep-after", "0", "put awake spores to sleep after this long idle, e.g. 30m (0: never)")
+	fl.BoolVar(&o.WakeOnMessage, "wake-on-message", false, "a message wakes a spore that idle put to sleep")
+	return cmd
+}
+
+func (o *colonySetOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	action := "unchanged"
+	err = st.Update(ctx, func(tx state.Tx) error {
+		s, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		c := s.Colony(o.Name)
+		if o.changed("sleep-after") {
+			c.SleepAfter = state.Duration(o.SleepAfter)
+		}
+		if o.changed("wake-on-message") {
+			c.WakeOnMessage = o.WakeOnMessage
+		}
+		wrote, err := wish.SetColony(ctx, tx, o.Name, c)
+		if wrote {
+			action = "configured"
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return o.f.Print(actionResults{Results: []actionResult{{Kind: "colony", ID: o.Name, Action: action}}})
+}
+
+type colonyListOptions struct{ f *Factory }
+
+func newCmdColonyList(f *Factory, runF func(context.Context, *colonyListOptions) error) *cobra.Command {
+	o := &colonyListOptions{f: f}
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "The colonies (with spores or settings) and their idle-sleep settings",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return o.run(cmd.Context())
+		},
+	}
+}
+
+// colonyRow is one colony as `colony list` prints it.
+type colonyRow struct {
+	Name          string         `json:"name"`
+	Spores        int            `json:"spores"`
+	SleepAfter    state.Duration `json:"sleep_after"`
+	WakeOnMessage bool           `json:"wake_on_message"`
+}
+
+type colonyList struct {
+	Colonies []colonyRow `json:"colonies"`
+}
+
+func (l colonyList) Table(bool) ([]string, [][]string) {
+	rows := make([][]string, len(l.Colonies))
+	for i, c := range l.Colonies {
+		after := "never"
+		if c.SleepAfter != 0 {
+			after = c.SleepAfter.String()
+		}
+		rows[i] = []string{c.Name, strconv.Itoa(c.Spores), after, strconv.FormatBool(c.WakeOnMessage)}
+	}
+	return []string{"COLONY", "SPORES", "SLEEP-AFTER", "WAKE-ON-MESSAGE"}, rows
+}
+
+func (l colonyList) Names() []string {
+	out := make([]string, len(l.Colonies))
+	for i, c := range l.Colonies {
+		out[i] = "colony/" + c.Name
+	}
+	return out
+}
+
+func (o *colonyListOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	var s state.Settings
+	count := map[string]int{}
+	err = st.View(ctx, func(tx state.Tx) error {
+		if s, err = tx.Settings(ctx); err != nil {
+			return err
+		}
+		spores, err := tx.Spores(ctx)
+		for _, sp := range spores {
+			count[sp.Colony]++
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if s.Colonies != nil {
+		for name := range *s.Colonies {
+			if _, ok := count[name]; !ok {
+				count[name] = 0 // settings, no spores yet
+			}
+		}
+	}
+	var l colonyList
+	for _, name := range slices.Sorted(maps.Keys(count)) {
+		c := s.Colony(name)
+		l.Colonies = append(l.Colonies, colonyRow{Name: name, Spores: count[name], SleepAfter: c.SleepAfter, WakeOnMessage: c.WakeOnMessage})
+	}
+	return o.f.Print(l)
+}

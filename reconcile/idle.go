@@ -1,0 +1,135 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/wish"
+	"github.com/sporectl/sporectl/state"
+)
+
+// Idle sleep (docs/sleep.md): a healing pass puts an awake spore to
+// sleep once it has been idle for its SleepAfter (its own, else its
+// colony's), freeing its pod. The decision is the plan's (sleepIdle);
+// the pass records the sleep as a wish (wish.SleepBy, DesiredBy "idle")
+// in one transaction before it acts (recordIdleSleeps), so a pass killed
+// between the two leaves a spore wished asleep whose processes the next
+// pass ends (runs while asleep), never one wished awake with nothing
+// running. Then act stops it like any spore that runs while asleep.
+
+// idleSince is when sp was last active: the later of the last time a
+// pass saw it work (ActiveAt) and its wish's last change (a wake, a
+// create --wake, a sleep-after set just now).
+func idleSince(sp state.Spore) time.Time {
+	if sp.ActiveAt.After(sp.Updated) {
+		return sp.ActiveAt
+	}
+	return sp.Updated
+}
+
+// sleepIdle decides whether p's spore has been idle long enough to be
+// put to sleep: healthy and wished awake (so not the [arch], which is
+// always on), no turn running and nothing queued (the bridge says idle,
+// its queue is empty, the outbox holds nothing for it, this pass took no
+// lines from it), not just woken (in.Force), for at least its SleepAfter.
+func sleepIdle(p *SporePlan, in PlanInput) {
+	sp := p.Spore
+	after := state.SleepAfterOf(sp, in.Settings)
+	switch {
+	case after <= 0, sp.Desired != state.Running, p.Verdict.Effective != Healthy, p.Start, p.Stop,
+		p.Observed.Activity != bridge.StateIdle, p.Observed.Queue > 0, len(in.Pending[sp.ID]) > 0,
+		in.Active[sp.ID], in.Force[sp.ID]:
+		return
+	}
+	if idle := in.Now.Sub(idleSince(sp)); idle >= after {
+		p.SleepIdle, p.Idle = true, idle
+	}
+}
+
+// idleText is the why of an idle sleep's event and stop: "idle for 30m".
+func idleText(idle time.Duration) string {
+	return "idle for " + idle.Truncate(time.Second).String()
+}
+
+// recordIdleSleeps records, in one read-write transaction, the sleep of
+// every spore the plan found idle long enough (wish.SleepBy, by idle),
+// each re-read first: one whose generation moved since the snapshot (a
+// person acted, another pass slept it) is left alone and not stopped.
+// Each slept spore's plan then stops it, on the record as written.
+func (ps *Pass) recordIdleSleeps(ctx context.Context, plans []*SporePlan, now time.Time) error {
+	var todo []*SporePlan
+	for _, p := range plans {
+		if p.SleepIdle {
+			todo = append(todo, p)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	slept := map[*SporePlan]state.Spore{}
+	err := ps.Store.Update(ctx, func(tx state.Tx) error {
+		clear(slept)
+		for _, p := range todo {
+			id := p.Spore.ID
+			cur, err := tx.Spore(ctx, id)
+			if errors.Is(err, state.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if cur.Generation != p.Spore.Generation {
+				continue
+			}
+			sp, wrote, err := wish.SleepBy(ctx, tx, id, state.ByIdle, ": "+idleText(p.Idle), now)
+			if err != nil {
+				return err
+			}
+			if wrote {
+				slept[p] = sp
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record idle sleeps: %w", err)
+	}
+	for _, p := range todo {
+		sp, ok := slept[p]
+		if !ok {
+			p.SleepIdle = false
+			continue
+		}
+		ps.logger().Info("idle: put to sleep", "spore", sp.ID, "idle", p.Idle.Truncate(time.Second))
+		p.Spore, p.Stop, p.Deliver = sp, true, nil
+		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
+	}
+	return nil
+}
+
+// sleptBy is who put sp to sleep, for status ("person", "idle",
+// "budget"; "" unless desired Paused), and the reason status shows: v's
+// own when it has one, else, asleep as wished, why it sleeps ("asleep:
+// idle for 30m", "asleep: by a person").
+func sleptBy(sp state.Spore, s state.Settings, v Verdict) (string, string) {
+	if sp.Desired != state.Paused {
+		return "", v.Text
+	}
+	by := string(sp.DesiredBy)
+	if sp.DesiredBy == state.ByPerson {
+		by = "person"
+	}
+	if v.Text != "" || v.Effective != Paused {
+		return by, v.Text
+	}
+	switch after := state.SleepAfterOf(sp, s); {
+	case sp.DesiredBy == state.ByIdle && after > 0:
+		return by, "asleep: " + idleText(after)
+	case sp.DesiredBy == state.ByPerson:
+		return by, "asleep: by a person"
+	}
+	return by, "asleep: by " + by
+}

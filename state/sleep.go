@@ -1,0 +1,152 @@
+package state
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// DesiredBy says who set a spore's current desired state when it was not
+// a person or a mycologist's command (docs/sleep.md). Whoever set it
+// decides what may undo it: a spore that idle put to sleep may be woken
+// by a message when its colony allows it (ColonySettings WakeOnMessage);
+// one a person put to sleep is woken only by a wake.
+type DesiredBy string
+
+const (
+	// ByPerson is the zero value: a person, or a mycologist's command.
+	ByPerson DesiredBy = ""
+	// ByIdle: reconcile put the spore to sleep after SleepAfter idle.
+	ByIdle DesiredBy = "idle"
+	// ByBudget: reconcile put the spore to sleep when its budget ran out.
+	ByBudget DesiredBy = "budget"
+)
+
+// Valid reports whether b is one of the names above.
+func (b DesiredBy) Valid() bool {
+	switch b {
+	case ByPerson, ByIdle, ByBudget:
+		return true
+	}
+	return false
+}
+
+// Text is b as status says it: "a person", "idle", "budget".
+func (b DesiredBy) Text() string {
+	if b == ByPerson {
+		return "a person"
+	}
+	return string(b)
+}
+
+// MinSleepAfter and MaxSleepAfter bound a SleepAfter (when set): a spore
+// that sleeps after seconds would be started and stopped between two
+// prompts; one that sleeps after more than a month need not be asked to.
+const (
+	MinSleepAfter = Duration(time.Minute)
+	MaxSleepAfter = Duration(30 * 24 * time.Hour)
+)
+
+// ValidateSleepAfter refuses a SleepAfter out of bounds; field names it
+// ("sleep after", "colonies.NAME.sleep_after").
+func ValidateSleepAfter(field string, d Duration) error {
+	if d != 0 && (d < MinSleepAfter || d > MaxSleepAfter) {
+		return &InvalidError{Field: field, Value: d.String(), Reason: fmt.Sprintf("must be 0 (never) or between %s and %s", MinSleepAfter, time.Duration(MaxSleepAfter))}
+	}
+	return nil
+}
+
+// validateSleep checks the wish's idle-sleep fields: SleepAfter's bounds,
+// none on an [arch] (it is always on), a known DesiredBy, and DesiredBy
+// only on a spore that is not wished awake (it says who put it to sleep).
+func (s *Wish) validateSleep() error {
+	if err := ValidateSleepAfter("sleep after", s.SleepAfter); err != nil {
+		return err
+	}
+	if s.SleepAfter != 0 && s.Rank == RankArch {
+		return &InvalidError{Field: "sleep after", Value: s.SleepAfter.String(), Reason: "cannot be set on the [arch] mycologist: it is always on"}
+	}
+	if !s.DesiredBy.Valid() {
+		return &InvalidError{Field: "desired by", Value: preview(string(s.DesiredBy)), Reason: `must be empty (a person), "idle" or "budget"`}
+	}
+	if s.DesiredBy != ByPerson && s.Desired == Running {
+		return &InvalidError{Field: "desired by", Value: string(s.DesiredBy), Reason: "must be empty while desired Running: only a sleep is set by idle or budget"}
+	}
+	return nil
+}
+
+// ColonySettings are one colony's defaults for idle sleep.
+type ColonySettings struct {
+	// SleepAfter is the idle time after which an awake spore of the
+	// colony is put to sleep when its own SleepAfter is 0 (0: never).
+	SleepAfter Duration `json:"sleep_after,omitzero"`
+	// WakeOnMessage lets a message (tell, swarm tell, a person's prompt)
+	// wake a spore of the colony that idle put to sleep without --wake.
+	WakeOnMessage bool `json:"wake_on_message,omitempty"`
+}
+
+// ColonyList is the stored colony settings by colony name. It is a
+// pointer in Settings so that Settings stay comparable with ==.
+type ColonyList map[string]ColonySettings
+
+// MaxColonies bounds the colonies with settings in one store.
+const MaxColonies = 1024
+
+// Colony returns colony name's settings (the zero value when none).
+func (s Settings) Colony(name string) ColonySettings {
+	if s.Colonies == nil {
+		return ColonySettings{}
+	}
+	return (*s.Colonies)[name]
+}
+
+// WithColony returns s with colony name's settings set to c; the zero
+// value removes the colony's key. s itself is not changed.
+func (s Settings) WithColony(name string, c ColonySettings) Settings {
+	m := ColonyList{}
+	if s.Colonies != nil {
+		m = maps.Clone(*s.Colonies)
+	}
+	if c == (ColonySettings{}) {
+		delete(m, name)
+	} else {
+		m[name] = c
+	}
+	if len(m) == 0 {
+		s.Colonies = nil
+		return s
+	}
+	s.Colonies = &m
+	return s
+}
+
+// ValidateColonies refuses a colony name outside the grammar, a
+// SleepAfter out of bounds and more than MaxColonies. The error is an
+// *InvalidError whose Field is "colonies" or "colonies.NAME…".
+func ValidateColonies(cs ColonyList) error {
+	if len(cs) > MaxColonies {
+		return &InvalidError{Field: "colonies", Value: fmt.Sprint(len(cs)), Reason: fmt.Sprintf("at most %d colonies may have settings", MaxColonies)}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cs)) {
+		if err := ValidateName("colony", name); err != nil {
+			return err
+		}
+		if err := ValidateSleepAfter("colonies."+name+".sleep_after", cs[name].SleepAfter); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SleepAfterOf is how long sp may stay idle before it is put to sleep:
+// its own SleepAfter, else its colony's; 0 (never) for the [arch].
+func SleepAfterOf(sp Spore, s Settings) time.Duration {
+	if sp.Rank == RankArch {
+		return 0
+	}
+	if sp.SleepAfter != 0 {
+		return time.Duration(sp.SleepAfter)
+	}
+	return time.Duration(s.Colony(sp.Colony).SleepAfter)
+}
