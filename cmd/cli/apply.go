@@ -86,7 +86,11 @@ func (o *applyOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if p, err = colonyspec.MakePlan(docs, spores, opt); err != nil {
+		settings, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		if p, err = colonyspec.MakePlan(docs, spores, settings, opt); err != nil {
 			return err
 		}
 		return colonyspec.Apply(ctx, tx, p, now)
@@ -112,7 +116,11 @@ func planColonies(ctx context.Context, st state.Store, docs []colonyspec.Documen
 		if err != nil {
 			return colonyspec.Plan{}, err
 		}
-		return colonyspec.MakePlan(docs, spores, opt)
+		settings, err := tx.Settings(ctx)
+		if err != nil {
+			return colonyspec.Plan{}, err
+		}
+		return colonyspec.MakePlan(docs, spores, settings, opt)
 	})
 }
 
@@ -181,7 +189,7 @@ func (o *applyOptions) act(ctx context.Context, st state.Store, p colonyspec.Pla
 func applyResults(p colonyspec.Plan) actionResults {
 	res := actionResults{Results: []actionResult{}}
 	for _, c := range p.Changes {
-		res.Results = append(res.Results, actionResult{Kind: "spore", ID: c.ID, Action: string(c.Action)})
+		res.Results = append(res.Results, actionResult{Kind: c.Kind(), ID: c.Name(), Action: string(c.Action)})
 	}
 	return res
 }

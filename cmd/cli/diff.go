@@ -55,7 +55,7 @@ func (o *diffOptions) run(ctx context.Context) error {
 	out := diffList{Changes: []diffChange{}}
 	for _, c := range p.Changes {
 		if c.Action != colonyspec.Unchanged {
-			out.Changes = append(out.Changes, diffChange{Kind: "spore", ID: c.ID, Colony: c.Colony, Action: string(c.Action), Diffs: c.Diffs})
+			out.Changes = append(out.Changes, diffChange{Kind: c.Kind(), ID: c.Name(), Colony: c.Colony, Action: string(c.Action), Diffs: c.Diffs})
 		}
 	}
 	if err := o.f.Print(out); err != nil {
@@ -86,7 +86,11 @@ type diffChange struct {
 func (l diffList) Lines() []string {
 	var lines []string
 	for _, c := range l.Changes {
-		lines = append(lines, "spore/"+c.ID+" "+c.Action+" (colony "+c.Colony+")")
+		if c.Kind == "colony" {
+			lines = append(lines, "colony/"+c.ID+" "+c.Action)
+		} else {
+			lines = append(lines, "spore/"+c.ID+" "+c.Action+" (colony "+c.Colony+")")
+		}
 		for _, d := range c.Diffs {
 			if c.Action == string(colonyspec.Created) {
 				lines = append(lines, "  + "+d.Field+": "+d.To)
@@ -103,7 +107,7 @@ func (l diffList) Table(bool) ([]string, [][]string) { return nil, nil }
 func (l diffList) Names() []string {
 	out := make([]string, len(l.Changes))
 	for i, c := range l.Changes {
-		out[i] = "spore/" + c.ID
+		out[i] = c.Kind + "/" + c.ID
 	}
 	return out
 }

@@ -51,11 +51,20 @@ func (o *exportOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	spores, err := state.ViewValue(ctx, st, func(tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
+	var spores []state.Spore
+	var settings state.Settings
+	err = st.View(ctx, func(tx state.Tx) error {
+		var err error
+		if settings, err = tx.Settings(ctx); err != nil {
+			return err
+		}
+		spores, err = tx.Spores(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	d := colonyspec.Export(o.Colony, spores)
+	d := colonyspec.Export(o.Colony, spores, settings)
 	if len(d.Spec.Spores) == 0 {
 		return fmt.Errorf("colony %s: no spore of the store is in it: %w", o.Colony, state.ErrNotFound)
 	}

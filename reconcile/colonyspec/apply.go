@@ -14,9 +14,9 @@ import (
 const From = "sporectl:apply"
 
 // Apply records every change of p in tx through reconcile/wish: the
-// prunes first (a rank they free can be taken), then the changed spores,
-// then the new ones, each as its wish transition (Delete, SetSpec, Set,
-// SetLoop, Create). A refusal of the rules is returned with the file and
+// prunes first (a rank they free can be taken), then the changed spores
+// and colonies, then the new spores, each as its wish transition (Delete,
+// SetColony, SetSpec, Set, SetLoop, SetSleepAfter, Create). A refusal of the rules is returned with the file and
 // line of the spore it concerns; the caller's transaction then commits
 // nothing. The pruned spores' processes and homes are the caller's to end
 // after the commit (as `delete` does).
@@ -38,6 +38,10 @@ func Apply(ctx context.Context, tx state.Tx, p Plan, now time.Time) error {
 }
 
 func apply(ctx context.Context, tx state.Tx, c Change, now time.Time) error {
+	if c.Settings != nil {
+		_, err := wish.SetColony(ctx, tx, c.Colony, *c.Settings)
+		return err
+	}
 	switch c.Action {
 	case Pruned:
 		return wish.Delete(ctx, tx, c.ID)
@@ -59,6 +63,11 @@ func apply(ctx context.Context, tx state.Tx, c Change, now time.Time) error {
 	}
 	if c.Loop != nil {
 		if _, _, err := wish.SetLoop(ctx, tx, c.ID, *c.Loop, From, now); err != nil {
+			return err
+		}
+	}
+	if c.SleepAfter != nil {
+		if _, _, err := wish.SetSleepAfter(ctx, tx, c.ID, *c.SleepAfter, From, now); err != nil {
 			return err
 		}
 	}

@@ -10,8 +10,16 @@ import (
 // with each field it has, so that applying it to the same store changes
 // nothing, and to an empty one makes the same wishes. Fields that are
 // empty in the store (no swarm, no loop) are left out.
-func Export(colony string, spores []state.Spore) Document {
+func Export(colony string, spores []state.Spore, settings state.Settings) Document {
 	d := Document{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: colony}, Spec: ColonySpec{Spores: []Spore{}}}
+	if c := settings.Colony(colony); c != (state.ColonySettings{}) {
+		if c.SleepAfter != 0 {
+			d.Spec.SleepAfter = ptr(loopText(time.Duration(c.SleepAfter)))
+		}
+		if c.WakeOnMessage {
+			d.Spec.WakeOnMessage = ptr(true)
+		}
+	}
 	for _, s := range spores {
 		if s.Colony != colony {
 			continue
@@ -25,6 +33,9 @@ func Export(colony string, spores []state.Spore) Document {
 		}
 		if s.Loop != 0 {
 			e.Loop = ptr(loopText(time.Duration(s.Loop)))
+		}
+		if s.SleepAfter != 0 {
+			e.SleepAfter = ptr(loopText(time.Duration(s.SleepAfter)))
 		}
 		if s.Spec.Image != "" {
 			e.Image = ptr(s.Spec.Image)

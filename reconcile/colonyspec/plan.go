@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sporectl/sporectl/reconcile/wish"
@@ -28,18 +29,23 @@ type Diff struct {
 	To    string `json:"to"`
 }
 
-// Change is what applying does to one spore.
+// Change is what applying does to one spore, or (Settings not nil) to
+// its colony's settings.
 type Change struct {
 	Action Action
-	ID     string
+	ID     string // "" for a colony's settings
 	Colony string
 	Diffs  []Diff // for Created every field the new spore is given
 
 	// What Apply records; zero values where nothing changes.
-	New     *wish.New     // Created
-	Spec    *wish.Spec    // Configured: swarm, role or spec differ
-	Desired state.Desired // a desired state other than the stored (for Created: than Paused)
-	Loop    *time.Duration
+	New        *wish.New     // Created
+	Spec       *wish.Spec    // Configured: swarm, role or spec differ
+	Desired    state.Desired // a desired state other than the stored (for Created: than Paused)
+	Loop       *time.Duration
+	SleepAfter *time.Duration
+	// Settings are the colony's idle-sleep settings as the document
+	// leaves them, when they differ from the stored (a colony change).
+	Settings *state.ColonySettings
 
 	where string // "file:line: spec.spores[i]", for the store's errors
 }
@@ -48,6 +54,22 @@ type Change struct {
 // spores last (by id).
 type Plan struct {
 	Changes []Change
+}
+
+// Kind is what c changes, as kubectl names objects: "spore" or "colony".
+func (c Change) Kind() string {
+	if c.ID == "" {
+		return "colony"
+	}
+	return "spore"
+}
+
+// Name is the name of what c changes: the spore's id, or the colony's.
+func (c Change) Name() string {
+	if c.ID == "" {
+		return c.Colony
+	}
+	return c.ID
 }
 
 // Changed reports whether applying p writes anything.
@@ -73,13 +95,14 @@ type Options struct {
 	Prune bool
 }
 
-// MakePlan compares docs with the stored spores. A colony given by two
+// MakePlan compares docs with the stored spores and settings (the
+// colonies' idle-sleep settings). A colony given by two
 // documents, a spore listed twice, a spore stored in another colony, a
 // rank other than the stored one and a field the spore's rank cannot
 // have are errors naming the file, line and field; the plan is then
 // empty. The rules that involve other spores (one colony mycologist per
 // colony, ...) are checked by Apply, in order, as wish applies them.
-func MakePlan(docs []Document, stored []state.Spore, opt Options) (Plan, error) {
+func MakePlan(docs []Document, stored []state.Spore, settings state.Settings, opt Options) (Plan, error) {
 	byID := make(map[string]state.Spore, len(stored))
 	for _, s := range stored {
 		byID[s.ID] = s
@@ -96,6 +119,9 @@ func MakePlan(docs []Document, stored []state.Spore, opt Options) (Plan, error) 
 			continue
 		}
 		colonies[name] = d.where("metadata.name")
+		if c, ok := planColony(d, settings.Colony(name)); ok {
+			p.Changes = append(p.Changes, c)
+		}
 		for i, s := range d.Spec.Spores {
 			path := fmt.Sprintf("spec.spores[%d]", i)
 			if w, dup := listed[s.ID]; dup {
@@ -138,6 +164,7 @@ func checkRanks(p Plan, stored []state.Spore) []error {
 	}
 	for _, c := range p.Changes {
 		switch {
+		case c.Settings != nil:
 		case c.Action == Pruned:
 			delete(final, c.ID)
 		case c.New != nil:
@@ -162,6 +189,26 @@ func checkRanks(p Plan, stored []state.Spore) []error {
 		}
 	}
 	return errs
+}
+
+// planColony is the change of a document's colony settings, if any: a
+// setting the document leaves out keeps the stored one.
+func planColony(d *Document, stored state.ColonySettings) (Change, bool) {
+	next := stored
+	if v := d.Spec.SleepAfter; v != nil {
+		after, _ := parseSleepAfter(*v) // Read checked it
+		next.SleepAfter = state.Duration(after)
+	}
+	if v := d.Spec.WakeOnMessage; v != nil {
+		next.WakeOnMessage = *v
+	}
+	if next == stored {
+		return Change{}, false
+	}
+	c := Change{Action: Configured, Colony: d.Metadata.Name, Settings: &next, where: d.where("spec")}
+	c.Diffs = appendDiff(c.Diffs, "sleepAfter", loopText(time.Duration(stored.SleepAfter)), loopText(time.Duration(next.SleepAfter)))
+	c.Diffs = appendDiff(c.Diffs, "wakeOnMessage", strconv.FormatBool(stored.WakeOnMessage), strconv.FormatBool(next.WakeOnMessage))
+	return c, true
 }
 
 // plan is the change of one listed spore.
@@ -208,10 +255,21 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 		}
 		loop = &l
 	}
+	var sleepAfter *time.Duration
+	if s.SleepAfter != nil {
+		a, _ := parseSleepAfter(*s.SleepAfter) // Read checked it
+		if a != 0 && rank == state.RankArch {
+			return c, d.errorAt(path+".sleepAfter", "spore %s is the [arch] mycologist, which is always on: it is never put to sleep", s.ID)
+		}
+		sleepAfter = &a
+	}
 
 	if !exists {
 		c.Action = Created
 		c.New = &wish.New{ID: s.ID, Colony: colony, Rank: rank, Swarm: swarm, Role: role, Spec: f.spec(state.Spec{})}
+		if sleepAfter != nil {
+			c.New.SleepAfter = *sleepAfter
+		}
 		c.Diffs = append(c.Diffs, Diff{"rank", "", string(rank)})
 		c.Diffs = appendDiff(c.Diffs, "swarm", "", swarm)
 		c.Diffs = appendDiff(c.Diffs, "role", "", role)
@@ -227,6 +285,9 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 		if loop != nil && *loop != 0 {
 			c.Loop = loop
 			c.Diffs = append(c.Diffs, Diff{"loop", "", loop.String()})
+		}
+		if sleepAfter != nil && *sleepAfter != 0 {
+			c.Diffs = append(c.Diffs, Diff{"sleepAfter", "", sleepAfter.String()})
 		}
 		return c, nil
 	}
@@ -246,6 +307,10 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 	if loop != nil && *loop != time.Duration(old.Loop) {
 		c.Loop = loop
 		c.Diffs = append(c.Diffs, Diff{"loop", loopText(time.Duration(old.Loop)), loopText(*loop)})
+	}
+	if sleepAfter != nil && *sleepAfter != time.Duration(old.SleepAfter) {
+		c.SleepAfter = sleepAfter
+		c.Diffs = append(c.Diffs, Diff{"sleepAfter", loopText(time.Duration(old.SleepAfter)), loopText(*sleepAfter)})
 	}
 	if len(c.Diffs) > 0 {
 		c.Action = Configured

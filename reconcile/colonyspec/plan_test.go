@@ -68,14 +68,14 @@ func TestMakePlan(t *testing.T) {
 		}},
 	}
 	tests[0].spores = ""
-	exported := Export("lab", stored)
+	exported := Export("lab", stored, state.Settings{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			docs := []Document{exported}
 			if tt.spores != "" {
 				docs = doc(t, tt.spores)
 			}
-			p, err := MakePlan(docs, stored, Options{Prune: tt.prune})
+			p, err := MakePlan(docs, stored, state.Settings{}, Options{Prune: tt.prune})
 			require.NoError(t, err)
 			want := tt.want
 			if tt.spores == "" {
@@ -116,7 +116,7 @@ func TestMakePlanRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := MakePlan(doc(t, tt.spores), stored, Options{})
+			p, err := MakePlan(doc(t, tt.spores), stored, state.Settings{}, Options{})
 			require.EqualError(t, err, tt.err)
 			require.Empty(t, p.Changes)
 			if tt.is != nil {
@@ -130,14 +130,71 @@ func TestMakePlanRefuses(t *testing.T) {
 
 	arch, err := Read("hq.yaml", []byte("apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: hq}\nspec:\n  spores:\n  - id: the-arch\n    desired: Paused\n"))
 	require.NoError(t, err)
-	_, err = MakePlan(arch, stored, Options{})
+	_, err = MakePlan(arch, stored, state.Settings{}, Options{})
 	require.EqualError(t, err, "hq.yaml:7: spec.spores[0].desired: spore the-arch is the [arch] mycologist, which is always on: want Running, not Paused")
 
 	twice := append(doc(t, "  - {id: red-1}\n"), doc(t, "  - {id: red-2}\n")...)
-	_, err = MakePlan(twice, stored, Options{})
+	_, err = MakePlan(twice, stored, state.Settings{}, Options{})
 	require.EqualError(t, err, "lab.yaml:3: metadata.name: colony lab is given by two documents (the other at lab.yaml:3: metadata.name)")
 	other, err := Read("ops.yaml", []byte("apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: ops}\nspec:\n  spores:\n  - {id: red-1}\n"))
 	require.NoError(t, err)
-	_, err = MakePlan(append(doc(t, "  - {id: red-1}\n"), other...), stored, Options{})
+	_, err = MakePlan(append(doc(t, "  - {id: red-1}\n"), other...), stored, state.Settings{}, Options{})
 	require.ErrorContains(t, err, "ops.yaml:6: spec.spores[0].id: spore red-1 is listed twice (first at lab.yaml:6: spec.spores[0])")
 }
+
+// TestPlanIdleSleep: a document's colony settings (sleepAfter,
+// wakeOnMessage) and a spore's own sleepAfter are planned against the
+// stored ones, a setting left out keeps the stored one, the export of a
+// store plans unchanged, and an [arch] with a sleepAfter or a bad value is
+// refused naming the line and field.
+func TestPlanIdleSleep(t *testing.T) {
+	read := func(t *testing.T, spec string) []Document {
+		t.Helper()
+		docs, err := Read("lab.yaml", []byte("apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: lab}\nspec:\n"+spec))
+		require.NoError(t, err)
+		return docs
+	}
+	settings := state.Settings{}.WithColony("lab", state.ColonySettings{SleepAfter: state.Duration(30 * time.Minute)})
+	sp := slicesClone(stored)
+	sp[2].SleepAfter = state.Duration(time.Hour) // red-1
+
+	p, err := MakePlan(read(t, "  wakeOnMessage: true\n  spores:\n  - {id: red-1, sleepAfter: 2h}\n  - {id: red-lead}\n"), sp, settings, Options{})
+	require.NoError(t, err)
+	require.Len(t, p.Changes, 3)
+	c := p.Changes[0]
+	require.Equal(t, "colony", c.Kind())
+	require.Equal(t, "lab", c.Name())
+	require.Equal(t, &state.ColonySettings{SleepAfter: state.Duration(30 * time.Minute), WakeOnMessage: true}, c.Settings, "sleepAfter left out is kept")
+	require.Equal(t, []Diff{{"wakeOnMessage", "false", "true"}}, c.Diffs)
+	require.Equal(t, Configured, p.Changes[1].Action)
+	require.Equal(t, []Diff{{"sleepAfter", "1h0m0s", "2h0m0s"}}, p.Changes[1].Diffs)
+	require.Equal(t, ptr(2*time.Hour), p.Changes[1].SleepAfter)
+	require.Equal(t, Unchanged, p.Changes[2].Action)
+
+	p, err = MakePlan(read(t, "  sleepAfter: 30m\n  spores:\n  - {id: red-1, sleepAfter: 1h}\n"), sp, settings, Options{})
+	require.NoError(t, err)
+	require.False(t, p.Changed(), "the stored settings, said again")
+
+	exp := Export("lab", sp, settings)
+	require.Equal(t, ptr("30m0s"), exp.Spec.SleepAfter)
+	require.Nil(t, exp.Spec.WakeOnMessage)
+	p, err = MakePlan([]Document{exp}, sp, settings, Options{})
+	require.NoError(t, err)
+	require.False(t, p.Changed(), "an export plans unchanged")
+
+	arch, err := Read("hq.yaml", []byte("apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: hq}\nspec:\n  spores:\n  - id: the-arch\n    sleepAfter: 10m\n"))
+	require.NoError(t, err)
+	_, err = MakePlan(arch, stored, state.Settings{}, Options{})
+	require.EqualError(t, err, "hq.yaml:7: spec.spores[0].sleepAfter: spore the-arch is the [arch] mycologist, which is always on: it is never put to sleep")
+
+	for text, want := range map[string]string{
+		"  wakeOnMessage: yes\n  spores: []\n":        "lab.yaml:5: spec.wakeOnMessage: want true or false",
+		"  sleepAfter: 10s\n  spores: []\n":           "lab.yaml:5: spec.sleepAfter: invalid value \"10s\": want 0 (none) or from 1m0s to 720h0m0s",
+		"  spores:\n  - {id: red-1, sleepAfter: x}\n": "lab.yaml:6: spec.spores[0].sleepAfter: invalid value \"x\"",
+	} {
+		_, err := Read("lab.yaml", []byte("apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: lab}\nspec:\n"+text))
+		require.ErrorContains(t, err, want, text)
+	}
+}
+
+func slicesClone(s []state.Spore) []state.Spore { return append([]state.Spore(nil), s...) }

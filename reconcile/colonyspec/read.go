@@ -165,6 +165,13 @@ func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
 		default:
 			v.SetString(n.Value)
 		}
+	case reflect.Bool:
+		switch {
+		case n.Kind == yaml.ScalarNode && n.Tag == "!!bool" && (n.Value == "true" || n.Value == "false"):
+			v.SetBool(n.Value == "true")
+		default:
+			r.fail(n, path, "want true or false, not %s", kindName(n))
+		}
 	case reflect.Slice:
 		if null {
 			return
@@ -282,6 +289,11 @@ func (d *Document) validate() []error {
 	} else if err := state.ValidateName("colony", d.Metadata.Name); err != nil {
 		bad("metadata.name", "%s", reason(err))
 	}
+	if v := d.Spec.SleepAfter; v != nil {
+		if _, err := parseSleepAfter(*v); err != nil {
+			bad("spec.sleepAfter", "%s", err.Error())
+		}
+	}
 	if df := d.Spec.Defaults; df != nil {
 		errs = append(errs, d.validateFields("spec.defaults", *df)...)
 	}
@@ -313,6 +325,11 @@ func (d *Document) validate() []error {
 		if s.Loop != nil {
 			if _, err := parseLoop(*s.Loop); err != nil {
 				bad(p+".loop", "%s", err.Error())
+			}
+		}
+		if s.SleepAfter != nil {
+			if _, err := parseSleepAfter(*s.SleepAfter); err != nil {
+				bad(p+".sleepAfter", "%s", err.Error())
 			}
 		}
 		errs = append(errs, d.validateFields(p, s.Fields)...)

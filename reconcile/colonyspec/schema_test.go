@@ -69,8 +69,8 @@ func TestSchemaAcceptsTheExamplesAndExport(t *testing.T) {
 	d := Export("lab", []state.Spore{
 		{Wish: state.Wish{ID: "lab-myco", Colony: "lab", Rank: state.RankColony, Desired: state.Running, Spec: spec}},
 		{Wish: state.Wish{ID: "red-lead", Colony: "lab", Rank: state.RankSwarm, Swarm: "red", Desired: state.Paused, Spec: spec, Loop: state.Duration(90 * time.Minute)}},
-		{Wish: state.Wish{ID: "red-1", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "dev", Desired: state.Stopped, Spec: state.Spec{CPU: "500m"}}},
-	})
+		{Wish: state.Wish{ID: "red-1", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "dev", Desired: state.Stopped, Spec: state.Spec{CPU: "500m"}, SleepAfter: state.Duration(45 * time.Minute)}},
+	}, state.Settings{}.WithColony("lab", state.ColonySettings{SleepAfter: state.Duration(30 * time.Minute), WakeOnMessage: true}))
 	b, err := json.Marshal(d)
 	require.NoError(t, err)
 	var v any

@@ -36,6 +36,12 @@ type Metadata struct {
 
 // ColonySpec is what the colony holds.
 type ColonySpec struct {
+	// SleepAfter and WakeOnMessage are the colony's idle-sleep settings
+	// (docs/sleep.md), what `colony set` sets: the idle time after which a
+	// spore with no sleepAfter of its own is put to sleep ("0": never),
+	// and whether a message wakes a spore idle put to sleep.
+	SleepAfter    *string `yaml:"sleepAfter,omitempty" json:"sleepAfter,omitempty"`
+	WakeOnMessage *bool   `yaml:"wakeOnMessage,omitempty" json:"wakeOnMessage,omitempty"`
 	// Defaults apply to every spore that leaves a field out.
 	Defaults *Fields `yaml:"defaults,omitempty" json:"defaults,omitempty"`
 	Spores   []Spore `yaml:"spores" json:"spores"`
@@ -65,8 +71,11 @@ type Spore struct {
 	Role  *string `yaml:"role,omitempty" json:"role,omitempty"`
 	// Loop is a [swarm] mycologist's `swarm loop` interval ("30m"; "0":
 	// none).
-	Loop   *string `yaml:"loop,omitempty" json:"loop,omitempty"`
-	Fields `yaml:",inline"`
+	Loop *string `yaml:"loop,omitempty" json:"loop,omitempty"`
+	// SleepAfter is the spore's own idle time before it is put to sleep
+	// ("30m"; "0": its colony's).
+	SleepAfter *string `yaml:"sleepAfter,omitempty" json:"sleepAfter,omitempty"`
+	Fields     `yaml:",inline"`
 }
 
 // merged is s with what it leaves out taken from d.
@@ -124,6 +133,19 @@ func parseLoop(v string) (time.Duration, error) {
 	}
 	if d != 0 && (d < time.Duration(state.MinLoop) || d > time.Duration(state.MaxLoop)) {
 		return 0, fmt.Errorf("invalid value %q: want 0 (no loop) or from %s to %s", v, state.MinLoop, state.MaxLoop)
+	}
+	return d, nil
+}
+
+// parseSleepAfter reads an idle time: a Go duration, 0 for none, else
+// within state.MinSleepAfter and state.MaxSleepAfter.
+func parseSleepAfter(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("invalid value %q: want a duration such as 30m (0: none)", v)
+	}
+	if d != 0 && (d < time.Duration(state.MinSleepAfter) || d > time.Duration(state.MaxSleepAfter)) {
+		return 0, fmt.Errorf("invalid value %q: want 0 (none) or from %s to %s", v, state.MinSleepAfter, state.MaxSleepAfter)
 	}
 	return d, nil
 }
