@@ -23,8 +23,9 @@ import (
 // hourly activity and 24 events), on the directory store and on
 // PostgreSQL: server time per page (target at 10,000: ≤ 100 ms and
 // ≤ 300 KB on the wire; docs/page.md) and the bytes sent, without and
-// with gzip, next to the read-only pass the page runs first (its floor)
-// in the same run.
+// with gzip, for a load that runs its own pass, one that shares the last
+// second's, and a 304, next to the read-only pass the page runs first
+// (its floor) in the same run.
 //
 //	go test -run '^$' -bench FleetPage -count 5 ./mycelia/ui
 func BenchmarkFleetPage(b *testing.B) {
@@ -55,31 +56,62 @@ func benchFleetPage(b *testing.B, spores int) {
 					}
 				}
 			})
+			// page: each load its own pass (FleetShare < 0), as the first
+			// load after a second; shared: loads within FleetShare of a
+			// read, as a burst of them; 304: a load whose If-None-Match
+			// names the page it has.
 			for _, enc := range []string{"identity", "gzip"} {
 				b.Run("page/"+enc, func(b *testing.B) {
+					h.FleetShare = -1
+					defer func() { h.FleetShare = 0 }()
 					var size int
 					for b.Loop() {
-						size = benchGet(b, h, session, enc)
+						size, _ = benchGet(b, h, session, enc, "")
 					}
 					b.ReportMetric(float64(size), "bytes/page")
 				})
 			}
+			b.Run("shared/gzip", func(b *testing.B) {
+				h.FleetShare = time.Hour
+				defer func() { h.FleetShare = 0 }()
+				var size int
+				for b.Loop() {
+					size, _ = benchGet(b, h, session, "gzip", "")
+				}
+				b.ReportMetric(float64(size), "bytes/page")
+			})
+			b.Run("304", func(b *testing.B) {
+				h.FleetShare = time.Hour
+				defer func() { h.FleetShare = 0 }()
+				_, tag := benchGet(b, h, session, "gzip", "")
+				for b.Loop() {
+					if size, _ := benchGet(b, h, session, "gzip", tag); size != 0 {
+						b.Fatalf("304 with %d bytes", size)
+					}
+				}
+			})
 		})
 	}
 }
 
-// benchGet serves GET /ui/ once and returns the bytes it sent.
-func benchGet(b *testing.B, h *Handler, session *http.Cookie, enc string) int {
+// benchGet serves GET /ui/ once and returns the bytes it sent and its
+// ETag (a 304 when etag, sent as If-None-Match, names the page).
+func benchGet(b *testing.B, h *Handler, session *http.Cookie, enc, etag string) (int, string) {
 	req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
 	req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
 	req.AddCookie(session)
 	req.Header.Set("Accept-Encoding", enc)
+	want := http.StatusOK
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+		want = http.StatusNotModified
+	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
-	if w.Code != http.StatusOK {
+	if w.Code != want {
 		b.Fatalf("GET /ui/: %d %s", w.Code, w.Body)
 	}
-	return w.Body.Len()
+	return w.Body.Len(), w.Header().Get("ETag")
 }
 
 // benchPostgres is a fresh database on the test binary's PostgreSQL

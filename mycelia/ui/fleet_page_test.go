@@ -150,6 +150,12 @@ func TestFleetETag(t *testing.T) {
 	require.Equal(t, http.StatusOK, f.get("/ui/", "If-None-Match", `W/"other"`).status)
 	require.Equal(t, http.StatusOK, f.get("/ui/?colony=lab", "If-None-Match", tag).status, "another filter, another page")
 
+	// With the real nonces (random, 128 bits) too.
+	f.h.Nonce = nil
+	for range 8 {
+		require.Equal(t, http.StatusNotModified, f.get("/ui/", "If-None-Match", tag).status)
+	}
+
 	// Another operator's page of the same fleet is another page (its
 	// name and form token are in it): never its 304.
 	u := f.user()

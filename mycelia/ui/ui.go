@@ -248,7 +248,9 @@ func (h *Handler) nonce() string {
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return base64.RawStdEncoding.EncodeToString(b)
+	// URL-safe: html/template writes it into the script's attribute as it
+	// is ("+" would become "&#43;"), so the fleet's ETag can leave it out.
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func (h *Handler) now() time.Time {
