@@ -137,6 +137,8 @@ func TestFleetETag(t *testing.T) {
 	tag := a.header.Get("ETag")
 	require.Regexp(t, `^W/"[A-Za-z0-9_-]+"$`, tag)
 	require.Equal(t, "private, no-cache", a.header.Get("Cache-Control"))
+	require.Equal(t, "no-store", f.get("/ui/spores/lab-a").header.Get("Cache-Control"), "other pages are never kept")
+	require.Equal(t, "no-store", f.get("/ui/?page=0").header.Get("Cache-Control"), "nor a refusal")
 
 	// The same page with another nonce: the same tag, and 304 for it.
 	b := f.get("/ui/", "If-None-Match", tag)
