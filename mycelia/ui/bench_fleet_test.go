@@ -18,53 +18,100 @@ import (
 	"github.com/sporectl/sporectl/state/statetest"
 )
 
-// BenchmarkFleetPage is GET /ui/ on 1,000 spores (10 colonies, one in
-// four awake on the fake runtime, each with two days of hourly activity
-// and 24 events), on the directory store and on PostgreSQL: server time
-// per page (target < 100 ms; docs/page.md) and the page's bytes, next to
-// the read-only pass the page runs first (its floor) in the same run.
+// BenchmarkFleetPage is GET /ui/ on 1,000 and 10,000 spores (10
+// colonies, one in four awake on the fake runtime, each with two days of
+// hourly activity and 24 events), on the directory store and on
+// PostgreSQL: server time per page (target at 10,000: ≤ 100 ms and
+// ≤ 300 KB on the wire; docs/page.md) and the bytes sent, without and
+// with gzip, for a load that runs its own pass, one that shares the last
+// second's, and a 304, next to the read-only pass the page runs first
+// (its floor) in the same run.
 //
 //	go test -run '^$' -bench FleetPage -count 5 ./mycelia/ui
 func BenchmarkFleetPage(b *testing.B) {
-	const spores = 1000
+	for _, spores := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(spores), func(b *testing.B) { benchFleetPage(b, spores) })
+	}
+}
+
+func benchFleetPage(b *testing.B, spores int) {
 	ctx := context.Background()
-	stores := map[string]state.Store{}
-	stores["dir"] = statetest.Dir(b, state.Settings{Runtime: "local"})
-	if pg := benchPostgres(b); pg != nil {
-		stores["postgres"] = pg
+	stores := map[string]func() state.Store{
+		"dir":      func() state.Store { return statetest.Dir(b, state.Settings{Runtime: "local"}) },
+		"postgres": func() state.Store { return benchPostgres(b) },
 	}
 	for _, name := range []string{"dir", "postgres"} {
-		st, ok := stores[name]
-		if !ok {
-			continue
-		}
-		h := benchFleet(b, st, spores)
-		session := benchSession(b, st)
-		// The baseline: the read-only pass the page runs first, alone.
-		b.Run(name+"/pass", func(b *testing.B) {
-			for b.Loop() {
-				if _, err := h.Pass.Run(ctx, reconcile.Options{}); err != nil {
-					b.Fatal(err)
-				}
+		b.Run(name, func(b *testing.B) {
+			st := stores[name]()
+			if st == nil {
+				b.Skip("no PostgreSQL")
 			}
-		})
-		b.Run(name+"/page", func(b *testing.B) {
-			var size int
-			for b.Loop() {
-				req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
-				req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
-				req.AddCookie(session)
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
-				if w.Code != http.StatusOK {
-					b.Fatalf("GET /ui/: %d %s", w.Code, w.Body)
+			h := benchFleet(b, st, spores)
+			session := benchSession(b, st)
+			// The baseline: the read-only pass the page runs first, alone.
+			b.Run("pass", func(b *testing.B) {
+				for b.Loop() {
+					if _, err := h.Pass.Run(ctx, reconcile.Options{}); err != nil {
+						b.Fatal(err)
+					}
 				}
-				size = w.Body.Len()
+			})
+			// page: each load its own pass (FleetShare < 0), as the first
+			// load after a second; shared: loads within FleetShare of a
+			// read, as a burst of them; 304: a load whose If-None-Match
+			// names the page it has.
+			for _, enc := range []string{"identity", "gzip"} {
+				b.Run("page/"+enc, func(b *testing.B) {
+					h.FleetShare = -1
+					defer func() { h.FleetShare = 0 }()
+					var size int
+					for b.Loop() {
+						size, _ = benchGet(b, h, session, enc, "")
+					}
+					b.ReportMetric(float64(size), "bytes/page")
+				})
 			}
-			b.ReportMetric(float64(size), "bytes/page")
-			b.ReportMetric(float64(size)/spores, "bytes/spore")
+			b.Run("shared/gzip", func(b *testing.B) {
+				h.FleetShare = time.Hour
+				defer func() { h.FleetShare = 0 }()
+				var size int
+				for b.Loop() {
+					size, _ = benchGet(b, h, session, "gzip", "")
+				}
+				b.ReportMetric(float64(size), "bytes/page")
+			})
+			b.Run("304", func(b *testing.B) {
+				h.FleetShare = time.Hour
+				defer func() { h.FleetShare = 0 }()
+				_, tag := benchGet(b, h, session, "gzip", "")
+				for b.Loop() {
+					if size, _ := benchGet(b, h, session, "gzip", tag); size != 0 {
+						b.Fatalf("304 with %d bytes", size)
+					}
+				}
+			})
 		})
 	}
+}
+
+// benchGet serves GET /ui/ once and returns the bytes it sent and its
+// ETag (a 304 when etag, sent as If-None-Match, names the page).
+func benchGet(b *testing.B, h *Handler, session *http.Cookie, enc, etag string) (int, string) {
+	req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
+	req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"
+	req.AddCookie(session)
+	req.Header.Set("Accept-Encoding", enc)
+	want := http.StatusOK
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+		want = http.StatusNotModified
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req)
+	if w.Code != want {
+		b.Fatalf("GET /ui/: %d %s", w.Code, w.Body)
+	}
+	return w.Body.Len(), w.Header().Get("ETag")
 }
 
 // benchPostgres is a fresh database on the test binary's PostgreSQL

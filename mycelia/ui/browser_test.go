@@ -253,7 +253,10 @@ func TestPageInABrowser(t *testing.T) {
 
 	// Hostile text is text: each payload is the textContent of its line,
 	// no element came of it, and no dialog opened.
-	b.do(chromedp.NavigateBack(), chromedp.WaitVisible(chromedp.ID("strip")))
+	// Back to the fleet by a new load: the fleet page is no longer
+	// no-store, so Back may restore it from the back/forward cache, after
+	// which chromedp's view of the DOM is stale and its selectors wait.
+	b.do(chromedp.Navigate(f.ts.URL+"/ui/"), chromedp.WaitVisible(chromedp.ID("strip")))
 	b.open(`a[href="/ui/spores/lab-x"]`)
 	lines = b.lines()
 	requireLine(t, lines, "[user:mallory]", xssScript)

@@ -85,11 +85,11 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	if prev[ExportIndex] == stamps[ExportIndex] {
 		files[ExportIndex] = nil
 	} else {
-		d, err := h.fleetFrom(ctx, res, recs)
+		// The whole fleet on one page: a file has no ?page=.
+		page, err := h.fleetPageOf(ctx, fleetOf(res, recs, hour), fleetFilter{}, "", 0)
 		if err != nil {
 			return nil, fmt.Errorf("export the fleet: %w", err)
 		}
-		page := d.page(fleetFilter{}, "")
 		page.EventsURL = "" // no live stream in a file
 		b, err := h.exportPage("fleet.html", page, 0, hour)
 		if err != nil {

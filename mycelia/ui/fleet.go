@@ -65,10 +65,10 @@ type fleetPage struct {
 	Orphans    []string
 	ObserveErr string
 	Missing    string
-	// Filter is what the page shows (fleet_filter.go);
-	// Shown counts the rows it let through.
+	// Filter is what the page shows (fleet_filter.go).
 	Filter fleetFilter
-	Shown  int
+	// Pager says which of the rows Filter lets through this page shows.
+	Pager pager
 	// States and ColonyNames are the filter's choices, each a link.
 	States      []filterLink
 	ColonyNames []filterLink
@@ -109,6 +109,8 @@ type fleetRow struct {
 	Today today
 	// Spark is its tool calls per hour over the last 24 hours.
 	Spark sparkline
+
+	created time.Time
 }
 
 // nowLine is what a spore is doing now: its last tool call or text.
@@ -126,40 +128,52 @@ func (h *Handler) fleetRoutes(m pageMux) {
 	m.HandleFunc("GET /ui/fleet/events", h.fleetEvents)
 }
 
-// fleet is GET /ui/?colony=&state=&q=: a read-only pass's result and
-// each spore's last events and record, filtered.
+// fleet is GET /ui/?colony=&state=&q=&page=: a read-only pass's result
+// (shared by the requests of the last FleetShare) and the last events and
+// record of the spores on the page, filtered and paged.
 func (h *Handler) fleet(w http.ResponseWriter, r *http.Request) {
 	f, err := parseFleetFilter(r.URL.Query())
 	if err != nil {
 		h.error(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	d, err := h.fleetNow(r.Context())
+	d, err := h.sharedFleet(r.Context(), h.fleetShare())
 	if err != nil {
 		h.internal(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "fleet.html", d.page(f, nonceOf(r)))
+	p, err := h.fleetPageOf(r.Context(), d, f, nonceOf(r), h.fleetRows())
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	h.renderFleet(w, r, p)
 }
 
-// fleetData is the whole fleet as one pass and one read saw it, before
-// any filter: what the page and every live stream render from.
+// fleetData is the whole fleet as one pass saw it, before any filter:
+// what the page and every live stream render from. Its rows hold the
+// pass's view of every spore; what a row adds from the store (its last
+// events, its activity) is read only for the rows a page shows, once per
+// fleetData (fill).
 type fleetData struct {
 	built      time.Time // wall clock, for the shared cache
+	now        time.Time // the page's clock when the pass ended: every row's ages
 	total      int
-	rows       []fleetRow // by colony, then id
+	rows       []fleetRow // by colony, then id: the pass's view alone, never changed
+	recs       map[string]*state.Spore
 	orphans    []string
 	observeErr string
+
+	fillMu sync.Mutex
+	filled []bool     // full[i] is rows[i] with its events and activity
+	full   []fleetRow // written once, by fill
 
 	mu    sync.Mutex
 	frags map[fleetFilter]string // fragment(): the rows rendered, by filter
 }
 
-// buildFleet runs the read-only pass, then reads every spore's last
-// TailEvents events. Activity comes from the records the pass loaded
-// (its snapshot: no second read of every record); only a spore whose
-// tail shows lines the pass ingested after that snapshot has its record
-// read again, to count them.
+// buildFleet runs the read-only pass. Activity comes from the records the
+// pass loaded (its snapshot: no second read of every record).
 func (h *Handler) buildFleet(ctx context.Context) (*fleetData, error) {
 	if h.Pass == nil {
 		return nil, errors.New("no pass")
@@ -172,49 +186,21 @@ func (h *Handler) buildFleet(ctx context.Context) (*fleetData, error) {
 	for _, p := range out.Plans {
 		recs[p.Spore.ID] = &p.Spore
 	}
-	d, err := h.fleetFrom(ctx, out.Result, recs)
-	if err != nil {
-		return nil, err
-	}
+	d := fleetOf(out.Result, recs, h.now())
 	if out.ObserveErr != nil {
 		d.observeErr = out.ObserveErr.Error()
 	}
 	return d, nil
 }
 
-// fleetFrom builds the fleet from a pass's result: each spore's last
-// TailEvents events, and its record from recs (the pass's snapshot) or,
-// when recs has none, from the store.
-func (h *Handler) fleetFrom(ctx context.Context, out reconcile.Result, recs map[string]*state.Spore) (*fleetData, error) {
-	d := &fleetData{built: time.Now(), total: len(out.Spores), orphans: slices.Clone(out.Orphans)}
-	now := h.now()
+// fleetOf is the fleet of a pass's result, each spore's row as the pass
+// saw it; recs is the pass's snapshot of the records (a spore missing
+// from it has its record read when its row is filled).
+func fleetOf(out reconcile.Result, recs map[string]*state.Spore, now time.Time) *fleetData {
+	d := &fleetData{built: time.Now(), now: now, total: len(out.Spores), recs: recs, orphans: slices.Clone(out.Orphans)}
 	d.rows = make([]fleetRow, len(out.Spores))
-	// Rows are read in a few transactions at once: on PostgreSQL each
-	// tail is a round trip, and one transaction is one connection.
-	workers := min(fleetReaders, max(1, len(out.Spores)/64))
-	per := (len(out.Spores) + workers - 1) / workers
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := min(w*per, len(out.Spores)), min((w+1)*per, len(out.Spores))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[w] = h.Store.View(ctx, func(tx state.Tx) error {
-				for i := lo; i < hi; i++ {
-					row, err := fleetRowOf(ctx, tx, out.Spores[i], recs[out.Spores[i].ID], now)
-					if err != nil {
-						return err
-					}
-					d.rows[i] = row
-				}
-				return nil
-			})
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	for i, s := range out.Spores {
+		d.rows[i] = rowOf(s)
 	}
 	slices.SortStableFunc(d.rows, func(a, b fleetRow) int {
 		if c := strings.Compare(a.Colony, b.Colony); c != 0 {
@@ -222,44 +208,93 @@ func (h *Handler) fleetFrom(ctx context.Context, out reconcile.Result, recs map[
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
+	d.filled, d.full = make([]bool, len(d.rows)), make([]fleetRow, len(d.rows))
 	slices.Sort(d.orphans)
 	d.orphans = slices.Compact(d.orphans)
-	return d, nil
+	return d
+}
+
+// fill reads, for the rows at idx not yet filled, each spore's last
+// TailEvents events and, when the pass's snapshot has no record of it or
+// its tail shows lines ingested after that snapshot, its record again.
+// Rows are read in a few transactions at once: on PostgreSQL each tail
+// is a round trip, and one transaction is one connection. Requests for
+// the same fleetData wait for each other here, so no row is read twice.
+func (h *Handler) fill(ctx context.Context, d *fleetData, idx []int) error {
+	d.fillMu.Lock()
+	defer d.fillMu.Unlock()
+	var todo []int
+	for _, i := range idx {
+		if !d.filled[i] {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	workers := min(fleetReaders, max(1, len(todo)/64))
+	per := (len(todo) + workers - 1) / workers
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := min(w*per, len(todo)), min((w+1)*per, len(todo))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[w] = h.Store.View(ctx, func(tx state.Tx) error {
+				for _, i := range todo[lo:hi] {
+					row := d.rows[i]
+					if err := fillRow(ctx, tx, &row, d.recs[row.ID], d.now); err != nil {
+						return err
+					}
+					d.full[i] = row
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, i := range todo {
+		d.filled[i] = true
+	}
+	return nil
 }
 
 // fleetReaders bounds the read transactions one fleet read runs at once
 // (PostgreSQL's pool holds 4 connections by default: one is left).
 const fleetReaders = 3
 
-// fleetRowOf is one spore's row: the pass's view, its last events, and
-// its activity from sp, the pass's snapshot of its record (read again
-// when its tail shows lines ingested after it).
-func fleetRowOf(ctx context.Context, tx state.Tx, s reconcile.SporeHealth, sp *state.Spore, now time.Time) (fleetRow, error) {
-	row := rowOf(s)
+// fillRow adds to a spore's row its last events and its activity from
+// sp, the pass's snapshot of its record (read again when its tail shows
+// lines ingested after it).
+func fillRow(ctx context.Context, tx state.Tx, row *fleetRow, sp *state.Spore, now time.Time) error {
 	var evs []state.Event
-	if s.LastSeq > 0 {
+	if row.LastSeq > 0 {
 		var err error
-		evs, err = tx.Tail(ctx, s.ID, TailEvents)
+		evs, err = tx.Tail(ctx, row.ID, TailEvents)
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
-			return row, fmt.Errorf("tail of %s: %w", s.ID, err)
+			return fmt.Errorf("tail of %s: %w", row.ID, err)
 		}
 		row.Now = doingNow(evs, now)
 	}
 	if sp == nil || ingestedSince(evs, sp.BridgeSeq) {
-		fresh, err := tx.Spore(ctx, s.ID)
+		fresh, err := tx.Spore(ctx, row.ID)
 		switch {
 		case err == nil:
 			sp = &fresh
 		case !errors.Is(err, state.ErrNotFound):
-			return row, fmt.Errorf("read spore %s: %w", s.ID, err)
+			return fmt.Errorf("read spore %s: %w", row.ID, err)
 		}
 	}
 	if sp != nil {
 		row.Today = todayOf(sp.Activity, now)
 		row.Spark = sparkOf(sp.Activity, now)
 	}
-	row.Since = sinceOf(evs, s.Created, now)
-	return row, nil
+	row.Since = sinceOf(evs, row.created, now)
+	return nil
 }
 
 // ingestedSince says whether evs end with an agent line past seq.
@@ -272,15 +307,18 @@ func ingestedSince(evs []state.Event, seq uint64) bool {
 	return false
 }
 
-// page is the fleet page of d under filter f. The strip and the choices
-// count the spores that f's colony and text let through, so the state
-// links say how many each would show.
-func (d *fleetData) page(f fleetFilter, nonce string) fleetPage {
-	p := fleetPage{Nonce: nonce, Title: "Fleet", Total: d.total, Orphans: d.orphans, ObserveErr: d.observeErr,
-		Filter: f, EventsURL: f.href(Prefix + "fleet/events")}
+// fleetPageOf is the fleet page of d under filter f, its rows read (fill)
+// first. The strip and the choices count the spores that f's colony and
+// text let through, on every page, so the state links say how many each
+// would show. The rows f lets through are ordered with the spores that
+// need attention (reconcile.OK says no) first, then the others, each by
+// colony and id; a page holds perPage of them (0: all), shown by colony
+// and id. A page past the last is the last.
+func (h *Handler) fleetPageOf(ctx context.Context, d *fleetData, f fleetFilter, nonce string, perPage int) (fleetPage, error) {
 	counts := map[string]int{}
 	var colonies []string
-	for _, row := range d.rows {
+	var bad, fine []int
+	for i, row := range d.rows {
 		if len(colonies) == 0 || colonies[len(colonies)-1] != row.Colony {
 			colonies = append(colonies, row.Colony)
 		}
@@ -291,7 +329,38 @@ func (d *fleetData) page(f fleetFilter, nonce string) fleetPage {
 		if f.State != "" && row.Bucket != f.State {
 			continue
 		}
-		p.Shown++
+		if reconcile.OK(reconcile.Effective(row.Effective)) {
+			fine = append(fine, i)
+		} else {
+			bad = append(bad, i)
+		}
+	}
+	shown := append(bad, fine...)
+	pg := pager{Page: 1, Pages: 1, Of: len(shown)}
+	if perPage > 0 && len(shown) > perPage {
+		pg.Pages = (len(shown) + perPage - 1) / perPage
+		pg.Page = min(max(f.Page, 1), pg.Pages)
+		lo := (pg.Page - 1) * perPage
+		shown = shown[lo:min(lo+perPage, len(shown))]
+		pg.First, pg.Last = lo+1, lo+len(shown)
+		at := func(n int) string { g := f; g.Page = n; return g.href(Prefix) }
+		if pg.Page > 1 {
+			pg.FirstHref, pg.PrevHref = at(1), at(pg.Page-1)
+		}
+		if pg.Page < pg.Pages {
+			pg.NextHref, pg.LastHref = at(pg.Page+1), at(pg.Pages)
+		}
+	}
+	f.Page = pg.Page
+	slices.Sort(shown) // rows are by colony, then id
+	if err := h.fill(ctx, d, shown); err != nil {
+		return fleetPage{}, err
+	}
+
+	p := fleetPage{Nonce: nonce, Title: "Fleet", Total: d.total, Orphans: d.orphans, ObserveErr: d.observeErr,
+		Filter: f, Pager: pg, EventsURL: f.href(Prefix + "fleet/events")}
+	for _, i := range shown {
+		row := d.full[i]
 		if n := len(p.Colonies); n == 0 || p.Colonies[n-1].Name != row.Colony {
 			g := colonyGroup{Name: row.Colony}
 			if state.ValidateName("colony", row.Colony) == nil {
@@ -319,14 +388,26 @@ func (d *fleetData) page(f fleetFilter, nonce string) fleetPage {
 		}
 		p.ColonyNames = append(p.ColonyNames, filterLink{Label: c, Href: fleetFilter{Colony: c, State: f.State, Q: f.Q}.href(Prefix), Current: f.Colony == c})
 	}
-	return p
+	return p, nil
+}
+
+// pager is where a page of the fleet is among the rows its filter lets
+// through (Pages is 1 when they fit on one page, and the page shows no
+// pager).
+type pager struct {
+	Page, Pages int
+	Of          int // rows the filter lets through
+	First, Last int // the rows on this page, from 1
+	// Links to the first, previous, next and last pages ("" on the page
+	// itself).
+	FirstHref, PrevHref, NextHref, LastHref string
 }
 
 func rowOf(s reconcile.SporeHealth) fleetRow {
 	row := fleetRow{
 		ID: s.ID, Colony: s.Colony, Rank: string(s.Rank), Swarm: s.Swarm, Role: s.Role, Desired: string(s.Desired),
 		Effective: string(s.Effective), Bucket: bucket(s), Reason: s.Reason, Code: string(s.Code),
-		LastSeq: s.LastSeq, Pending: s.Pending,
+		LastSeq: s.LastSeq, Pending: s.Pending, created: s.Created,
 	}
 	if state.ValidateID(s.ID) == nil {
 		row.Href = sporeHref(s.ID)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -17,11 +18,16 @@ import (
 // MaxFilterText bounds ?q=, in bytes.
 const MaxFilterText = 64
 
-// fleetFilter is ?colony=NAME&state=BUCKET&q=TEXT; empty means all.
+// MaxFleetPage bounds ?page=.
+const MaxFleetPage = 1_000_000
+
+// fleetFilter is ?colony=NAME&state=BUCKET&q=TEXT&page=N; empty means
+// all, and page 1.
 type fleetFilter struct {
 	Colony string
 	State  string
 	Q      string
+	Page   int // 0 or 1: the first
 }
 
 // filterLink is one choice of the filter bar.
@@ -34,18 +40,19 @@ type filterLink struct {
 
 // parseFleetFilter checks the fleet's parameters: each at most once, a
 // colony that is a colony name, a state that is a strip bucket, a text
-// of at most MaxFilterText bytes of printable UTF-8. Anything else is an
-// error for a 400, and no pass runs.
+// of at most MaxFilterText bytes of printable UTF-8, a page from 1 to
+// MaxFleetPage in decimal digits. Anything else is an error for a 400,
+// and no pass runs.
 func parseFleetFilter(q url.Values) (fleetFilter, error) {
 	var f fleetFilter
 	for k, vs := range q {
 		switch k {
-		case "colony", "state", "q":
+		case "colony", "state", "q", "page":
 			if len(vs) != 1 {
 				return f, fmt.Errorf("give %s once", k)
 			}
 		default:
-			return f, fmt.Errorf("unknown parameter %q: the fleet takes colony=NAME, state=BUCKET and q=TEXT", k)
+			return f, fmt.Errorf("unknown parameter %q: the fleet takes colony=NAME, state=BUCKET, q=TEXT and page=N", k)
 		}
 	}
 	f.Colony, f.State, f.Q = q.Get("colony"), q.Get("state"), q.Get("q")
@@ -68,7 +75,27 @@ func parseFleetFilter(q url.Values) (fleetFilter, error) {
 			return f, fmt.Errorf("invalid q=: a control character")
 		}
 	}
+	if pg := q.Get("page"); pg != "" {
+		n, err := pageNumber(pg)
+		if err != nil {
+			return f, fmt.Errorf("invalid page=%q: %w", pg, err)
+		}
+		f.Page = n
+	}
 	return f, nil
+}
+
+// pageNumber is s as a page number: decimal digits only (no sign, no
+// space), from 1 to MaxFleetPage.
+func pageNumber(s string) (int, error) {
+	if len(s) > len(strconv.Itoa(MaxFleetPage)) || strings.Trim(s, "0123456789") != "" {
+		return 0, fmt.Errorf("a page number from 1 to %d", MaxFleetPage)
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > MaxFleetPage {
+		return 0, fmt.Errorf("a page number from 1 to %d", MaxFleetPage)
+	}
+	return n, nil
 }
 
 // href is path with f's non-empty parameters.
@@ -78,6 +105,9 @@ func (f fleetFilter) href(path string) string {
 		if s != "" {
 			v.Set(k, s)
 		}
+	}
+	if f.Page > 1 {
+		v.Set("page", strconv.Itoa(f.Page))
 	}
 	if len(v) == 0 {
 		return path

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,16 +16,26 @@ import (
 // tail, shared by every stream of the process (fleetShared).
 const DefaultFleetEvery = 5 * time.Second
 
-// fleetShared is the last fleet read, kept for the live streams so that
-// any number of watchers cost one pass per interval, not one each. It
-// holds a copy of what the store said, never state of its own: it is
-// dropped and read again every interval.
+// DefaultFleetShare is how long one fleet read (its read-only pass)
+// serves the fleet page loads that come after it.
+const DefaultFleetShare = time.Second
+
+// fleetShared is the last fleet read, kept so that page loads within
+// FleetShare of it, and the live streams within their interval, share
+// one pass rather than each running one; requests that come while a read
+// runs wait for it. It holds a copy of what the store said, nothing per
+// operator or session (pages add those when they render), never state of
+// its own: it is dropped and read again.
 type fleetShared struct {
-	// every is the interval (DefaultFleetEvery when 0; tests shorten it).
+	// every is the streams' interval (DefaultFleetEvery when 0; tests
+	// shorten it).
 	every time.Duration
 
-	mu   sync.Mutex
-	last *fleetData
+	once sync.Once
+	turn chan struct{} // held by the request that reads
+	last *fleetData    // guarded by turn
+	// waiting counts the requests in sharedFleet (tests).
+	waiting atomic.Int32
 }
 
 func (s *fleetShared) interval() time.Duration {
@@ -34,28 +45,40 @@ func (s *fleetShared) interval() time.Duration {
 	return DefaultFleetEvery
 }
 
-// fleetNow reads the fleet afresh (a page load) and keeps it for the
-// streams.
-func (h *Handler) fleetNow(ctx context.Context) (*fleetData, error) {
-	d, err := h.buildFleet(ctx)
-	if err != nil {
-		return nil, err
+func (h *Handler) fleetShare() time.Duration {
+	if h.FleetShare != 0 {
+		return max(h.FleetShare, 0)
 	}
-	h.fleetLive.mu.Lock()
-	h.fleetLive.last = d
-	h.fleetLive.mu.Unlock()
-	return d, nil
+	return DefaultFleetShare
 }
 
-// sharedFleet returns the kept fleet when it is younger than the
-// interval, else reads it again; streams that ask meanwhile wait for that
-// one read.
-func (h *Handler) sharedFleet(ctx context.Context) (*fleetData, error) {
+func (h *Handler) fleetRows() int {
+	if h.FleetRows > 0 {
+		return h.FleetRows
+	}
+	return DefaultFleetRows
+}
+
+// sharedFleet returns the kept fleet read when it finished after this
+// request came (a read that ran meanwhile) or is younger than maxAge,
+// else reads it again. One request reads at a time; the others wait for
+// it, or leave when their own context ends. The read runs under the
+// context of the request that runs it: when that request leaves, the
+// next one reads.
+func (h *Handler) sharedFleet(ctx context.Context, maxAge time.Duration) (*fleetData, error) {
 	s := &h.fleetLive
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.last != nil && time.Since(s.last.built) < s.interval() {
-		return s.last, nil
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	asked := time.Now()
+	s.once.Do(func() { s.turn = make(chan struct{}, 1) })
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.turn }()
+	if d := s.last; d != nil && (d.built.After(asked) || time.Since(d.built) < maxAge) {
+		return d, nil
 	}
 	d, err := h.buildFleet(ctx)
 	if err != nil {
@@ -103,12 +126,12 @@ func (h *Handler) fleetEvents(w http.ResponseWriter, r *http.Request) {
 		if st.ended() {
 			return
 		}
-		d, err := h.sharedFleet(ctx)
+		d, err := h.sharedFleet(ctx, every)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			h.logger().Warn("ui: fleet stream read failed", "err", err)
 		case err == nil:
-			if frag, err := d.fragment(f); err != nil {
+			if frag, err := h.fragment(ctx, d, f); err != nil {
 				h.logger().Error("ui: render fleet rows", "err", err)
 			} else if frag != sent {
 				sent = frag
@@ -138,14 +161,18 @@ func (h *Handler) fleetEvents(w http.ResponseWriter, r *http.Request) {
 
 // fragment is the rows of d under f, rendered once per filter for all the
 // streams that share d.
-func (d *fleetData) fragment(f fleetFilter) (string, error) {
+func (h *Handler) fragment(ctx context.Context, d *fleetData, f fleetFilter) (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if frag, ok := d.frags[f]; ok {
 		return frag, nil
 	}
+	p, err := h.fleetPageOf(ctx, d, f, "", h.fleetRows())
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
-	if err := pages.ExecuteTemplate(&b, "fleetbody", d.page(f, "")); err != nil {
+	if err := pages.ExecuteTemplate(&b, "fleetbody", p); err != nil {
 		return "", err
 	}
 	if d.frags == nil {

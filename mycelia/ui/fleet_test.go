@@ -143,7 +143,8 @@ func TestFleetFilters(t *testing.T) {
 
 	observes := f.rt.Calls("Observe")
 	for _, q := range []string{"colony=Lab", "colony=-x", "colony=%3Cscript%3E", "state=sleeping", "state=Working", "q=" + strings.Repeat("x", MaxFilterText+1),
-		"q=%01", "q=%ff", "colony=lab&colony=far", "state=dead&state=idle", "page=2", "limit=5"} {
+		"q=%01", "q=%ff", "colony=lab&colony=far", "state=dead&state=idle", "limit=5",
+		"page=0", "page=-1", "page=+2", "page=x", "page=1.5", "page=%202", "page=1000001", "page=99999999999999999999", "page=1&page=2"} {
 		for _, path := range []string{"/ui/?", "/ui/fleet/events?"} {
 			a := f.get(path+q, "Accept", "text/html")
 			require.Equal(t, http.StatusBadRequest, a.status, path+q)
@@ -325,12 +326,15 @@ func TestFleetXSS(t *testing.T) {
 
 	// A hand-edited store's colony, id and activity figures through the
 	// fragment's template.
-	d := &fleetData{total: 1, rows: []fleetRow{rowOf(reconcileHealth(xss))}, orphans: []string{xss}, observeErr: xss}
-	d.rows[0].Since = since{Text: xss, At: xss}
-	d.rows[0].Today = today{Tokens: xss, Cost: xss, Title: xss}
-	d.rows[0].Spark = sparkline{W: 1, H: 1, Label: xss, D: xss}
+	row := rowOf(reconcileHealth(xss))
+	row.Since = since{Text: xss, At: xss}
+	row.Today = today{Tokens: xss, Cost: xss, Title: xss}
+	row.Spark = sparkline{W: 1, H: 1, Label: xss, D: xss}
+	d := &fleetData{total: 1, rows: []fleetRow{row}, full: []fleetRow{row}, filled: []bool{true}, orphans: []string{xss}, observeErr: xss}
+	p, err := f.h.fleetPageOf(ctx, d, fleetFilter{Q: xss}, "", 0)
+	require.NoError(t, err)
 	var b strings.Builder
-	require.NoError(t, pages.ExecuteTemplate(&b, "fleetbody", d.page(fleetFilter{Q: xss}, "")))
+	require.NoError(t, pages.ExecuteTemplate(&b, "fleetbody", p))
 	require.NotContains(t, b.String(), xss)
 	require.NotContains(t, b.String(), "<script")
 	require.Contains(t, b.String(), "&lt;script&gt;")

@@ -27,6 +27,8 @@ const (
 	DefaultLimit = 200
 	// MaxLimit bounds ?limit=.
 	MaxLimit = 1000
+	// DefaultFleetRows is how many spores a page of the fleet shows.
+	DefaultFleetRows = 200
 	// TailEvents is how many of a spore's last events the fleet page
 	// reads to say what it is doing now.
 	TailEvents = 16
@@ -87,6 +89,14 @@ type Handler struct {
 	// spore's bridge before the page answers; it then stays in the outbox
 	// and the next reconcile delivers it (default DefaultWakeWait).
 	WakeWait time.Duration
+
+	// FleetShare is how long one fleet read serves the page loads after
+	// it (default DefaultFleetShare; negative: only the loads that came
+	// while it ran).
+	FleetShare time.Duration
+	// FleetRows is how many spores a page of the fleet shows (default
+	// DefaultFleetRows).
+	FleetRows int
 
 	// FollowEvery is how often a spore watched live has its new lines
 	// taken in (default DefaultFollowEvery; negative: never, leaving it to
@@ -238,7 +248,9 @@ func (h *Handler) nonce() string {
 	}
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
-	return base64.RawStdEncoding.EncodeToString(b)
+	// URL-safe: html/template writes it into the script's attribute as it
+	// is ("+" would become "&#43;"), so the fleet's ETag can leave it out.
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 func (h *Handler) now() time.Time {
@@ -305,18 +317,27 @@ func (h *Handler) internal(w http.ResponseWriter, r *http.Request, err error) {
 // render executes a template into memory first, so a failure is a clean
 // 500 rather than half a page.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
+	body, ok := h.execute(name, data)
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	h.send(w, r, status, body)
+}
+
+// execute renders template name, or on failure a short error page (and
+// false).
+func (h *Handler) execute(name string, data any) (string, bool) {
 	var b strings.Builder
 	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
 		h.logger().Error("ui: render failed", "template", name, "err", err)
-		status = http.StatusInternalServerError
-		b.Reset()
-		b.WriteString("<!doctype html><title>Internal error</title><p>internal error</p>\n")
+		return "<!doctype html><title>Internal error</title><p>internal error</p>\n", false
 	}
-	hdr := w.Header()
-	hdr.Set("Content-Type", "text/html; charset=utf-8")
-	hdr.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write([]byte(withAccount(b.String(), r)))
-	}
+	return b.String(), true
+}
+
+// send answers a page that no browser keeps (no-store), its account
+// filled in.
+func (h *Handler) send(w http.ResponseWriter, r *http.Request, status int, page string) {
+	w.Header().Set("Cache-Control", "no-store")
+	h.sendBody(w, r, status, withAccount(page, r))
 }

@@ -97,9 +97,11 @@ func newFixture(t *testing.T) *fixture {
 		Now:     func() time.Time { return t0.Add(time.Hour) },
 	}
 	// FollowEvery: no pass behind a test's back (count reads, compare
-	// goldens); the tests of following set it.
+	// goldens); the tests of following set it. FleetShare: each fleet
+	// page load reads afresh, so a test sees what it just changed; the
+	// tests of sharing set it.
 	f.h = &Handler{Store: f.st, Pass: pass, Now: func() time.Time { return t0.Add(time.Hour) }, Poll: 10 * time.Millisecond,
-		Nonce: func() string { return "TESTNONCE" }, FollowEvery: -1}
+		Nonce: func() string { return "TESTNONCE" }, FollowEvery: -1, FleetShare: -1}
 	f.ts = httptest.NewServer(f.h)
 	t.Cleanup(f.ts.Close)
 	f.session = f.loginAs(f.ts.Client(), fixtureOperator, fixtureToken)
