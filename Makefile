@@ -14,7 +14,7 @@ LDFLAGS  := -X github.com/sporectl/sporectl/cmd/cli.version=$(VERSION)
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 5
 
-.PHONY: build test test-short bench fuzz fmt vet demo deps screenshots images
+.PHONY: build test test-short bench compare fuzz fmt vet demo deps screenshots images
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sporectl
@@ -51,6 +51,12 @@ test-short:
 bench:
 	@set -e; deps="$$(bash .ci/deps.sh)"; eval "$$deps"; \
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./...
+
+# compare times whole sporectl processes on stores of 1,000 and 10,000
+# spores and prints the medians and the 10k/1k ratios (.ci/compare.sh;
+# RUNS, default 7, runs of each).
+compare:
+	@bash .ci/compare.sh
 
 # fuzz runs every fuzz target of every package for FUZZTIME each.
 FUZZTIME ?= 30s

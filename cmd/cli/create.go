@@ -12,8 +12,9 @@ import (
 )
 
 type createOptions struct {
-	f      *Factory
-	ID     string
+	f *Factory
+	// IDs are created in one transaction, each with the same flags.
+	IDs    []string
 	Colony string
 	Rank   string
 	Swarm  string
@@ -36,13 +37,15 @@ type createOptions struct {
 func newCmdCreate(f *Factory, runF func(context.Context, *createOptions) error) *cobra.Command {
 	o := &createOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "create ID",
-		Short: "Create a spore (asleep unless --wake)",
-		Long: `Create a spore in the store. Its id becomes its pod name: 1-57 lowercase letters,
-digits and '-', starting with a letter and ending with a letter or digit.`,
-		Args: sporeIDs(1),
+		Use:   "create ID [ID...]",
+		Short: "Create spores (asleep unless --wake)",
+		Long: `Create spores in the store, each with the flags given, in one transaction: all of
+them or, when one cannot be created (its id taken, its rank taken), none. An id
+becomes its pod name: 1-57 lowercase letters, digits and '-', starting with a
+letter and ending with a letter or digit.`,
+		Args: sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.ID = args[0]
+			o.IDs = args
 			o.changed = cmd.Flags().Changed
 			if err := o.validate(); err != nil {
 				return err
@@ -69,6 +72,13 @@ digits and '-', starting with a letter and ending with a letter or digit.`,
 }
 
 func (o *createOptions) validate() error {
+	seen := make(map[string]bool, len(o.IDs))
+	for _, id := range o.IDs {
+		if seen[id] {
+			return usageErrorf("spore id %q is given twice", id)
+		}
+		seen[id] = true
+	}
 	if _, err := state.ParseRank(o.Rank); err != nil {
 		return usageErrorf("invalid value %q for --rank: use spore, swarm, colony or arch", o.Rank)
 	}
@@ -119,9 +129,12 @@ func (o *createOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	now := o.f.Now().UTC()
-	// Created asleep (wish.Create); --wake then wakes it like `wake`
+	// Created asleep (wish.Create); --wake then wakes them like `wake`
 	// does, so the token and the start follow one path.
-	n := wish.New{ID: o.ID, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec, SleepAfter: o.SleepAfter}
+	news := make([]wish.New, len(o.IDs))
+	for i, id := range o.IDs {
+		news[i] = wish.New{ID: id, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec, SleepAfter: o.SleepAfter}
+	}
 	var runtime string
 	err = st.Update(ctx, func(tx state.Tx) error {
 		settings, err := tx.Settings(ctx)
@@ -129,7 +142,7 @@ func (o *createOptions) run(ctx context.Context) error {
 			return err
 		}
 		runtime = settings.Runtime
-		_, err = wish.Create(ctx, tx, n, now)
+		_, err = wish.CreateMany(ctx, tx, news, now)
 		return err
 	})
 	if err != nil {
@@ -138,14 +151,26 @@ func (o *createOptions) run(ctx context.Context) error {
 	if flags := o.Pod.given(o.changed); len(flags) > 0 && runtime != "kube" {
 		// Kept, not refused: the record is the spore's wish, and a store
 		// copied to a kube store takes its spores with it.
-		fmt.Fprintln(o.f.IO.ErrOut, podWarning(flags, "spore "+o.ID+" keeps them"))
+		fmt.Fprintln(o.f.IO.ErrOut, podWarning(flags, o.keepers()))
 	}
-	if err := o.f.Print(actionResults{Results: []actionResult{{Kind: "spore", ID: o.ID, Action: "created"}}}); err != nil {
+	res := actionResults{Results: make([]actionResult, len(o.IDs))}
+	for i, id := range o.IDs {
+		res.Results[i] = actionResult{Kind: "spore", ID: id, Action: "created"}
+	}
+	if err := o.f.Print(res); err != nil {
 		return err
 	}
 	if o.Wake {
-		w := &lifecycleOptions{f: o.f, verb: "wake", desired: state.Running, action: "woken", IDs: []string{o.ID}}
+		w := &lifecycleOptions{f: o.f, verb: "wake", desired: state.Running, action: "woken", IDs: o.IDs}
 		return w.run(ctx)
 	}
 	return nil
+}
+
+// keepers names who keeps the pod options in podWarning's sentence.
+func (o *createOptions) keepers() string {
+	if len(o.IDs) == 1 {
+		return "spore " + o.IDs[0] + " keeps them"
+	}
+	return fmt.Sprintf("the %d spores keep them", len(o.IDs))
 }

@@ -37,7 +37,7 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 	t.Run("create", func(t *testing.T) {
 		o, err := parse(t, newCmdCreate, "w-1", "--colony", "lab", "--rank", "swarm", "--swarm", "s1", "--role", "lead", "--wake", "--cpu", "2", "--memory", "3Gi")
 		require.NoError(t, err)
-		assert.Equal(t, "w-1", o.ID)
+		assert.Equal(t, []string{"w-1"}, o.IDs)
 		assert.Equal(t, "lab", o.Colony)
 		assert.Equal(t, "swarm", o.Rank)
 		assert.Equal(t, "s1", o.Swarm)
@@ -49,6 +49,17 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 		require.Error(t, err)
 		assert.Equal(t, ExitUsage, exitCode(err), "%v", err)
 		assert.Nil(t, o, "a refused rank never runs")
+
+		o, err = parse(t, newCmdCreate, "w-1", "w-2", "w-3", "--colony", "lab")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"w-1", "w-2", "w-3"}, o.IDs)
+
+		for _, args := range [][]string{{}, {"w-1", "w-2", "w-1"}, {"w-1", "Bad_Id"}} {
+			o, err = parse(t, newCmdCreate, args...)
+			require.Error(t, err, "%v", args)
+			assert.Equal(t, ExitUsage, exitCode(err), "%v: %v", args, err)
+			assert.Nil(t, o, "%v never runs", args)
+		}
 	})
 	t.Run("delete", func(t *testing.T) {
 		o, err := parse(t, newCmdDelete, "a", "b", "--purge-home")

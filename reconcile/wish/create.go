@@ -30,40 +30,72 @@ type New struct {
 // Create records a new spore, asleep (desired Paused, and known to be, so
 // the first pass has no news), with the store's defaults for what its
 // spec leaves empty and a "created" event. Its rank must be free (see
-// checkRank): a taken one is state.ErrExists, a [swarm] mycologist
+// CheckRank): a taken one is state.ErrExists, a [swarm] mycologist
 // without a swarm *RefusedError; an id in use is state.ErrExists. It
 // returns the record as written; waking it is Wake's.
 func Create(ctx context.Context, tx state.Tx, n New, now time.Time) (state.Spore, error) {
-	sp := state.Spore{
-		Wish: state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec, Created: now, Updated: now,
-			SleepAfter: state.Duration(n.SleepAfter)},
-		Status: state.Status{Health: healthPaused},
+	created, err := CreateMany(ctx, tx, []New{n}, now)
+	if err != nil {
+		return state.Spore{}, err
 	}
+	return created[0], nil
+}
+
+// CreateMany is Create of each of news in turn, in tx: the settings are
+// read once, and the stored spores once, only when one of news has a
+// rank that must be single; each is checked against those and the ones
+// created before it, so two [arch] among news are refused as an [arch]
+// and a second one would be. On an error the caller's transaction must
+// not commit (some of news may be written in it).
+func CreateMany(ctx context.Context, tx state.Tx, news []New, now time.Time) ([]state.Spore, error) {
 	settings, err := tx.Settings(ctx)
 	if err != nil {
-		return sp, err
+		return nil, err
 	}
-	sp.Spec = sp.Spec.WithDefaults(settings)
-	if sp.Rank == state.RankArch && n.SleepAfter != 0 {
-		return sp, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: --sleep-after cannot be set on it (nothing was created)", sp.ID)}
+	var all []state.Spore // the rivals, once read
+	loaded := false
+	created := make([]state.Spore, 0, len(news))
+	for _, n := range news {
+		sp := state.Spore{
+			Wish: state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec.WithDefaults(settings), Created: now, Updated: now,
+				SleepAfter: state.Duration(n.SleepAfter)},
+			Status: state.Status{Health: healthPaused},
+		}
+		if sp.Rank == state.RankArch && n.SleepAfter != 0 {
+			return nil, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: --sleep-after cannot be set on it (nothing was created)", sp.ID)}
+		}
+		if singleRank(sp.Rank) {
+			if !loaded {
+				// Read in tx, so it holds the spores of news created
+				// before this one.
+				if all, err = tx.Spores(ctx); err != nil {
+					return nil, err
+				}
+				loaded = true
+			}
+			if err := CheckRank(sp, all); err != nil {
+				return nil, err
+			}
+		}
+		if err := tx.CreateSpore(ctx, sp); err != nil {
+			return nil, err
+		}
+		if _, err := tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindLifecycle, Action: "created", At: now,
+			Text: fmt.Sprintf("colony %s, rank %s, desired %s", sp.Colony, sp.Rank, sp.Desired)}}); err != nil {
+			return nil, err
+		}
+		if loaded {
+			all = append(all, sp)
+		}
+		created = append(created, sp)
 	}
-	if err := checkRank(ctx, tx, sp); err != nil {
-		return sp, err
-	}
-	if err := tx.CreateSpore(ctx, sp); err != nil {
-		return sp, err
-	}
-	_, err = tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindLifecycle, Action: "created", At: now,
-		Text: fmt.Sprintf("colony %s, rank %s, desired %s", sp.Colony, sp.Rank, sp.Desired)}})
-	return sp, err
+	return created, nil
 }
 
 // checkRank keeps the ranks that must be single (CheckRank) against the
 // spores of tx.
 func checkRank(ctx context.Context, tx state.Tx, sp state.Spore) error {
-	switch sp.Rank {
-	case state.RankArch, state.RankColony, state.RankSwarm:
-	default:
+	if !singleRank(sp.Rank) {
 		return nil
 	}
 	all, err := tx.Spores(ctx)
@@ -71,6 +103,11 @@ func checkRank(ctx context.Context, tx state.Tx, sp state.Spore) error {
 		return err
 	}
 	return CheckRank(sp, all)
+}
+
+// singleRank says whether rank r must be single in its scope (CheckRank).
+func singleRank(r state.Rank) bool {
+	return r == state.RankArch || r == state.RankColony || r == state.RankSwarm
 }
 
 // CheckRank keeps the ranks that must be single: one arch among all, one
