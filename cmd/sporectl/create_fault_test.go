@@ -62,9 +62,16 @@ func createKilled(t *testing.T, store string) {
 	const n = 6
 	for i := range n {
 		colony := fmt.Sprintf("c%d", i)
-		// Up to half again as long: some land after the commit, or after
-		// the exit.
+		// Up to half again as long as the last create took: some land
+		// after the commit, or after the exit. The last two tries, when
+		// no kill has landed yet (a loaded machine makes the first create
+		// slow, the later ones fast), land early, so the test always
+		// kills at least one.
 		delay := time.Duration(rng.Int64N(int64(full + full/2)))
+		if killed == 0 && i >= n-2 {
+			delay = full/8 + time.Duration(rng.Int64N(int64(full/4)))
+		}
+		began := time.Now()
 		cmd := sporectl(store, args(colony)...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -75,6 +82,7 @@ func createKilled(t *testing.T, store string) {
 		select {
 		case err := <-done:
 			require.NoError(t, err, "create %s: %s", colony, stderr.String())
+			full = time.Since(began)
 		case <-time.After(delay):
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			err := <-done
