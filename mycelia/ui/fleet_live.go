@@ -145,7 +145,7 @@ func (d *fleetData) fragment(f fleetFilter) (string, error) {
 		return frag, nil
 	}
 	var b strings.Builder
-	if err := pages.ExecuteTemplate(&b, "fleetbody", d.page(f, "")); err != nil {
+	if err := pages().ExecuteTemplate(&b, "fleetbody", d.page(f, "")); err != nil {
 		return "", err
 	}
 	if d.frags == nil {

@@ -330,7 +330,7 @@ func TestFleetXSS(t *testing.T) {
 	d.rows[0].Today = today{Tokens: xss, Cost: xss, Title: xss}
 	d.rows[0].Spark = sparkline{W: 1, H: 1, Label: xss, D: xss}
 	var b strings.Builder
-	require.NoError(t, pages.ExecuteTemplate(&b, "fleetbody", d.page(fleetFilter{Q: xss}, "")))
+	require.NoError(t, pages().ExecuteTemplate(&b, "fleetbody", d.page(fleetFilter{Q: xss}, "")))
 	require.NotContains(t, b.String(), xss)
 	require.NotContains(t, b.String(), "<script")
 	require.Contains(t, b.String(), "&lt;script&gt;")

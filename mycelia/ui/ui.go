@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -53,12 +54,16 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"marker":  marker,
-	"lineCls": lineClass,
-	// account marks where the header shows the session (withAccount).
-	"account": func() template.HTML { return accountMark },
-}).ParseFS(templateFS, "templates/*.html"))
+// pages are the page's templates, parsed on first use so that a command
+// that serves no page (every one but serve and export) does not parse them.
+var pages = lazy.New("ui.pages", func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"marker":  marker,
+		"lineCls": lineClass,
+		// account marks where the header shows the session (withAccount).
+		"account": func() template.HTML { return accountMark },
+	}).ParseFS(templateFS, "templates/*.html"))
+})
 
 // Handler serves the page. Its fields are dependencies, never state:
 // every request starts from the store.
@@ -306,7 +311,7 @@ func (h *Handler) internal(w http.ResponseWriter, r *http.Request, err error) {
 // 500 rather than half a page.
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, name string, data any) {
 	var b strings.Builder
-	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+	if err := pages().ExecuteTemplate(&b, name, data); err != nil {
 		h.logger().Error("ui: render failed", "template", name, "err", err)
 		status = http.StatusInternalServerError
 		b.Reset()
