@@ -129,6 +129,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the page's catch-all, which answers 405 for a method other than GET and
 // HEAD, and 404 otherwise — after the access check, as every answer.
 func (h *Handler) Register(m *http.ServeMux) {
+	// The process that serves the page builds what renders it now, as it
+	// starts, rather than in its first request.
+	pages()
+	md()
 	p := pageMux{m: m, h: h}
 	h.fleetRoutes(p)
 	h.sporeRoutes(p)
