@@ -71,7 +71,7 @@ func TestActivityGraph(t *testing.T) {
 	require.Equal(t, "Fri 1", v.Ticks[6].Label)
 
 	var b strings.Builder
-	require.NoError(t, pages.ExecuteTemplate(&b, "activity", v))
+	require.NoError(t, pages().ExecuteTemplate(&b, "activity", v))
 	out := b.String()
 	require.Contains(t, out, `<p class="summary" id="activity-sum">Last 7 days: 4 turns`)
 	require.Contains(t, out, `role="img" aria-labelledby="activity-sum"`)
@@ -86,7 +86,7 @@ func TestActivityGraph(t *testing.T) {
 	empty := activityOf(state.Spore{Wish: state.Wish{ID: "quiet"}}, now)
 	require.True(t, empty.Empty)
 	b.Reset()
-	require.NoError(t, pages.ExecuteTemplate(&b, "activity", empty))
+	require.NoError(t, pages().ExecuteTemplate(&b, "activity", empty))
 	require.Contains(t, b.String(), "No activity in the last 7 days.")
 	require.NotContains(t, b.String(), "<svg")
 }
@@ -100,7 +100,7 @@ func TestActivityGraphSize(t *testing.T) {
 			Turns: int64(i%5 + 1), ToolCalls: int64(i % 17), InputTokens: int64(i * 1000), OutputTokens: 77, CostMicros: 1})
 	}
 	var b strings.Builder
-	require.NoError(t, pages.ExecuteTemplate(&b, "activity", activityOf(state.Spore{Wish: state.Wish{ID: "a"}, Status: state.Status{Activity: hs}}, now)))
+	require.NoError(t, pages().ExecuteTemplate(&b, "activity", activityOf(state.Spore{Wish: state.Wish{ID: "a"}, Status: state.Status{Activity: hs}}, now)))
 	require.Less(t, b.Len(), 64<<10, "a full week is %d bytes", b.Len())
 	t.Logf("a full week's graph: %d bytes", b.Len())
 }
@@ -119,6 +119,6 @@ func TestSumsNeverWrap(t *testing.T) {
 	require.NotContains(t, d.Tokens+d.Cost+d.Title, "-", "%+v", d)
 	v := activityOf(state.Spore{Wish: state.Wish{ID: "a"}, Status: state.Status{Activity: hs}}, now)
 	var b strings.Builder
-	require.NoError(t, pages.ExecuteTemplate(&b, "activity", v))
+	require.NoError(t, pages().ExecuteTemplate(&b, "activity", v))
 	require.NotContains(t, b.String(), ">-", "a negative figure")
 }

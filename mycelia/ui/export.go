@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -211,7 +212,7 @@ func ReadExportStamps(dir string) map[string]string {
 func stampOf(v ...any) string {
 	hash := sha256.New()
 	enc := json.NewEncoder(hash)
-	_ = enc.Encode(exportFormat)
+	_ = enc.Encode(exportFormat())
 	for _, x := range v {
 		_ = enc.Encode(x) // plain data: cannot fail
 	}
@@ -219,8 +220,9 @@ func stampOf(v ...any) string {
 }
 
 // exportFormat names the pages' rendering; bump it with any change to
-// the templates or how pages are made, so older exports are redone.
-var exportFormat = func() string {
+// the templates or how pages are made, so older exports are redone. It
+// hashes the templates on first use, as the page parses them.
+var exportFormat = lazy.New("ui.exportFormat", func() string {
 	hash := sha256.New()
 	_ = fs.WalkDir(templateFS, ".", func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -230,13 +232,13 @@ var exportFormat = func() string {
 		return nil
 	})
 	return "1:" + hex.EncodeToString(hash.Sum(nil)[:8])
-}()
+})
 
 // exportPage renders one template and makes it a file: see staticize.
 // depth is how many directories below the export's root the file is.
 func (h *Handler) exportPage(name string, data any, depth int, hour time.Time) ([]byte, error) {
 	var b strings.Builder
-	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+	if err := pages().ExecuteTemplate(&b, name, data); err != nil {
 		return nil, fmt.Errorf("export %s: %w", name, err)
 	}
 	doc, err := html.Parse(strings.NewReader(strings.Replace(b.String(), accountMark, "", 1)))

@@ -172,7 +172,7 @@ func (h *Handler) fragment(ctx context.Context, d *fleetData, f fleetFilter) (st
 		return "", err
 	}
 	var b strings.Builder
-	if err := pages.ExecuteTemplate(&b, "fleetbody", p); err != nil {
+	if err := pages().ExecuteTemplate(&b, "fleetbody", p); err != nil {
 		return "", err
 	}
 	if d.frags == nil {

@@ -334,7 +334,7 @@ func TestFleetXSS(t *testing.T) {
 	p, err := f.h.fleetPageOf(ctx, d, fleetFilter{Q: xss}, "", 0)
 	require.NoError(t, err)
 	var b strings.Builder
-	require.NoError(t, pages.ExecuteTemplate(&b, "fleetbody", p))
+	require.NoError(t, pages().ExecuteTemplate(&b, "fleetbody", p))
 	require.NotContains(t, b.String(), xss)
 	require.NotContains(t, b.String(), "<script")
 	require.Contains(t, b.String(), "&lt;script&gt;")

@@ -184,7 +184,7 @@ func writeEvent(w *bufio.Writer, ev state.Event) error {
 	var sb strings.Builder
 	for _, l := range ls {
 		sb.Reset()
-		if err := pages.ExecuteTemplate(&sb, "line", viewOf(l)); err != nil {
+		if err := pages().ExecuteTemplate(&sb, "line", viewOf(l)); err != nil {
 			return fmt.Errorf("render line of event %d: %w", ev.Seq, err)
 		}
 		out = append(out, liveLine{

@@ -12,6 +12,8 @@ import (
 	"github.com/yuin/goldmark/renderer"
 	gtext "github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/sporectl/sporectl/lazy"
 )
 
 // md renders the agent's text. Agent text is hostile, so the renderer is
@@ -30,15 +32,19 @@ import (
 // Attributes syntax ({#id .class}) is off (goldmark's default), so no
 // element gets an attribute from the text; table alignment is an align
 // attribute, not a style one the Content-Security-Policy would refuse.
-var md = goldmark.New(
-	goldmark.WithExtensions(
-		extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
-		extension.Strikethrough,
-	),
-	goldmark.WithRendererOptions(
-		renderer.WithNodeRenderers(util.Prioritized(safeRenderer{}, 100)),
-	),
-)
+//
+// It is built on first use: only the page renders markdown.
+var md = lazy.New("ui.markdown", func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(
+			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
+			extension.Strikethrough,
+		),
+		goldmark.WithRendererOptions(
+			renderer.WithNodeRenderers(util.Prioritized(safeRenderer{}, 100)),
+		),
+	)
+})
 
 // markdownHTML renders text as markdown. Its output is the only
 // template.HTML the page makes from what it read. A text that is one
@@ -47,10 +53,11 @@ var md = goldmark.New(
 // conversation; inline is then true.
 func markdownHTML(s string) (out template.HTML, inline bool) {
 	src := []byte(s)
-	doc := md.Parser().Parse(gtext.NewReader(src))
+	m := md()
+	doc := m.Parser().Parse(gtext.NewReader(src))
 	inline = doc.ChildCount() == 1 && (doc.FirstChild().Kind() == ast.KindParagraph || doc.FirstChild().Kind() == ast.KindHTMLBlock)
 	var b bytes.Buffer
-	if err := md.Renderer().Render(&b, src, doc); err != nil {
+	if err := m.Renderer().Render(&b, src, doc); err != nil {
 		// The renderer writes to memory and fails on nothing; should it
 		// ever, the text is shown as text.
 		return template.HTML(html.EscapeString(s)), false

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -55,12 +56,16 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"marker":  marker,
-	"lineCls": lineClass,
-	// account marks where the header shows the session (withAccount).
-	"account": func() template.HTML { return accountMark },
-}).ParseFS(templateFS, "templates/*.html"))
+// pages are the page's templates, parsed on first use so that a command
+// that serves no page (every one but serve and export) does not parse them.
+var pages = lazy.New("ui.pages", func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"marker":  marker,
+		"lineCls": lineClass,
+		// account marks where the header shows the session (withAccount).
+		"account": func() template.HTML { return accountMark },
+	}).ParseFS(templateFS, "templates/*.html"))
+})
 
 // Handler serves the page. Its fields are dependencies, never state:
 // every request starts from the store.
@@ -134,6 +139,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // the page's catch-all, which answers 405 for a method other than GET and
 // HEAD, and 404 otherwise — after the access check, as every answer.
 func (h *Handler) Register(m *http.ServeMux) {
+	// The process that serves the page builds what renders it now, as it
+	// starts, rather than in its first request.
+	pages()
+	md()
 	p := pageMux{m: m, h: h}
 	h.fleetRoutes(p)
 	h.sporeRoutes(p)
@@ -328,7 +337,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 // false).
 func (h *Handler) execute(name string, data any) (string, bool) {
 	var b strings.Builder
-	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+	if err := pages().ExecuteTemplate(&b, name, data); err != nil {
 		h.logger().Error("ui: render failed", "template", name, "err", err)
 		return "<!doctype html><title>Internal error</title><p>internal error</p>\n", false
 	}

@@ -455,7 +455,7 @@ func TestXSS(t *testing.T) {
 	page.Colonies[0].Spores[0].Now = nowLine{Marker: xss, Text: xss, Ago: xss, At: xss}
 	require.Empty(t, page.Colonies[0].Spores[0].Href, "an id that is not one gets no link")
 	var b strings.Builder
-	require.NoError(t, pages.ExecuteTemplate(&b, "fleet.html", page))
+	require.NoError(t, pages().ExecuteTemplate(&b, "fleet.html", page))
 	require.NotContains(t, b.String(), xss)
 	require.NotContains(t, b.String(), "<script")
 }

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -121,12 +122,12 @@ func Read(file string, data []byte) ([]Document, error) {
 	return docs, nil
 }
 
-var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+var yamlLine = lazy.New("colonyspec.yamlLine", func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
 
 // syntaxError is the YAML parser's error as an *Error of file.
 func syntaxError(file string, err error) *Error {
 	msg := err.Error()
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
 		return &Error{File: file, Line: line, Msg: "not valid YAML: " + m[2]}
 	}
@@ -220,12 +221,12 @@ func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
 }
 
 // plainKey is a key a path shows as it is.
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var plainKey = lazy.New("colonyspec.plainKey", func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // keyName is key as a field path shows it: quoted (control characters
 // escaped, so an error never carries them to a terminal) unless plain.
 func keyName(key string) string {
-	if plainKey.MatchString(key) {
+	if plainKey().MatchString(key) {
 		return key
 	}
 	return strconv.Quote(key)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge/streamjson"
+	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -112,26 +113,31 @@ const (
 // editTools are the tools whose FilePath is an edit.
 var editTools = map[string]bool{"Edit": true, "Write": true, "MultiEdit": true, "NotebookEdit": true}
 
-// Command patterns of Bash calls (docs/mycologists.md "Deploys").
+// Command patterns of Bash calls (docs/mycologists.md "Deploys"), compiled
+// on first use: only a pass that ingested a Bash call matches them.
 var (
-	pushPattern    = regexp.MustCompile(`(?:^|[\s;&|(])git\s+(?:(?:-C|-c)\s+\S+\s+|--?[a-zA-Z][\w-]*(?:=\S+)?\s+)*push(?:\s|$)`)
-	deployPatterns = []*regexp.Regexp{
-		regexp.MustCompile(`(?:^|[\s;&|(])kubectl\s+(?:[^;&|\n]*\s)?(?:apply|set\s+image|rollout\s+restart)(?:\s|$)`),
-		regexp.MustCompile(`(?:^|[\s;&|(])helm\s+(?:[^;&|\n]*\s)?(?:install|upgrade)(?:\s|$)`),
-		regexp.MustCompile(`(?:^|[\s;&|(])(?:terraform|tofu)\s+(?:[^;&|\n]*\s)?apply(?:\s|$)`),
-		regexp.MustCompile(`(?:^|[\s;&|(])make\s+(?:[^;&|\n]*\s)?deploy[\w.-]*(?:\s|$)`),
-		regexp.MustCompile(`(?:^|[\s;&|(])(?:fly|flyctl|gcloud\s+(?:[^;&|\n]*\s)?|vercel|netlify|railway|heroku)\s*deploy(?:\s|$)`),
-		regexp.MustCompile(`(?:^|[\s;&|(])vercel\s+(?:[^;&|\n]*\s)?--prod(?:\s|$)`),
-		regexp.MustCompile(`(?:^|[;&|(]\s*|^\s*)(?:\S*/)?deploy(?:\.sh)?(?:\s|$)`),
-	}
+	pushPattern = lazy.New("incident.pushPattern", func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|[\s;&|(])git\s+(?:(?:-C|-c)\s+\S+\s+|--?[a-zA-Z][\w-]*(?:=\S+)?\s+)*push(?:\s|$)`)
+	})
+	deployPatterns = lazy.New("incident.deployPatterns", func() []*regexp.Regexp {
+		return []*regexp.Regexp{
+			regexp.MustCompile(`(?:^|[\s;&|(])kubectl\s+(?:[^;&|\n]*\s)?(?:apply|set\s+image|rollout\s+restart)(?:\s|$)`),
+			regexp.MustCompile(`(?:^|[\s;&|(])helm\s+(?:[^;&|\n]*\s)?(?:install|upgrade)(?:\s|$)`),
+			regexp.MustCompile(`(?:^|[\s;&|(])(?:terraform|tofu)\s+(?:[^;&|\n]*\s)?apply(?:\s|$)`),
+			regexp.MustCompile(`(?:^|[\s;&|(])make\s+(?:[^;&|\n]*\s)?deploy[\w.-]*(?:\s|$)`),
+			regexp.MustCompile(`(?:^|[\s;&|(])(?:fly|flyctl|gcloud\s+(?:[^;&|\n]*\s)?|vercel|netlify|railway|heroku)\s*deploy(?:\s|$)`),
+			regexp.MustCompile(`(?:^|[\s;&|(])vercel\s+(?:[^;&|\n]*\s)?--prod(?:\s|$)`),
+			regexp.MustCompile(`(?:^|[;&|(]\s*|^\s*)(?:\S*/)?deploy(?:\.sh)?(?:\s|$)`),
+		}
+	})
 )
 
 // CommandKind is "push", "deploy" or "" for a Bash command.
 func CommandKind(cmd string) string {
-	if pushPattern.MatchString(cmd) {
+	if pushPattern().MatchString(cmd) {
 		return ReportPush
 	}
-	for _, p := range deployPatterns {
+	for _, p := range deployPatterns() {
 		if p.MatchString(cmd) {
 			return ReportDeploy
 		}
