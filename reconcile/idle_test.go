@@ -96,7 +96,7 @@ func TestSleptByAndReason(t *testing.T) {
 		{"awake", sp(state.Running, state.ByPerson), Verdict{Effective: Healthy}, "", ""},
 		{"stopped", sp(state.Stopped, state.ByPerson), Verdict{Effective: Stopped}, "", ""},
 	} {
-		by, reason := sleptBy(c.sp, s, c.v)
+		by, reason := sleptBy(c.sp, s, c.v, "")
 		require.Equal(t, c.by, by, c.name)
 		require.Equal(t, c.reason, reason, c.name)
 	}

@@ -25,6 +25,9 @@ type New struct {
 	// SleepAfter is the idle time after which it is put to sleep (0:
 	// its colony's); refused on the [arch].
 	SleepAfter time.Duration
+	// Budget is its daily budget (zero: none of its own); refused on
+	// the [arch].
+	Budget state.Budget
 }
 
 // Create records a new spore, asleep (desired Paused, and known to be, so
@@ -36,7 +39,7 @@ type New struct {
 func Create(ctx context.Context, tx state.Tx, n New, now time.Time) (state.Spore, error) {
 	sp := state.Spore{
 		Wish: state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec, Created: now, Updated: now,
-			SleepAfter: state.Duration(n.SleepAfter)},
+			SleepAfter: state.Duration(n.SleepAfter), Budget: n.Budget},
 		Status: state.Status{Health: healthPaused},
 	}
 	settings, err := tx.Settings(ctx)
@@ -46,6 +49,9 @@ func Create(ctx context.Context, tx state.Tx, n New, now time.Time) (state.Spore
 	sp.Spec = sp.Spec.WithDefaults(settings)
 	if sp.Rank == state.RankArch && n.SleepAfter != 0 {
 		return sp, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: --sleep-after cannot be set on it (nothing was created)", sp.ID)}
+	}
+	if sp.Rank == state.RankArch && !n.Budget.IsZero() {
+		return sp, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: no budget can be set on it (nothing was created)", sp.ID)}
 	}
 	if err := checkRank(ctx, tx, sp); err != nil {
 		return sp, err
