@@ -120,9 +120,12 @@ func TestCountSpendsIncludesThisPassAndSkipsFleetsWithoutBudgets(t *testing.T) {
 	now := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
 	a := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Budget: state.Budget{TokensPerDay: 10}}}
 	b := state.Spore{Wish: state.Wish{ID: "b", Colony: "lab"}}
-	got := map[string]*ingested{"a": {counts: []lineCounts{{in: 3, out: 4, cost: 9}}}, "b": {counts: []lineCounts{{in: 1}}}}
+	got := map[string]*ingested{
+		"a": {counts: []lineCounts{{in: 3, out: 4, cost: 9}, {in: 1000}}, events: []state.Event{{At: now}, {At: now.Add(-24 * time.Hour)}}},
+		"b": {counts: []lineCounts{{in: 1}}, events: []state.Event{{}}},
+	}
 	s := countSpends(&Snapshot{Spores: []state.Spore{a, b}, All: []state.Spore{a, b}}, got, now)
-	require.Equal(t, map[string]state.Spend{"a": {Tokens: 7, CostMicros: 9}}, s.Spore, "only a spore with a budget is counted")
+	require.Equal(t, map[string]state.Spend{"a": {Tokens: 7, CostMicros: 9}}, s.Spore, "only a spore with a budget is counted, only today's lines")
 	require.Nil(t, s.Colony)
 	none := countSpends(&Snapshot{Spores: []state.Spore{b}, All: []state.Spore{a, b}}, got, now)
 	require.Nil(t, none.Spore)
