@@ -1,0 +1,94 @@
+package main
+
+// The budget row (docs/budgets.md): the real binary and the echo agent,
+// whose result lines report one token per word. A spore with a 20-token
+// budget takes prompts until it is over; its next prompt is queued with
+// exit 16, it is asleep after its turn with nothing lost, its colony
+// mycologist is summoned once; a raised budget wakes it and delivers the
+// queued prompt.
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+func TestRecoveryBudgetSleepsAndARaisedBudgetDelivers(t *testing.T) {
+	r := newRig(t, nil, echoInit()...)
+	t.Cleanup(func() { r.cleanup("myc") })
+	r.ok("create", "myc", "--rank", "colony", "--wake")
+	r.ok("wake", "myc", "--wait", "20s")
+	id := "spender"
+	t.Cleanup(func() { r.cleanup(id) })
+	r.ok("create", id, "--wake", "--budget-tokens", "20")
+	r.ok("wake", id, "--wait", "20s")
+	r.waitHealthy(id, 30*time.Second)
+
+	// Each turn: 4 words in, 5 out ("echo: a b c d"): 9 tokens.
+	for range 2 {
+		_, st := r.prompt(id, "a b c d")
+		require.Equal(t, "delivered", st)
+		r.settle(id, 30*time.Second)
+	}
+	// 18 of 20: still within; the third turn is left to end on its own
+	// (a settle's reconcile would put it to sleep, reported as Diverged
+	// by the pass that stops it).
+	_, st := r.prompt(id, "a b c d")
+	require.Equal(t, "delivered", st)
+	r.waitIdle(id, 30*time.Second)
+	// 27 of 20: the reconcile that counts the last turn puts it to sleep.
+	rep, _ := r.reconcile()
+	require.True(t, rep.did(id, "sleep"), "over budget, its turn ended: %+v", rep.Actions)
+	require.Empty(t, r.procs(id), "its processes are gone")
+	sp, _ := r.record(id)
+	require.Equal(t, state.Paused, sp.Desired)
+	require.Equal(t, state.ByBudget, sp.DesiredBy)
+	desired, _, reason, by := r.slept(id)
+	require.Equal(t, "Paused", desired)
+	require.Equal(t, "budget", by)
+	require.Equal(t, "asleep: over budget (27/20 tokens today)", reason)
+
+	res := r.run("prompt", id, "one more")
+	require.Equal(t, 16, res.code, "%s", res)
+	require.Contains(t, res.stderr, "over budget (27/20 tokens today)")
+	_, queued := r.record(id)
+	require.Len(t, queued, 1, "the prompt waits in the outbox")
+	waiting := queued[0].ID
+
+	summons := func() int {
+		return len(slices.DeleteFunc(r.events("myc"), func(e state.Event) bool {
+			return e.Kind != state.KindMessage || e.From != "sporectl:summons"
+		}))
+	}
+	require.Equal(t, 1, summons(), "its colony mycologist is summoned")
+	r.reconcile()
+	require.Equal(t, 1, summons(), "once")
+	sp, queued = r.record(id)
+	require.Equal(t, state.Paused, sp.Desired, "still over: asleep")
+	require.Len(t, queued, 1)
+
+	// A raised budget: the next reconcile wakes it, then delivers.
+	require.Equal(t, "spore/"+id+" configured\n", r.ok("set", "budget", id, "--tokens", "100"))
+	rep, _ = r.reconcile()
+	require.True(t, rep.did(id, "wake"), "%+v", rep.Actions)
+	r.waitHealthy(id, 30*time.Second)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r.reconcile(id)
+		if _, queued = r.record(id); len(queued) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Empty(t, queued, "the queued prompt is delivered")
+	r.settle(id, 30*time.Second)
+	i := slices.IndexFunc(r.events(id), func(e state.Event) bool {
+		return e.Action == "delivered" && strings.HasPrefix(e.Text, "prompt "+waiting+" delivered")
+	})
+	require.GreaterOrEqual(t, i, 0, "prompt %s delivered", waiting)
+}
