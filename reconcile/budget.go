@@ -70,7 +70,11 @@ func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) Spends
 		if out.Colony == nil {
 			out.Colony = map[string]state.Spend{}
 		}
-		out.Colony[sp.Colony] = out.Colony[sp.Colony].Add(of(sp))
+		s, ok := out.Spore[sp.ID]
+		if !ok {
+			s = of(sp)
+		}
+		out.Colony[sp.Colony] = out.Colony[sp.Colony].Add(s)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -133,4 +134,38 @@ func TestCountSpendsIncludesThisPassAndSkipsFleetsWithoutBudgets(t *testing.T) {
 	s = countSpends(&Snapshot{Settings: lab, Spores: []state.Spore{b}, All: []state.Spore{a, b}}, got, now)
 	require.Equal(t, state.Spend{Tokens: 8, CostMicros: 9}, s.Colony["lab"], "every spore of the colony, covered or not")
 	require.Equal(t, state.Spend{Tokens: 1}, s.Spore["b"])
+}
+
+// BenchmarkCountSpends is the budget accounting a pass adds to ingest: a
+// fleet of 100 spores, each with a budget, a full week of hourly activity
+// and 802 lines just ingested, in 10 colonies with budgets.
+func BenchmarkCountSpends(b *testing.B) {
+	now := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
+	var settings state.Settings
+	snap := &Snapshot{}
+	got := map[string]*ingested{}
+	for i := range 100 {
+		id := fmt.Sprintf("s-%03d", i)
+		colony := fmt.Sprintf("c-%d", i%10)
+		settings = settings.WithColony(colony, state.ColonySettings{Budget: state.Budget{TokensPerDay: 1 << 40}})
+		sp := state.Spore{Wish: state.Wish{ID: id, Colony: colony, Budget: state.Budget{TokensPerDay: 1 << 40}}}
+		for h := state.MaxActivity - 1; h >= 0; h-- {
+			sp.Activity = append(sp.Activity, state.HourActivity{Hour: now.Truncate(time.Hour).Add(-time.Duration(h) * time.Hour), InputTokens: 100, OutputTokens: 50, CostMicros: 7})
+		}
+		snap.Spores = append(snap.Spores, sp)
+		in := &ingested{}
+		for range 802 {
+			in.events = append(in.events, state.Event{At: now})
+			in.counts = append(in.counts, lineCounts{in: 3, out: 2, cost: 1})
+		}
+		got[id] = in
+	}
+	snap.All, snap.Settings = snap.Spores, settings
+	b.ResetTimer()
+	for b.Loop() {
+		s := countSpends(snap, got, now)
+		if len(s.Spore) != 100 || len(s.Colony) != 10 {
+			b.Fatal("not every spore and colony counted")
+		}
+	}
 }
