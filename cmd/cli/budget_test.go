@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -107,4 +108,10 @@ func TestPromptToASporeOverBudgetIsQueuedWithExit16(t *testing.T) {
 	mustRun(t, store, "set", "budget", "worker-7", "--tokens", "100")
 	r = run(t, store, "prompt", "worker-7", "within budget", "--timeout", "0")
 	require.NotEqual(t, ExitOverBudget, r.code, "%s", r.err)
+}
+
+func TestOverBudgetExitCode(t *testing.T) {
+	require.Equal(t, ExitOverBudget, exitCode(&OverBudgetError{ID: "a", Over: "24/20 tokens today", Entry: "p-1"}))
+	require.Equal(t, ExitOverBudget, exitCode(&mycelia.Error{Status: 409, Code: mycelia.CodeOverBudget, Message: "over budget"}), "serve's answer to a tell")
+	require.Equal(t, ExitConflict, exitCode(&mycelia.Error{Status: 409, Code: mycelia.CodeConflict, Message: "conflict"}))
 }
