@@ -40,6 +40,7 @@ type Change struct {
 	Spec    *wish.Spec    // Configured: swarm, role or spec differ
 	Desired state.Desired // a desired state other than the stored (for Created: than Paused)
 	Loop    *time.Duration
+	Budget  *state.Budget // Configured: the budget differs
 
 	where string // "file:line: spec.spores[i]", for the store's errors
 }
@@ -208,6 +209,14 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 		}
 		loop = &l
 	}
+	var budget *state.Budget
+	if f.Budget != nil {
+		b := f.Budget.budget()
+		if !b.IsZero() && rank == state.RankArch {
+			return c, d.errorAt(path+".budget", "spore %s is the [arch] mycologist, which is always on: no budget holds it back", s.ID)
+		}
+		budget = &b
+	}
 
 	if !exists {
 		c.Action = Created
@@ -228,6 +237,10 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 			c.Loop = loop
 			c.Diffs = append(c.Diffs, Diff{"loop", "", loop.String()})
 		}
+		if budget != nil && !budget.IsZero() {
+			c.New.Budget = *budget
+			c.Diffs = append(c.Diffs, Diff{"budget", "", budgetText(*budget)})
+		}
 		return c, nil
 	}
 
@@ -246,6 +259,10 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 	if loop != nil && *loop != time.Duration(old.Loop) {
 		c.Loop = loop
 		c.Diffs = append(c.Diffs, Diff{"loop", loopText(time.Duration(old.Loop)), loopText(*loop)})
+	}
+	if budget != nil && *budget != old.Budget {
+		c.Budget = budget
+		c.Diffs = append(c.Diffs, Diff{"budget", budgetText(old.Budget), budgetText(*budget)})
 	}
 	if len(c.Diffs) > 0 {
 		c.Action = Configured
