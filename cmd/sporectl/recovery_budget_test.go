@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/bridge/fakeapi"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -91,4 +92,30 @@ func TestRecoveryBudgetSleepsAndARaisedBudgetDelivers(t *testing.T) {
 		return e.Action == "delivered" && strings.HasPrefix(e.Text, "prompt "+waiting+" delivered")
 	})
 	require.GreaterOrEqual(t, i, 0, "prompt %s delivered", waiting)
+}
+
+// TestRecoveryBudgetCountsClaudeCodesUsage — in production a budget is
+// counted from real Claude Code's result lines (usage, total_cost_usd),
+// here against the fake Messages API (100 input tokens a request): a
+// spore with a 50-token budget is over it after one turn, and reconcile
+// puts it to sleep saying so.
+func TestRecoveryBudgetCountsClaudeCodesUsage(t *testing.T) {
+	api := fakeapi.New()
+	api.Script(fakeapi.Rule{Match: "say hello", Steps: []fakeapi.Reply{fakeapi.Text("hello from the fake model")}})
+	r := claudeRig(t, api)
+	id := "claude-spender"
+	r.wake(id)
+	require.Equal(t, "spore/"+id+" configured\n", r.ok("set", "budget", id, "--tokens", "50"))
+	_, st := r.prompt(id, "say hello")
+	require.Equal(t, "delivered", st)
+	r.waitIdle(id, 90*time.Second)
+	rep, _ := r.reconcile()
+	require.True(t, rep.did(id, "sleep"), "over budget after one turn: %+v", rep.Actions)
+	sp, _ := r.record(id)
+	require.Equal(t, state.ByBudget, sp.DesiredBy)
+	spend := state.SpendOn(sp.Activity, time.Now())
+	require.GreaterOrEqual(t, spend.Tokens, int64(100), "Claude Code's usage counted: %+v", sp.Activity)
+	_, _, reason, _ := r.slept(id)
+	require.Contains(t, reason, "asleep: over budget (")
+	require.Contains(t, reason, "/50 tokens today)")
 }
