@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -114,4 +115,13 @@ func TestOverBudgetExitCode(t *testing.T) {
 	require.Equal(t, ExitOverBudget, exitCode(&OverBudgetError{ID: "a", Over: "24/20 tokens today", Entry: "p-1"}))
 	require.Equal(t, ExitOverBudget, exitCode(&mycelia.Error{Status: 409, Code: mycelia.CodeOverBudget, Message: "over budget"}), "serve's answer to a tell")
 	require.Equal(t, ExitConflict, exitCode(&mycelia.Error{Status: 409, Code: mycelia.CodeConflict, Message: "conflict"}))
+}
+
+func TestReconcileReportsABudgetsSleepAndWake(t *testing.T) {
+	sleep := &reconcile.SporePlan{Spore: state.Spore{Wish: state.Wish{ID: "a"}}, SleepBudget: true, OverText: "25/20 tokens today", Stop: true}
+	wake := &reconcile.SporePlan{Spore: state.Spore{Wish: state.Wish{ID: "b"}}, WakeBudget: true}
+	for _, dry := range []bool{false, true} {
+		require.Equal(t, []passAction{{Spore: "a", Action: "sleep", Detail: "over budget (25/20 tokens today)"}, {Spore: "b", Action: "wake", Detail: "within budget again, for what is queued"}},
+			actionsOf([]*reconcile.SporePlan{sleep, wake}, dry), "dry run %v", dry)
+	}
 }

@@ -162,7 +162,7 @@ func actionsOf(plans []*reconcile.SporePlan, dry bool) []passAction {
 			// Restarted now: nothing is held back, so no "next respawn"
 			// time (that is the wait case's, below, and the event's).
 			add(p, "restart", "after "+p.Verdict.Text, p.StartErr)
-		case p.Start && p.WakeBudget:
+		case p.WakeBudget:
 			// Recorded awake by budget, then started (docs/budgets.md).
 			add(p, "wake", "within budget again, for what is queued", p.StartErr)
 		case p.Start:
