@@ -8,6 +8,8 @@ package main
 // queued prompt.
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -118,4 +120,96 @@ func TestRecoveryBudgetCountsClaudeCodesUsage(t *testing.T) {
 	_, _, reason, _ := r.slept(id)
 	require.Contains(t, reason, "asleep: over budget (")
 	require.Contains(t, reason, "/50 tokens today)")
+}
+
+// TestRecoveryBudgetSleepReconcileKilled — reconciles SIGKILLed at random
+// points while they put spores over budget to sleep. After each kill every
+// spore is wished awake with its processes running, or wished asleep by
+// budget with exactly one summons about it in its colony mycologist's
+// log (the sleep and the summons are one transaction); one wished asleep
+// whose processes the killed pass did not end yet has them ended by the
+// next reconcile. check is clean throughout and no committed event is
+// lost.
+func TestRecoveryBudgetSleepReconcileKilled(t *testing.T) {
+	r := newRig(t, nil, echoInit()...)
+	t.Cleanup(func() { r.cleanup("myc") })
+	r.ok("create", "myc", "--rank", "colony", "--wake")
+	r.ok("wake", "myc", "--wait", "20s")
+	ids := []string{"bud-k1", "bud-k2", "bud-k3", "bud-k4"}
+	for _, id := range ids {
+		t.Cleanup(func() { r.cleanup(id) })
+		r.ok("create", id, "--wake", "--budget-tokens", "5")
+		r.ok("wake", id, "--wait", "20s")
+		r.waitHealthy(id, 30*time.Second)
+	}
+	for _, id := range ids {
+		_, st := r.prompt(id, "a b c") // 3 in, 4 out: 7 of 5
+		require.Equal(t, "delivered", st)
+	}
+	for _, id := range ids {
+		r.waitIdle(id, 30*time.Second)
+	}
+	summonsAbout := func(id string) int {
+		n := 0
+		for _, e := range r.events("myc") {
+			if e.Kind == state.KindMessage && e.From == "sporectl:summons" && strings.Contains(e.Text, "spore "+id+" reached") {
+				n++
+			}
+		}
+		return n
+	}
+
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 5))
+	killed, halfway := 0, 0
+	asleep := func() bool {
+		for _, id := range ids {
+			if sp, _ := r.record(id); sp.Desired != state.Paused || len(r.procs(id)) > 0 {
+				return false
+			}
+		}
+		return true
+	}
+	for round := 0; round < 16 && !asleep(); round++ {
+		before := map[string][]state.Event{}
+		for _, id := range ids {
+			before[id] = r.storedEvents(id)
+		}
+		delay := time.Duration(round*25_000+rng.IntN(25_000)) * time.Microsecond
+		res, k := r.runKilledAfter(delay, "reconcile")
+		if k {
+			killed++
+		} else {
+			require.Contains(t, []int{0, 3}, res.code, "%s", res)
+		}
+		what := fmt.Sprintf("round %d, reconcile killed after %s", round, delay)
+		r.ok("check")
+		for _, id := range ids {
+			requirePrefix(t, before[id], r.storedEvents(id), what+": "+id)
+			sp, _ := r.record(id)
+			switch sp.Desired {
+			case state.Running:
+				require.NotEmpty(t, r.bridgePIDs(id), "%s: %s is wished awake but nothing runs", what, id)
+				require.Zero(t, summonsAbout(id), "%s: %s: no summons before its sleep", what, id)
+			case state.Paused:
+				require.Equal(t, state.ByBudget, sp.DesiredBy, "%s: %s", what, id)
+				require.Equal(t, 1, summonsAbout(id), "%s: %s: one summons with its sleep", what, id)
+				if len(r.procs(id)) > 0 {
+					halfway++
+				}
+			default:
+				t.Fatalf("%s: %s is %s", what, id, sp.Desired)
+			}
+		}
+	}
+	t.Logf("%d reconciles SIGKILLed at random; %d times a spore was left wished asleep with its processes running", killed, halfway)
+
+	rep, _ := r.reconcile()
+	for _, id := range ids {
+		s := rep.spore(t, id)
+		require.Equal(t, "Paused", s.Desired, "%+v", s)
+		require.Empty(t, r.procs(id), "%s", id)
+		require.Equal(t, 1, summonsAbout(id), "%s: summoned once", id)
+	}
 }
