@@ -126,3 +126,49 @@ func outbox(t *testing.T, st state.Store, id string) []state.OutboxEntry {
 	t.Helper()
 	return statetest.Read(t, st, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, id) })
 }
+
+// A message to a spore whose colony's spores together reached the
+// colony's budget is recorded and held, on both stores (the colony's sum
+// is read in Send's transaction); one to another colony is not.
+func TestSendHoldsAMessageOverTheColonysBudget(t *testing.T) {
+	for kind, open := range storeKinds(t) {
+		t.Run(kind, func(t *testing.T) {
+			ctx := context.Background()
+			st := open(t)
+			now := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
+			require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
+				if _, err := wish.SetColony(ctx, tx, "lab", state.ColonySettings{Budget: state.Budget{CostPerDayMicros: 1_000_000}}); err != nil {
+					return err
+				}
+				for _, n := range []wish.New{{ID: "a", Colony: "lab"}, {ID: "b", Colony: "lab"}, {ID: "c", Colony: "ops"}} {
+					n.Rank = state.RankSpore
+					sp, err := wish.Create(ctx, tx, n, now)
+					if err != nil {
+						return err
+					}
+					if err := wish.Wake(ctx, tx, n.ID, now); err != nil {
+						return err
+					}
+					if sp, err = tx.Spore(ctx, sp.ID); err != nil {
+						return err
+					}
+					sp.Activity = []state.HourActivity{{Hour: now.Truncate(time.Hour), CostMicros: 600_000}}
+					if err := tx.PutStatus(ctx, sp.ID, sp.StatusAtWish()); err != nil {
+						return err
+					}
+				}
+				return nil
+			}))
+			_, err := reconcile.Send(ctx, st, reconcile.Message{To: "a", From: "user:ann", Text: "hi"}, now)
+			var over *reconcile.OverBudgetError
+			require.ErrorAs(t, err, &over)
+			require.Equal(t, "colony lab: $1.20/$1.00 today", over.Over)
+			require.Len(t, outbox(t, st, "a"), 1, "recorded")
+			_, err = reconcile.Send(ctx, st, reconcile.Message{To: "c", From: "user:ann", Text: "hi"}, now)
+			require.NoError(t, err, "another colony's spend is its own")
+			_, err = reconcile.Send(ctx, st, reconcile.Message{To: "b", From: "user:ann", Text: "hi", OverBudget: true}, now)
+			require.NoError(t, err, "marked over-budget: sent as usual")
+			require.True(t, outbox(t, st, "b")[0].OverBudget)
+		})
+	}
+}
