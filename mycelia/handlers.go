@@ -323,6 +323,10 @@ func (s *Server) send(c *call, to state.Spore, l letter, text string, wake bool)
 		return 0, nil, err
 	}
 	Failpoint("committed")
+	if sent.Held != "" {
+		// Recorded and kept: it waits for the target's budget.
+		return 0, nil, errorf(http.StatusConflict, CodeOverBudget, "spore %s is over budget (%s): the message %s is queued and is delivered the next UTC day or once its budget is raised", to.ID, sent.Held, id)
+	}
 	res := SendResponse{ID: id, To: to.ID, Woke: sent.Woke, Duplicate: sent.Duplicate, State: Delivered}
 	if !sent.Pending {
 		return http.StatusAccepted, res, nil

@@ -166,6 +166,7 @@ const (
 	CodeNotFound      = "not_found"
 	CodeAsleep        = "asleep"
 	CodeStopped       = "stopped"
+	CodeOverBudget    = "over_budget"
 	CodeConflict      = "conflict"
 	CodeNotUp         = "not_up"
 	CodeTooLarge      = "too_large"

@@ -24,6 +24,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/views"
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
@@ -120,6 +121,33 @@ func createSpores(b *testing.B, st state.Store, ids []string) {
 				Wish: state.Wish{ID: id, Colony: "colony-" + id[len(id)-1:], Rank: state.RankSpore, Desired: state.Running, Spec: state.Spec{CPU: "2", Memory: "3Gi", Storage: "5Gi"}, Created: now, Updated: now},
 			}
 			if err := tx.CreateSpore(ctx, sp); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// setBudgets gives every spore of ids and every colony a budget of
+// tokens and cost that no benchmark reaches.
+func setBudgets(b *testing.B, st state.Store, ids []string) {
+	b.Helper()
+	ctx := context.Background()
+	big := state.Budget{TokensPerDay: 1 << 50, CostPerDayMicros: 1 << 50}
+	err := st.Update(ctx, func(tx state.Tx) error {
+		colonies := map[string]bool{}
+		for _, id := range ids {
+			sp, _, err := wish.SetBudget(ctx, tx, id, big, "user:bench", time.Now())
+			if err != nil {
+				return err
+			}
+			colonies[sp.Colony] = true
+		}
+		for c := range colonies {
+			if _, err := wish.SetColony(ctx, tx, c, state.ColonySettings{Budget: big}); err != nil {
 				return err
 			}
 		}
@@ -602,7 +630,14 @@ func buildIngestFleet(b *testing.B) *ingestFleet {
 // BenchmarkIngest100Bridges: one `reconcile` pass ingesting every line of
 // 100 real bridges into a fresh directory store (so every op fetches and
 // commits the same backlog): events/s.
-func BenchmarkIngest100Bridges(b *testing.B) {
+func BenchmarkIngest100Bridges(b *testing.B) { benchIngest(b, false) }
+
+// BenchmarkIngest100BridgesBudgets is the same run with every spore and
+// every colony given a budget none reaches: the cost of budget accounting
+// on ingest (docs/performance.md).
+func BenchmarkIngest100BridgesBudgets(b *testing.B) { benchIngest(b, true) }
+
+func benchIngest(b *testing.B, budgets bool) {
 	f := buildIngestFleet(b)
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -612,6 +647,9 @@ func BenchmarkIngest100Bridges(b *testing.B) {
 		root := filepath.Join(dir, strconv.Itoa(i))
 		ds := statetest.DirAt(b, root, state.Settings{Runtime: "local"})
 		createSpores(b, ds, f.ids)
+		if budgets {
+			setBudgets(b, ds, f.ids)
+		}
 		pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.rt, nil }}
 		b.StartTimer()
 

@@ -113,8 +113,9 @@ func (ps *Pass) recordIdleSleeps(ctx context.Context, plans []*SporePlan, now ti
 // sleptBy is who put sp to sleep, for status ("person", "idle",
 // "budget"; "" unless desired Paused), and the reason status shows: v's
 // own when it has one, else, asleep as wished, why it sleeps ("asleep:
-// idle for 30m", "asleep: by a person").
-func sleptBy(sp state.Spore, s state.Settings, v Verdict) (string, string) {
+// idle for 30m", "asleep: by a person", "asleep: over budget (24/20
+// tokens today)"); over is what budget it is over, if any.
+func sleptBy(sp state.Spore, s state.Settings, v Verdict, over string) (string, string) {
 	if sp.Desired != state.Paused {
 		return "", v.Text
 	}
@@ -130,6 +131,10 @@ func sleptBy(sp state.Spore, s state.Settings, v Verdict) (string, string) {
 		return by, "asleep: " + idleText(after)
 	case sp.DesiredBy == state.ByPerson:
 		return by, "asleep: by a person"
+	case sp.DesiredBy == state.ByBudget && over != "":
+		return by, "asleep: over budget (" + over + ")"
+	case sp.DesiredBy == state.ByBudget:
+		return by, "asleep: by budget, within it again (the next message wakes it)"
 	}
 	return by, "asleep: by " + by
 }

@@ -91,13 +91,16 @@ func TestSleptByAndReason(t *testing.T) {
 	}{
 		{"idle", sp(state.Paused, state.ByIdle), Verdict{Effective: Paused}, "idle", "asleep: idle for 30m0s"},
 		{"a person", sp(state.Paused, state.ByPerson), Verdict{Effective: Paused}, "person", "asleep: by a person"},
-		{"budget", sp(state.Paused, state.ByBudget), Verdict{Effective: Paused}, "budget", "asleep: by budget"},
+		{"budget, within it again", sp(state.Paused, state.ByBudget), Verdict{Effective: Paused}, "budget", "asleep: by budget, within it again (the next message wakes it)"},
 		{"idle, still running: the verdict's reason", sp(state.Paused, state.ByIdle), Verdict{Effective: Diverged, Text: "Running while desired Paused"}, "idle", "Running while desired Paused"},
 		{"awake", sp(state.Running, state.ByPerson), Verdict{Effective: Healthy}, "", ""},
 		{"stopped", sp(state.Stopped, state.ByPerson), Verdict{Effective: Stopped}, "", ""},
 	} {
-		by, reason := sleptBy(c.sp, s, c.v)
+		by, reason := sleptBy(c.sp, s, c.v, "")
 		require.Equal(t, c.by, by, c.name)
 		require.Equal(t, c.reason, reason, c.name)
 	}
+	by, reason := sleptBy(sp(state.Paused, state.ByBudget), s, Verdict{Effective: Paused}, "24/20 tokens today")
+	require.Equal(t, "budget", by)
+	require.Equal(t, "asleep: over budget (24/20 tokens today)", reason)
 }

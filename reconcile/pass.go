@@ -12,7 +12,7 @@ import (
 // Pass is the one pipeline every command that touches spores runs
 // (docs/architecture.md "The pass"):
 //
-//	load → observe → ingest → plan → (idle sleeps) → act → commit → project
+//	load → observe → ingest → plan → (idle and budget sleeps) → act → commit → project
 //
 // It holds dependencies only; every Run starts from the store.
 type Pass struct {
@@ -163,12 +163,13 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 			active[id] = true
 		}
 	}
-	plans := Plan(PlanInput{
+	pin := PlanInput{
 		Now: now, Policy: policy, Spores: snap.Spores, Observed: obs.spores, Pending: snap.Pending,
 		// Acting on a fleet nobody could observe would be acting blind.
 		Heal: opt.Heal && out.ObserveErr == nil, Deliver: opt.Deliver && out.ObserveErr == nil,
-		Force: force, Settings: snap.Settings, Active: active,
-	})
+		Force: force, Settings: snap.Settings, Active: active, Spends: countSpends(snap, got, now),
+	}
+	plans := Plan(pin)
 	for _, p := range plans {
 		p.Ingest = got[p.Spore.ID]
 	}
@@ -177,7 +178,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 		// A dry run writes nothing; nor does a pass that could observe
 		// nothing: "Suspect, observation failed" is no fact about a spore
 		// to record (it would make the next start count as a crash).
-		out.Result = result(snap, plans, nil)
+		out.Result = result(snap, plans, nil, pin.Spends)
 		out.Orphans = orphansOf(opt, obs)
 		return out, nil
 	}
@@ -190,6 +191,10 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 	}
 	// An idle spore's sleep is a wish, recorded before act stops it.
 	if err := ps.recordIdleSleeps(ctx, plans, now); err != nil {
+		return nil, err
+	}
+	// So are a budget's sleeps and wakes, with their summons.
+	if err := ps.recordBudget(ctx, plans, pin); err != nil {
 		return nil, err
 	}
 	if err := ps.act(ctx, rt, plans, obs); err != nil {
@@ -210,7 +215,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 		ps.logger().Info("summons raised", "spore", e.Spore, "message", e.ID)
 	}
 	ps.progress("commit", n, "")
-	out.Result = result(snap, plans, last)
+	out.Result = result(snap, plans, last, pin.Spends)
 	out.Orphans = orphansOf(opt, obs)
 	if opt.Project && ps.Project != nil {
 		if err := ps.Project.Project(ctx, ps.Store, out.Result, len(opt.IDs) == 0); err != nil {
@@ -223,7 +228,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 }
 
 // result is the pass's view of each spore after the commit.
-func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64) Result {
+func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends Spends) Result {
 	var r Result
 	r.Spores = make([]SporeHealth, 0, len(plans))
 	for _, p := range plans {
@@ -252,7 +257,14 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64) Result {
 			Observed: p.Observed, Effective: v.Effective, Reason: v.Text, Code: v.Code,
 			LastSeq: lastSeq, Pending: pending, PendingSince: since, Image: sp.Spec.Image, Created: sp.Created,
 		}
-		h.SleptBy, h.Reason = sleptBy(sp, snap.Settings, v)
+		h.SleptBy, h.Reason = sleptBy(sp, snap.Settings, v, p.OverText)
+		if s, ok := spends.Spore[sp.ID]; ok {
+			b := sp.Budget
+			h.Spend, h.Budget, h.OverBudget = &s, &b, p.OverText
+			if h.Reason == "" && p.OverBudget {
+				h.Reason = "over budget (" + p.OverText + ")"
+			}
+		}
 		r.Spores = append(r.Spores, h)
 	}
 	return r

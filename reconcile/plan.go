@@ -32,6 +32,8 @@ type PlanInput struct {
 	Settings state.Settings
 	// Active names spores this pass took lines from: not idle.
 	Active map[string]bool
+	// Spends are today's spends against budgets (budget.go).
+	Spends Spends
 }
 
 // SporePlan is what a pass decided for one spore, and later what came of
@@ -56,6 +58,15 @@ type SporePlan struct {
 	// its sleep (by idle) and then stops it (idle.go).
 	SleepIdle bool
 	Idle      time.Duration
+	// OverBudget: it reached its own budget or (OverColony) its colony's,
+	// as OverText says; it is given only entries marked over-budget.
+	// SleepBudget: over budget with its turn ended, the pass records its
+	// sleep (by budget) and then stops it; WakeBudget: a budget put it to
+	// sleep and it is within budget again with something queued, the pass
+	// records its wake and starts it (budget.go).
+	OverBudget, OverColony  bool
+	OverText                string
+	SleepBudget, WakeBudget bool
 
 	// Filled by act.
 	StartErr  error
@@ -90,16 +101,18 @@ func Plan(in PlanInput) []*SporePlan {
 		out[i] = p
 		p.Spore, p.Observed, p.policy = sp, in.Observed[sp.ID], in.Policy
 		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
+		p.OverBudget, p.OverColony, p.OverText = overBudget(sp, in)
 		if in.Heal {
 			heal(p, in)
 			sleepIdle(p, in)
+			planBudget(p, in)
 		}
 		if p.Verdict.Effective == Healthy && len(sp.Failures) > 0 &&
 			in.Now.Sub(slices.MaxFunc(sp.Failures, time.Time.Compare)) >= time.Duration(in.Policy.HealthyAfter) {
 			p.ClearFailures = true
 		}
-		if in.Deliver && !p.Start && !p.Stop && !p.SleepIdle && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
-			p.Deliver = in.Pending[sp.ID]
+		if in.Deliver && !p.Start && !p.Stop && !p.SleepIdle && !p.SleepBudget && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
+			p.Deliver = allowed(in.Pending[sp.ID], p.OverBudget)
 		}
 	}
 	return out
@@ -286,6 +299,8 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 		switch {
 		case p.SleepIdle:
 			why = "asleep: " + idleText(p.Idle)
+		case p.SleepBudget:
+			why = "asleep: over budget (" + p.OverText + ")"
 		case OK(p.Verdict.Effective):
 			// Asleep as wished, but its failed pod was left: say so.
 			why = fmt.Sprintf("%s while desired %s", p.Observed.Pod, p.Spore.Desired)

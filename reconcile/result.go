@@ -27,6 +27,13 @@ type SporeHealth struct {
 	// "person" (a person or a mycologist's command), "idle", "budget";
 	// "" when it is not wished asleep (docs/sleep.md).
 	SleptBy string `json:"slept_by,omitempty"`
+	// Spend is what the spore spent today (the UTC day) and Budget its
+	// own daily budget, both only for a spore with a budget, its own or
+	// its colony's (docs/budgets.md); OverBudget says which it reached
+	// ("24/20 tokens today"), "" when within them.
+	Spend      *state.Spend  `json:"spend,omitempty"`
+	Budget     *state.Budget `json:"budget,omitempty"`
+	OverBudget string        `json:"over_budget,omitempty"`
 	// LastSeq is the last event in the store's log after the pass's commit.
 	LastSeq uint64 `json:"last_seq"`
 	// Pending counts outbox entries not yet delivered; PendingSince is

@@ -32,6 +32,24 @@ func (e *AsleepError) Error() string {
 }
 func (e *AsleepError) Unwrap() error { return ErrAsleep }
 
+// ErrOverBudget: the target reached its budget; the message was queued,
+// not delivered (docs/budgets.md).
+var ErrOverBudget = errors.New("the spore is over budget")
+
+// OverBudgetError says which spore, which budget it reached and the
+// entry that waits in its outbox; it wraps ErrOverBudget. Unlike
+// AsleepError, the message was recorded.
+type OverBudgetError struct {
+	ID    string
+	Over  string // "24/20 tokens today", "colony lab: $2.10/$2.00 today"
+	Entry string
+}
+
+func (e *OverBudgetError) Error() string {
+	return fmt.Sprintf("spore %s is over budget (%s): %s is queued and is delivered the next UTC day or once its budget is raised", e.ID, e.Over, e.Entry)
+}
+func (e *OverBudgetError) Unwrap() error { return ErrOverBudget }
+
 // Message is what Send records.
 type Message struct {
 	To   string
@@ -54,6 +72,10 @@ type Message struct {
 	// without it a sleeping target is refused with *AsleepError, unless
 	// idle put it to sleep and its colony wakes on a message (mayWake).
 	Wake bool
+	// OverBudget delivers it to a target over its budget (an operator's
+	// --over-budget); without it such a target's message is queued and
+	// Send answers *OverBudgetError.
+	OverBudget bool
 }
 
 // mayWake reports whether m may wake sp, asleep: m asks to (--wake), or
@@ -74,6 +96,40 @@ func mayWake(ctx context.Context, tx state.Tx, sp state.Spore, m Message) (bool,
 	return s.Colony(sp.Colony).WakeOnMessage, nil
 }
 
+// overBudgetNow says, inside tx, whether sp has reached its budget or its
+// colony's today, in words ("" when not, or for the [arch]): the same
+// judgement as a pass's (overBudget), on the record as stored.
+func overBudgetNow(ctx context.Context, tx state.Tx, sp state.Spore, now time.Time) (string, error) {
+	if sp.Rank == state.RankArch {
+		return "", nil
+	}
+	if s := state.SpendOn(sp.Activity, now); s.Reaches(sp.Budget) {
+		return spendText(s, sp.Budget), nil
+	}
+	settings, err := tx.Settings(ctx)
+	if err != nil {
+		return "", fmt.Errorf("read settings: %w", err)
+	}
+	b := settings.Colony(sp.Colony).Budget
+	if b.IsZero() {
+		return "", nil
+	}
+	all, err := tx.Spores(ctx)
+	if err != nil {
+		return "", fmt.Errorf("count colony %s's spend: %w", sp.Colony, err)
+	}
+	var s state.Spend
+	for _, o := range all {
+		if o.Colony == sp.Colony {
+			s = s.Add(state.SpendOn(o.Activity, now))
+		}
+	}
+	if s.Reaches(b) {
+		return "colony " + sp.Colony + ": " + spendText(s, b), nil
+	}
+	return "", nil
+}
+
 // NewMessageID is a fresh outbox id: 96 random bits never repeat in a
 // store (crypto/rand does not fail; it would crash the program instead).
 func NewMessageID() string {
@@ -86,53 +142,72 @@ func NewMessageID() string {
 func Send(ctx context.Context, st state.Store, m Message, now time.Time) (state.OutboxEntry, error) {
 	now = now.UTC()
 	entry := m.entry(NewMessageID(), now)
+	var held string
 	err := st.Update(ctx, func(tx state.Tx) error {
 		sp, err := tx.Spore(ctx, m.To)
 		if err != nil {
 			return err
 		}
-		_, err = record(ctx, tx, sp, m, &entry, "", now)
+		_, held, err = record(ctx, tx, sp, m, &entry, "", now)
 		return err
 	})
+	if err == nil && held != "" {
+		// Recorded, and committed: it waits for the budget.
+		return entry, &OverBudgetError{ID: m.To, Over: held, Entry: entry.ID}
+	}
 	return entry, err
 }
 
 // entry is m's outbox entry under id: its text is what the agent reads
 // (Compose), and the message event keeps the same text.
 func (m Message) entry(id string, now time.Time) state.OutboxEntry {
-	return state.OutboxEntry{ID: id, Spore: m.To, From: m.From, Text: Compose(m), At: now, Wake: m.Wake}
+	return state.OutboxEntry{ID: id, Spore: m.To, From: m.From, Text: Compose(m), At: now, Wake: m.Wake, OverBudget: m.OverBudget}
 }
 
 // record writes a message inside tx, for Send and SendOnce: a wake
 // (wish.WakeToDeliver: desired Running, a new generation, an event) when
 // the target sleeps and mayWake allows it, else *AsleepError; the message
 // event (its Action the given one, its text entry's); the outbox entry,
-// marked Wake when it woke the target. It reports whether it woke it.
-func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry *state.OutboxEntry, action string, now time.Time) (woke bool, err error) {
+// marked Wake when it woke the target. It reports whether it woke it, and
+// held: the budget the target is over when the entry waits for it (not
+// marked OverBudget). A spore a budget put to sleep takes every message:
+// it is woken only when within budget, or for an entry marked OverBudget
+// (else the pass wakes it once it is within budget).
+func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry *state.OutboxEntry, action string, now time.Time) (woke bool, held string, err error) {
 	kind := m.Kind
 	if kind == "" {
 		kind = state.KindPrompt
 	}
-	if sp.Desired != state.Running {
+	byBudget := sp.Desired == state.Paused && sp.DesiredBy == state.ByBudget
+	if sp.Desired != state.Running && !byBudget {
 		wake, err := mayWake(ctx, tx, sp, m)
 		if err != nil {
-			return false, err
+			return false, "", err
 		}
 		if !wake {
-			return false, &AsleepError{ID: m.To, Desired: sp.Desired}
+			return false, "", &AsleepError{ID: m.To, Desired: sp.Desired}
 		}
 	}
-	if woke, err = wish.WakeToDeliver(ctx, tx, sp, entry.ID, now); err != nil {
-		return false, err
+	over, err := overBudgetNow(ctx, tx, sp, now)
+	if err != nil {
+		return false, "", err
+	}
+	if over != "" && !entry.OverBudget {
+		held = over
+	}
+	if held == "" {
+		if woke, err = wish.WakeToDeliver(ctx, tx, sp, entry.ID, now); err != nil {
+			return false, "", err
+		}
 	}
 	// Followed until delivered by whoever recorded it (prompt, serve),
 	// as a --wake is.
 	entry.Wake = entry.Wake || woke
 	if _, err := tx.Append(ctx, m.To, []state.Event{{Kind: kind, Action: action, From: m.From, At: now, Text: entry.Text}}); err != nil {
-		return false, err
+		return false, "", err
 	}
 	_, err = tx.Enqueue(ctx, *entry)
-	return woke, err
+	return woke, held, err
 }
 
 // DeliveryResult says what became of one entry after Deliver.

@@ -61,7 +61,7 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 		if sp.Desired == state.Stopped && o.KeepStopped {
 			return &StoppedError{ID: m.To}
 		}
-		if sp.Desired != state.Running {
+		if sp.Desired != state.Running && sp.DesiredBy != state.ByBudget {
 			if wake, err := mayWake(ctx, tx, sp, m); err != nil {
 				return err
 			} else if !wake {
@@ -73,7 +73,7 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 				return err
 			}
 		}
-		if out.Woke, err = record(ctx, tx, sp, m, &entry, entryID, now); err != nil {
+		if out.Woke, out.Held, err = record(ctx, tx, sp, m, &entry, entryID, now); err != nil {
 			return err
 		}
 		out.Entry, out.Pending = entry, true
@@ -179,6 +179,10 @@ type Sent struct {
 	Pending bool
 	// Woke: this send set the sleeping target's desired state to Running.
 	Woke bool
+	// Held is the budget the target is over ("24/20 tokens today"): the
+	// entry waits in its outbox for the next UTC day or a raised budget
+	// (docs/budgets.md); "" when it is delivered as usual.
+	Held string
 }
 
 // MaxSendOnceScan bounds how many of the target's last events SendOnce

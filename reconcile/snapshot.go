@@ -16,6 +16,9 @@ type Snapshot struct {
 	Spores []state.Spore
 	// Known is every id in the store (orphans are told apart by it).
 	Known []string
+	// All is every spore in the store, covered or not: a colony's
+	// budget is judged on all its spores (budget.go).
+	All   []state.Spore
 	Heads map[string]state.SporeHead
 	// Pending is every covered spore's undelivered outbox, in queue order.
 	Pending map[string][]state.OutboxEntry
@@ -36,6 +39,7 @@ func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) 
 		if err != nil {
 			return err
 		}
+		snap.All = all
 		byID := make(map[string]state.Spore, len(all))
 		snap.Known = make([]string, len(all))
 		for i, s := range all {

@@ -147,6 +147,12 @@ func Summon(ctx context.Context, tx state.Tx, arch string, ss []Summons, now tim
 	if err != nil || !ok {
 		return nil, err
 	}
+	return summonOn(ctx, tx, sp, ss, now)
+}
+
+// summonOn is Summon to sp, as read in tx (the [arch], or a colony
+// mycologist a budget summons): the keys are kept on sp's record.
+func summonOn(ctx context.Context, tx state.Tx, sp state.Spore, ss []Summons, now time.Time) ([]state.OutboxEntry, error) {
 	known := map[string]bool{}
 	for _, in := range sp.Incidents {
 		known[in.Key] = true
@@ -172,7 +178,7 @@ func Summon(ctx context.Context, tx state.Tx, arch string, ss []Summons, now tim
 	for _, s := range todo {
 		m := Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Mark: SummonsMark, Text: s.Text, Wake: true}
 		e := m.entry(NewMessageID(), now)
-		woke, err := record(ctx, tx, sp, m, &e, e.ID, now)
+		woke, _, err := record(ctx, tx, sp, m, &e, e.ID, now)
 		if err != nil {
 			return nil, fmt.Errorf("record the summons %s for %s: %w", s.Key, sp.ID, err)
 		}

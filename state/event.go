@@ -60,4 +60,7 @@ type OutboxEntry struct {
 	At    time.Time `json:"at"`
 	// Wake asks reconcile to wake a sleeping spore to deliver this.
 	Wake bool `json:"wake,omitempty"`
+	// OverBudget: an operator asked to deliver this to a spore over its
+	// budget (docs/budgets.md); entries without it wait for the budget.
+	OverBudget bool `json:"over_budget,omitempty"`
 }

@@ -76,7 +76,7 @@ func (s *Wish) validateSleep() error {
 	return nil
 }
 
-// ColonySettings are one colony's defaults for idle sleep.
+// ColonySettings are one colony's defaults for idle sleep, and its budget.
 type ColonySettings struct {
 	// SleepAfter is the idle time after which an awake spore of the
 	// colony is put to sleep when its own SleepAfter is 0 (0: never).
@@ -84,6 +84,9 @@ type ColonySettings struct {
 	// WakeOnMessage lets a message (tell, swarm tell, a person's prompt)
 	// wake a spore of the colony that idle put to sleep without --wake.
 	WakeOnMessage bool `json:"wake_on_message,omitempty"`
+	// Budget is the daily limit on what the colony's spores spend
+	// together (docs/budgets.md); zero: none.
+	Budget Budget `json:"budget,omitzero"`
 }
 
 // ColonyList is the stored colony settings by colony name. It is a
@@ -133,6 +136,9 @@ func ValidateColonies(cs ColonyList) error {
 			return err
 		}
 		if err := ValidateSleepAfter("colonies."+name+".sleep_after", cs[name].SleepAfter); err != nil {
+			return err
+		}
+		if err := ValidateBudget("colonies."+name+".budget", cs[name].Budget); err != nil {
 			return err
 		}
 	}

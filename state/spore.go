@@ -129,6 +129,9 @@ type Wish struct {
 	// mycologist's command: "idle" (reconcile put it to sleep), later
 	// "budget". Every transition a person asks for clears it.
 	DesiredBy DesiredBy `json:"desired_by,omitempty"`
+	// Budget is the spore's daily spend limit (docs/budgets.md); zero:
+	// none of its own (its colony's may still hold).
+	Budget Budget `json:"budget,omitzero"`
 }
 
 // Status is what reconcile passes concluded about a spore, written with
@@ -327,6 +330,9 @@ func (s *Wish) Validate() error {
 	}
 	if s.Loop != 0 && (s.Loop < MinLoop || s.Loop > MaxLoop) {
 		return &InvalidError{Field: "loop", Value: s.Loop.String(), Reason: fmt.Sprintf("must be 0 (no loop) or between %s and %s", MinLoop, MaxLoop)}
+	}
+	if err := ValidateBudget("budget", s.Budget); err != nil {
+		return err
 	}
 	return s.validateSleep()
 }

@@ -42,4 +42,7 @@ func TestEchoSpeaksStreamJSONAndSaysItIsNotClaude(t *testing.T) {
 	require.Equal(t, "assistant", lines[1]["type"])
 	require.Equal(t, "result", lines[2]["type"])
 	require.Equal(t, "echo: hi there", lines[2]["result"])
+	// Claude Code's shape: 2 words in, 3 out, $0.000001 a token.
+	require.Equal(t, map[string]any{"input_tokens": 2.0, "output_tokens": 3.0}, lines[2]["usage"])
+	require.InDelta(t, 0.000005, lines[2]["total_cost_usd"], 1e-12)
 }

@@ -16,10 +16,16 @@ const EchoModel = "sporectl-echo (built-in demo agent, not Claude)"
 // Echo is the built-in demo agent: it answers each prompt with "echo: "
 // and the prompt, in Claude Code's stream-json shape (init, assistant,
 // result). "/compact" gets a compact_boundary line instead. It needs no
-// key, no network and no Claude Code.
+// key, no network and no Claude Code. Its result line reports usage as
+// Claude Code's does (usage, total_cost_usd), so budgets are counted as in
+// production: one input token per word of the prompt, one output token
+// per word of the answer, EchoCostPerToken each.
 type Echo struct{}
 
 var _ Starter = Echo{}
+
+// EchoCostPerToken is what Echo reports each token cost: $0.000001.
+const EchoCostPerToken = 0.000001
 
 // Name is KindEcho.
 func (Echo) Name() string { return KindEcho }
@@ -52,9 +58,10 @@ func (Echo) Start(ctx context.Context, t Turn) (Process, error) {
 			}})
 		}
 		if ok {
+			in, out := len(strings.Fields(t.Prompt)), len(strings.Fields("echo: "+t.Prompt))
 			write(map[string]any{"type": "result", "subtype": "success", "is_error": false, "session_id": t.SessionID,
-				"result": "echo: " + t.Prompt, "num_turns": 1, "total_cost_usd": 0,
-				"duration_ms": time.Since(start).Milliseconds(), "usage": map[string]int{"input_tokens": 0, "output_tokens": 0}})
+				"result": "echo: " + t.Prompt, "num_turns": 1, "total_cost_usd": float64(in+out) * EchoCostPerToken,
+				"duration_ms": time.Since(start).Milliseconds(), "usage": map[string]int{"input_tokens": in, "output_tokens": out}})
 		}
 		w.Close()
 	}()

@@ -23,8 +23,8 @@ func TestApplyRefusesAndAppliesNothing(t *testing.T) {
 	}{
 		{name: "not YAML", files: map[string]string{"new.yaml": colonyHead + "  - id: new-1\n    rank: spore: x\n"},
 			code: ExitUsage, msg: "new.yaml:7: not valid YAML: mapping values are not allowed in this context"},
-		{name: "an unknown field", files: map[string]string{"new.yaml": colonyHead + "  - id: new-1\n    budget: 10\n"},
-			code: ExitUsage, msg: `new.yaml:7: spec.spores[0].budget: unknown field "budget"`},
+		{name: "an unknown field", files: map[string]string{"new.yaml": colonyHead + "  - id: new-1\n    quota: 10\n"},
+			code: ExitUsage, msg: `new.yaml:7: spec.spores[0].quota: unknown field "quota"`},
 		{name: "a bad value", files: map[string]string{"new.yaml": colonyHead + "  - id: new-1\n    resources: {memory: lots}\n"},
 			code: ExitUsage, msg: `new.yaml:7: spec.spores[0].resources.memory: invalid value "lots": want a Kubernetes quantity`},
 		{name: "two documents, the second bad", files: map[string]string{"new.yaml": colonyHead + "  - id: new-1\n---\n" +

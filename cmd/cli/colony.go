@@ -28,6 +28,10 @@ type colonySetOptions struct {
 	Name          string
 	SleepAfter    time.Duration
 	WakeOnMessage bool
+	// BudgetTokens and BudgetCost are --budget-tokens and --budget-cost
+	// (micros), each changed only when given.
+	BudgetTokens int64
+	BudgetCost   int64
 	// changed says whether a flag was given: only those are changed.
 	changed func(string) bool
 }
@@ -36,17 +40,18 @@ type colonySetOptions struct {
 // instead of running it (tests of what the flags parse into).
 func newCmdColonySet(f *Factory, runF func(context.Context, *colonySetOptions) error) *cobra.Command {
 	o := &colonySetOptions{f: f}
-	var sleepAfter string
+	var sleepAfter, cost string
 	cmd := &cobra.Command{
-		Use:   "set NAME [--sleep-after D] [--wake-on-message[=false]]",
-		Short: "Change a colony's idle-sleep settings (only the flags given)",
+		Use:   "set NAME [--sleep-after D] [--wake-on-message[=false]] [--budget-tokens N] [--budget-cost USD]",
+		Short: "Change a colony's idle-sleep settings and budget (only the flags given)",
 		Long: `Change the settings of colony NAME that the flags give; the others are kept.
 --sleep-after D puts its awake spores to sleep after D idle (no turn running,
 nothing queued) unless a spore has its own (set sleep-after); 0 never.
 --wake-on-message lets a message (tell, swarm tell, a person's prompt) wake a
 spore of the colony that idle put to sleep, without --wake; one a person put
 to sleep still needs --wake. The [arch] mycologist is always on. See
-docs/sleep.md.`,
+docs/sleep.md. --budget-tokens and --budget-cost are the daily budget of all
+the colony's spores together, over the UTC day (0: no limit; docs/budgets.md).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("%s takes one colony name, got %d", cmd.CommandPath(), len(args))
@@ -55,9 +60,14 @@ docs/sleep.md.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name, o.changed = args[0], cmd.Flags().Changed
-			if !o.changed("sleep-after") && !o.changed("wake-on-message") {
-				return usageErrorf("%s: give --sleep-after or --wake-on-message (nothing to change)", cmd.CommandPath())
+			if !o.changed("sleep-after") && !o.changed("wake-on-message") && !o.changed("budget-tokens") && !o.changed("budget-cost") {
+				return usageErrorf("%s: give --sleep-after, --wake-on-message, --budget-tokens or --budget-cost (nothing to change)", cmd.CommandPath())
 			}
+			b, err := parseBudget(o.BudgetTokens, cost, "--budget-tokens", "--budget-cost")
+			if err != nil {
+				return err
+			}
+			o.BudgetCost = b.CostPerDayMicros
 			if o.changed("sleep-after") {
 				d, err := parseSleepAfter("--sleep-after", sleepAfter)
 				if err != nil {
@@ -74,6 +84,8 @@ docs/sleep.md.`,
 	fl := cmd.Flags()
 	fl.StringVar(&sleepAfter, "sleep-after", "0", "put awake spores to sleep after this long idle, e.g. 30m (0: never)")
 	fl.BoolVar(&o.WakeOnMessage, "wake-on-message", false, "a message wakes a spore that idle put to sleep")
+	fl.Int64Var(&o.BudgetTokens, "budget-tokens", 0, "the colony's daily budget of tokens, all its spores together (0: none)")
+	fl.StringVar(&cost, "budget-cost", "0", "the colony's daily budget of cost in US dollars, e.g. 20 (0: none)")
 	return cmd
 }
 
@@ -95,6 +107,12 @@ func (o *colonySetOptions) run(ctx context.Context) error {
 		}
 		if o.changed("wake-on-message") {
 			c.WakeOnMessage = o.WakeOnMessage
+		}
+		if o.changed("budget-tokens") {
+			c.Budget.TokensPerDay = o.BudgetTokens
+		}
+		if o.changed("budget-cost") {
+			c.Budget.CostPerDayMicros = o.BudgetCost
 		}
 		wrote, err := wish.SetColony(ctx, tx, o.Name, c)
 		if wrote {

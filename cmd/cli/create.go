@@ -27,6 +27,9 @@ type createOptions struct {
 	// SleepAfter is --sleep-after (0: the colony's).
 	SleepAfter time.Duration
 	sleepAfter string
+	// Budget is --budget-tokens and --budget-cost (zero: none).
+	Budget     state.Budget
+	budgetCost string
 	// changed says whether a flag was given (an empty value given on
 	// purpose is refused).
 	changed func(string) bool
@@ -68,6 +71,8 @@ letter and ending with a letter or digit.`,
 	fl.StringVar(&o.Spec.Storage, "storage", "", "size of the home, e.g. 5Gi (default: the store's)")
 	o.Pod.register(fl)
 	fl.StringVar(&o.sleepAfter, "sleep-after", "0", "put it to sleep after this long idle, e.g. 30m (0: its colony's setting)")
+	fl.Int64Var(&o.Budget.TokensPerDay, "budget-tokens", 0, "its daily budget of tokens, in and out, over the UTC day (0: none)")
+	fl.StringVar(&o.budgetCost, "budget-cost", "0", "its daily budget of cost in US dollars, e.g. 2.50 (0: none)")
 	return cmd
 }
 
@@ -114,6 +119,12 @@ func (o *createOptions) validate() error {
 		return usageErrorf("--sleep-after cannot be set on the [arch] mycologist: it is always on")
 	}
 	o.SleepAfter = d
+	if o.Budget, err = parseBudget(o.Budget.TokensPerDay, o.budgetCost, "--budget-tokens", "--budget-cost"); err != nil {
+		return err
+	}
+	if !o.Budget.IsZero() && o.Rank == string(state.RankArch) {
+		return usageErrorf("--budget-tokens and --budget-cost cannot be set on the [arch] mycologist: it is always on")
+	}
 	pod, err := o.Pod.options(o.changed)
 	if err != nil {
 		return err
@@ -133,7 +144,7 @@ func (o *createOptions) run(ctx context.Context) error {
 	// does, so the token and the start follow one path.
 	news := make([]wish.New, len(o.IDs))
 	for i, id := range o.IDs {
-		news[i] = wish.New{ID: id, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec, SleepAfter: o.SleepAfter}
+		news[i] = wish.New{ID: id, Colony: o.Colony, Rank: state.Rank(o.Rank), Swarm: o.Swarm, Role: o.Role, Spec: o.Spec, SleepAfter: o.SleepAfter, Budget: o.Budget}
 	}
 	var runtime string
 	err = st.Update(ctx, func(tx state.Tx) error {

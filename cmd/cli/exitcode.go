@@ -35,6 +35,7 @@ const (
 	ExitForbidden    = 13 // serve refused the call for the caller's rank or reach (403)
 	ExitAPI          = 14 // serve could not be reached, or failed (5xx), after the client's retries
 	ExitListen       = 15 // serve could not listen on its address: taken, or not permitted
+	ExitOverBudget   = 16 // the spore is over its budget: the message was queued, not delivered (prompt without --over-budget)
 	ExitInterrupted  = 130
 )
 
@@ -60,6 +61,9 @@ func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // AsleepError refuses to deliver to a sleeping spore without --wake.
 type AsleepError = reconcile.AsleepError
+
+// OverBudgetError says a message was queued for a spore over its budget.
+type OverBudgetError = reconcile.OverBudgetError
 
 // DiffersError is diff's answer that applying the files would change the
 // store (exit 1, kubectl diff's convention); the changes have been
@@ -92,6 +96,7 @@ func exitCode(err error) int {
 		unavail  *state.UnavailableError
 		rterr    *RuntimeError
 		asleep   *AsleepError
+		over     *OverBudgetError
 		apiErr   *mycelia.Error
 		apiCfg   *mycelia.ConfigError
 		apiDown  *mycelia.UnreachableError
@@ -130,6 +135,8 @@ func exitCode(err error) int {
 		return ExitConflict
 	case errors.As(err, &asleep):
 		return ExitAsleep
+	case errors.As(err, &over):
+		return ExitOverBudget
 	case errors.As(err, &unh):
 		return ExitUnhealthy
 	case isCobraUsage(err):
@@ -154,6 +161,8 @@ func apiExitCode(e *mycelia.Error) int {
 		return ExitNotFound
 	case e.Status == 409 && (e.Code == mycelia.CodeAsleep || e.Code == mycelia.CodeStopped):
 		return ExitAsleep
+	case e.Status == 409 && e.Code == mycelia.CodeOverBudget:
+		return ExitOverBudget
 	case e.Status == 409:
 		return ExitConflict
 	case e.Status == 429, e.Status >= 500:

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -22,6 +23,8 @@ type promptOptions struct {
 	From    string
 	Wake    bool
 	Timeout time.Duration
+	// OverBudget is --over-budget: deliver it to a spore over its budget.
+	OverBudget bool
 }
 
 // newCmdPrompt builds the command; runF, when not nil, is called instead of
@@ -41,6 +44,11 @@ A working spore's bridge queues it (the output says at which position). A
 sleeping spore is refused (exit 10) unless --wake, which sets desired Running,
 starts it and delivers once its bridge answers (waiting up to --timeout; after
 that it stays in the outbox and the next reconcile delivers it).
+
+A spore over its daily budget (docs/budgets.md) is not given it: the prompt is
+queued, delivered the next UTC day or once the budget is raised, and prompt
+exits 16 saying so. --over-budget, a person's decision, delivers it anyway
+(with --wake, to a spore a budget put to sleep too).
 
 TEXT "-" reads the prompt from standard input. Prompts must be valid UTF-8,
 not empty, at most 256 KiB, and hold no control character but newline and
@@ -84,6 +92,7 @@ a message from a spore.`,
 	fl := cmd.Flags()
 	fl.StringVar(&o.From, "from", "", `who sends it, e.g. "user:alice" (default "user:$USER")`)
 	fl.BoolVar(&o.Wake, "wake", false, "wake a sleeping spore to deliver it")
+	fl.BoolVar(&o.OverBudget, "over-budget", false, "deliver it even though the spore is over its budget")
 	fl.DurationVar(&o.Timeout, "timeout", time.Minute, "with --wake, how long to wait for the bridge before leaving the prompt queued")
 	return cmd
 }
@@ -141,7 +150,15 @@ func (o *promptOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	// A person's prompt has no Mark; Send composes what the agent reads.
-	entry, err := reconcile.Send(ctx, st, reconcile.Message{To: o.ID, From: o.From, Kind: state.KindPrompt, Text: o.Text, Wake: o.Wake}, o.f.Now())
+	entry, err := reconcile.Send(ctx, st, reconcile.Message{To: o.ID, From: o.From, Kind: state.KindPrompt, Text: o.Text, Wake: o.Wake, OverBudget: o.OverBudget}, o.f.Now())
+	var over *OverBudgetError
+	if errors.As(err, &over) {
+		// Recorded: it waits in the outbox for the budget.
+		if perr := o.f.Print(promptResult{Spore: o.ID, ID: entry.ID, State: "waiting", Detail: "over budget (" + over.Over + ")"}); perr != nil {
+			return perr
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}

@@ -162,8 +162,13 @@ func actionsOf(plans []*reconcile.SporePlan, dry bool) []passAction {
 			// Restarted now: nothing is held back, so no "next respawn"
 			// time (that is the wait case's, below, and the event's).
 			add(p, "restart", "after "+p.Verdict.Text, p.StartErr)
+		case p.WakeBudget:
+			// Recorded awake by budget, then started (docs/budgets.md).
+			add(p, "wake", "within budget again, for what is queued", p.StartErr)
 		case p.Start:
 			add(p, "start", "desired Running, nothing running", p.StartErr)
+		case p.SleepBudget:
+			add(p, "sleep", "over budget ("+p.OverText+")", p.StopErr)
 		case p.SleepIdle:
 			// Recorded asleep by idle, then stopped (docs/sleep.md).
 			add(p, "sleep", "idle for "+p.Idle.Truncate(time.Second).String(), p.StopErr)

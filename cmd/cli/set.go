@@ -18,7 +18,7 @@ func newCmdSet(f *Factory) *cobra.Command {
 		Use:   "set",
 		Short: "Change one setting of existing spores",
 	}
-	cmd.AddCommand(newCmdSetSleepAfter(f, nil))
+	cmd.AddCommand(newCmdSetSleepAfter(f, nil), newCmdSetBudget(f, nil))
 	return cmd
 }
 

@@ -99,7 +99,11 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 	// no Mark, and Send rewrites a mark-shaped part of the text.
 	entry, err := reconcile.Send(ctx, h.Store, reconcile.Message{To: id, From: from, Kind: state.KindPrompt, Text: text, Wake: wake}, h.now())
 	var asleep *reconcile.AsleepError
+	var over *reconcile.OverBudgetError
 	switch {
+	case errors.As(err, &over):
+		h.error(w, r, http.StatusConflict, "spore "+id+" is over budget ("+over.Over+"): the prompt is queued and is delivered the next UTC day or once its budget is raised.")
+		return
 	case errors.As(err, &asleep):
 		h.error(w, r, http.StatusConflict, "spore "+id+" is asleep (desired "+string(asleep.Desired)+"): nothing was sent. Tick \"wake it if asleep\" to wake it and deliver.")
 		return

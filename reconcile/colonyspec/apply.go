@@ -71,5 +71,10 @@ func apply(ctx context.Context, tx state.Tx, c Change, now time.Time) error {
 			return err
 		}
 	}
+	if c.Budget != nil {
+		if _, _, err := wish.SetBudget(ctx, tx, c.ID, *c.Budget, From, now); err != nil {
+			return err
+		}
+	}
 	return nil
 }

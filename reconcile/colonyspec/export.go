@@ -1,6 +1,8 @@
 package colonyspec
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sporectl/sporectl/state"
@@ -39,6 +41,16 @@ func Export(colony string, spores []state.Spore, settings state.Settings) Docume
 		}
 		if s.Spec.Image != "" {
 			e.Image = ptr(s.Spec.Image)
+		}
+		if !s.Budget.IsZero() {
+			b := &Budget{}
+			if s.Budget.TokensPerDay != 0 {
+				b.TokensPerDay = ptr(strconv.FormatInt(s.Budget.TokensPerDay, 10))
+			}
+			if s.Budget.CostPerDayMicros != 0 {
+				b.CostPerDay = ptr(strings.TrimPrefix(state.CostText(s.Budget.CostPerDayMicros), "$"))
+			}
+			e.Budget = b
 		}
 		r := Resources{}
 		for _, q := range []struct {

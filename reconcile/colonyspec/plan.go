@@ -46,6 +46,7 @@ type Change struct {
 	// Settings are the colony's idle-sleep settings as the document
 	// leaves them, when they differ from the stored (a colony change).
 	Settings *state.ColonySettings
+	Budget   *state.Budget // Configured: the budget differs
 
 	where string // "file:line: spec.spores[i]", for the store's errors
 }
@@ -263,6 +264,14 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 		}
 		sleepAfter = &a
 	}
+	var budget *state.Budget
+	if f.Budget != nil {
+		b := f.Budget.budget()
+		if !b.IsZero() && rank == state.RankArch {
+			return c, d.errorAt(path+".budget", "spore %s is the [arch] mycologist, which is always on: no budget holds it back", s.ID)
+		}
+		budget = &b
+	}
 
 	if !exists {
 		c.Action = Created
@@ -289,6 +298,10 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 		if sleepAfter != nil && *sleepAfter != 0 {
 			c.Diffs = append(c.Diffs, Diff{"sleepAfter", "", sleepAfter.String()})
 		}
+		if budget != nil && !budget.IsZero() {
+			c.New.Budget = *budget
+			c.Diffs = append(c.Diffs, Diff{"budget", "", budgetText(*budget)})
+		}
 		return c, nil
 	}
 
@@ -311,6 +324,10 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 	if sleepAfter != nil && *sleepAfter != time.Duration(old.SleepAfter) {
 		c.SleepAfter = sleepAfter
 		c.Diffs = append(c.Diffs, Diff{"sleepAfter", loopText(time.Duration(old.SleepAfter)), loopText(*sleepAfter)})
+	}
+	if budget != nil && *budget != old.Budget {
+		c.Budget = budget
+		c.Diffs = append(c.Diffs, Diff{"budget", budgetText(old.Budget), budgetText(*budget)})
 	}
 	if len(c.Diffs) > 0 {
 		c.Action = Configured

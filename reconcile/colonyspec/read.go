@@ -361,6 +361,18 @@ func (d *Document) validateFields(p string, f Fields) []error {
 			bad(p+".image", "invalid value %q: %v", *f.Image, err)
 		}
 	}
+	if b := f.Budget; b != nil {
+		if b.TokensPerDay != nil {
+			if _, err := parseTokens(*b.TokensPerDay); err != nil {
+				bad(p+".budget.tokensPerDay", "%s", err.Error())
+			}
+		}
+		if b.CostPerDay != nil {
+			if _, err := state.ParseCost("costPerDay", *b.CostPerDay); err != nil {
+				bad(p+".budget.costPerDay", "invalid value %q: want 0 (no limit) or a cost in US dollars such as 2.50", *b.CostPerDay)
+			}
+		}
+	}
 	if r := f.Resources; r != nil {
 		for _, q := range []struct {
 			name string

@@ -2,6 +2,7 @@ package colonyspec
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sporectl/sporectl/state"
@@ -54,6 +55,45 @@ type Fields struct {
 	Desired   *string    `yaml:"desired,omitempty" json:"desired,omitempty"`
 	Image     *string    `yaml:"image,omitempty" json:"image,omitempty"`
 	Resources *Resources `yaml:"resources,omitempty" json:"resources,omitempty"`
+	// Budget is the spore's daily budget (docs/budgets.md); given, it
+	// replaces the stored one whole (a limit left out is 0: none).
+	Budget *Budget `yaml:"budget,omitempty" json:"budget,omitempty"`
+}
+
+// Budget is a daily budget: tokens in and out, and cost in US dollars
+// ("2.50"), over the UTC day; 0 or left out: no limit of that kind.
+type Budget struct {
+	TokensPerDay *string `yaml:"tokensPerDay,omitempty" json:"tokensPerDay,omitempty"`
+	CostPerDay   *string `yaml:"costPerDay,omitempty" json:"costPerDay,omitempty"`
+}
+
+// budget is b as the store keeps it (Read checked it).
+func (b *Budget) budget() state.Budget {
+	var out state.Budget
+	if b.TokensPerDay != nil {
+		out.TokensPerDay, _ = parseTokens(*b.TokensPerDay)
+	}
+	if b.CostPerDay != nil {
+		out.CostPerDayMicros, _ = state.ParseCost("costPerDay", *b.CostPerDay)
+	}
+	return out
+}
+
+// parseTokens reads a number of tokens: 0 or more.
+func parseTokens(v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("invalid value %q: want 0 (no limit) or more tokens", v)
+	}
+	return n, nil
+}
+
+// budgetText is a budget as a diff shows it: "20 tokens, $2.50 a day", "none".
+func budgetText(b state.Budget) string {
+	if b.IsZero() {
+		return "none"
+	}
+	return fmt.Sprintf("%d tokens, %s a day", b.TokensPerDay, state.CostText(b.CostPerDayMicros))
 }
 
 // Resources are what a spore runs with (Kubernetes quantities).
@@ -86,6 +126,7 @@ func (s Spore) merged(d *Fields) Fields {
 	}
 	f.Desired = or(f.Desired, d.Desired)
 	f.Image = or(f.Image, d.Image)
+	f.Budget = or(f.Budget, d.Budget)
 	if d.Resources != nil {
 		r := Resources{}
 		if f.Resources != nil {

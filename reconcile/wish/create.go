@@ -25,6 +25,9 @@ type New struct {
 	// SleepAfter is the idle time after which it is put to sleep (0:
 	// its colony's); refused on the [arch].
 	SleepAfter time.Duration
+	// Budget is its daily budget (zero: none of its own); refused on
+	// the [arch].
+	Budget state.Budget
 }
 
 // Create records a new spore, asleep (desired Paused, and known to be, so
@@ -58,11 +61,14 @@ func CreateMany(ctx context.Context, tx state.Tx, news []New, now time.Time) ([]
 	for _, n := range news {
 		sp := state.Spore{
 			Wish: state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec.WithDefaults(settings), Created: now, Updated: now,
-				SleepAfter: state.Duration(n.SleepAfter)},
+				SleepAfter: state.Duration(n.SleepAfter), Budget: n.Budget},
 			Status: state.Status{Health: healthPaused},
 		}
 		if sp.Rank == state.RankArch && n.SleepAfter != 0 {
 			return nil, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: --sleep-after cannot be set on it (nothing was created)", sp.ID)}
+		}
+		if sp.Rank == state.RankArch && !n.Budget.IsZero() {
+			return nil, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: no budget can be set on it (nothing was created)", sp.ID)}
 		}
 		if singleRank(sp.Rank) {
 			if !loaded {

@@ -198,3 +198,73 @@ func TestSetColony(t *testing.T) {
 		require.Equal(t, lab, get().Colony("lab"), "refused settings change nothing")
 	})
 }
+
+func TestSetBudget(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st state.Store) {
+		put(t, st, state.Spore{Wish: state.Wish{ID: "a", Generation: 1}}, state.Spore{Wish: state.Wish{ID: "arch", Rank: state.RankArch, Desired: state.Running, Generation: 1}})
+		set := func(id string, b state.Budget) (bool, error) {
+			var wrote bool
+			err := update(st, func(ctx context.Context, tx state.Tx) (err error) {
+				_, wrote, err = wish.SetBudget(ctx, tx, id, b, "user:ann", now)
+				return err
+			})
+			return wrote, err
+		}
+		b := state.Budget{TokensPerDay: 20, CostPerDayMicros: 2_500_000}
+		wrote, err := set("a", b)
+		require.NoError(t, err)
+		require.True(t, wrote)
+		sp, evs := read(t, st, "a")
+		require.Equal(t, b, sp.Budget)
+		require.Equal(t, uint64(2), sp.Generation)
+		require.Equal(t, []state.Event{{Seq: 1, Kind: state.KindLifecycle, Action: "budget", From: "user:ann", At: now, Text: "budget 20 tokens and $2.50 a day"}}, evs)
+
+		wrote, err = set("a", b)
+		require.NoError(t, err)
+		require.False(t, wrote, "the same budget writes nothing")
+
+		_, err = set("a", state.Budget{TokensPerDay: -1})
+		var inv *state.InvalidError
+		require.ErrorAs(t, err, &inv)
+		require.Equal(t, "budget.tokens_per_day", inv.Field)
+		_, err = set("arch", b)
+		var refused *wish.RefusedError
+		require.ErrorAs(t, err, &refused)
+		_, err = set("ghost", b)
+		require.ErrorIs(t, err, state.ErrNotFound)
+
+		wrote, err = set("a", state.Budget{})
+		require.NoError(t, err)
+		require.True(t, wrote)
+		sp, evs = read(t, st, "a")
+		require.Zero(t, sp.Budget)
+		require.Equal(t, "no budget of its own", evs[len(evs)-1].Text)
+	})
+}
+
+func TestWakeAfterBudgetWakesOnlyWhatABudgetSlept(t *testing.T) {
+	eachBackend(t, func(t *testing.T, st state.Store) {
+		put(t, st, state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running, Generation: 1}},
+			state.Spore{Wish: state.Wish{ID: "b", Generation: 1}})
+		require.NoError(t, update(st, func(ctx context.Context, tx state.Tx) error {
+			_, _, err := wish.SleepBy(ctx, tx, "a", state.ByBudget, ": over budget (25/20 tokens today)", now)
+			return err
+		}))
+		wake := func(id string) bool {
+			var wrote bool
+			require.NoError(t, update(st, func(ctx context.Context, tx state.Tx) (err error) {
+				_, wrote, err = wish.WakeAfterBudget(ctx, tx, id, ": within budget again", now)
+				return err
+			}))
+			return wrote
+		}
+		require.False(t, wake("b"), "a person's sleep is left alone")
+		require.True(t, wake("a"))
+		sp, evs := read(t, st, "a")
+		require.Equal(t, state.Running, sp.Desired)
+		require.Equal(t, state.ByPerson, sp.DesiredBy)
+		require.Equal(t, wish.BudgetFrom, evs[len(evs)-1].From)
+		require.Equal(t, "desired Paused → Running: within budget again", evs[len(evs)-1].Text)
+		require.False(t, wake("a"), "awake already")
+	})
+}

@@ -126,7 +126,7 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	require.False(t, created)
 	require.Equal(t, latestVersion(), s.Info().FormatVersion)
 	for _, c := range []string{"generation", "health", "health_reason", "loop_interval_ms", "loop_due", "activity", "incidents",
-		"sleep_after_ms", "desired_by", "active_at"} {
+		"sleep_after_ms", "desired_by", "active_at", "budget_tokens_per_day", "budget_cost_per_day_micros"} {
 		require.True(t, columnExists(t, url, "spores", c), c)
 	}
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {

@@ -15,7 +15,7 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 	if err := t.lockInUpdate(ctx, op, id); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.Query(ctx, `SELECT id, sender, body, at, wake FROM sporectl.outbox
+	rows, err := t.tx.Query(ctx, `SELECT id, sender, body, at, wake, over_budget FROM sporectl.outbox
 		WHERE spore_id = $1 ORDER BY pos`, id)
 	if err != nil {
 		return nil, classify(op, err)
@@ -25,7 +25,7 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 	for rows.Next() {
 		e := state.OutboxEntry{Spore: id}
 		var sender, body []byte
-		if err := rows.Scan(&e.ID, &sender, &body, &e.At, &e.Wake); err != nil {
+		if err := rows.Scan(&e.ID, &sender, &body, &e.At, &e.Wake, &e.OverBudget); err != nil {
 			return nil, classify(op, err)
 		}
 		e.From, e.Text, e.At = string(sender), string(body), e.At.UTC()
@@ -45,7 +45,7 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 const (
 	pendingLockQuery = `SELECT s.id FROM sporectl.spores s
 		WHERE s.id IN (SELECT spore_id FROM sporectl.outbox) ORDER BY s.id FOR UPDATE OF s`
-	pendingQuery = `SELECT spore_id, id, sender, body, at, wake FROM sporectl.outbox ORDER BY spore_id, pos`
+	pendingQuery = `SELECT spore_id, id, sender, body, at, wake, over_budget FROM sporectl.outbox ORDER BY spore_id, pos`
 )
 
 // Pending is one ordered scan of sporectl.outbox along outbox_order
@@ -69,7 +69,7 @@ func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error
 	for rows.Next() {
 		var e state.OutboxEntry
 		var sender, body []byte
-		if err := rows.Scan(&e.Spore, &e.ID, &sender, &body, &e.At, &e.Wake); err != nil {
+		if err := rows.Scan(&e.Spore, &e.ID, &sender, &body, &e.At, &e.Wake, &e.OverBudget); err != nil {
 			return nil, classify(op, err)
 		}
 		e.From, e.Text, e.At = string(sender), string(body), e.At.UTC()
@@ -124,9 +124,9 @@ func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
 		}
 		e.At = now
 	}
-	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.outbox (spore_id, id, sender, body, at, wake)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (spore_id, id) DO NOTHING`,
-		e.Spore, e.ID, []byte(e.From), []byte(e.Text), e.At, e.Wake)
+	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.outbox (spore_id, id, sender, body, at, wake, over_budget)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (spore_id, id) DO NOTHING`,
+		e.Spore, e.ID, []byte(e.From), []byte(e.Text), e.At, e.Wake, e.OverBudget)
 	if err != nil {
 		return false, classify(op, err)
 	}

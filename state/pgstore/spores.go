@@ -16,7 +16,8 @@ import (
 // PutStatus each write only their own (last_seq is the log's, Append's).
 const (
 	wishColumns = `id, colony, rank, swarm, role, desired, spec_image, spec_cpu, spec_memory, spec_storage,
-	created, updated, generation, loop_interval_ms, spec_pod, sleep_after_ms, desired_by`
+	created, updated, generation, loop_interval_ms, spec_pod, sleep_after_ms, desired_by,
+	budget_tokens_per_day, budget_cost_per_day_micros`
 	statusColumns = `observed_generation, restarts, failures, not_before, breaker_open, bridge_seq,
 	health, health_reason, loop_due, activity, incidents, active_at`
 	sporeColumns = wishColumns + `, ` + statusColumns
@@ -43,6 +44,7 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
 		&sp.Created, &sp.Updated, &generation, &loopMS, &pod, &sleepMS, &desiredBy,
+		&sp.Budget.TokensPerDay, &sp.Budget.CostPerDayMicros,
 		&observed, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
 		&sp.Health, &sp.HealthReason, &loopDue, &activity, &incidents, &activeAt)
 	if err != nil {
@@ -167,7 +169,7 @@ func wishArgs(w *state.Wish) []any {
 	return []any{w.ID, w.Colony, string(w.Rank), w.Swarm, w.Role, string(w.Desired),
 		w.Spec.Image, w.Spec.CPU, w.Spec.Memory, w.Spec.Storage,
 		w.Created, w.Updated, int64(w.Generation), time.Duration(w.Loop).Milliseconds(), podOrNull(w.Spec.Pod),
-		time.Duration(w.SleepAfter).Milliseconds(), string(w.DesiredBy)}
+		time.Duration(w.SleepAfter).Milliseconds(), string(w.DesiredBy), w.Budget.TokensPerDay, w.Budget.CostPerDayMicros}
 }
 
 // statusArgs are the values for statusColumns, in order.
@@ -233,7 +235,7 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
-		$25, $26, $27, $28, $29)
+		$25, $26, $27, $28, $29, $30, $31)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -260,7 +262,8 @@ func (t *tx) PutWish(ctx context.Context, w state.Wish) error {
 	return t.guardedUpdate(ctx, "put wish of spore "+w.ID, w.ID,
 		`UPDATE sporectl.spores SET colony = $2, rank = $3, swarm = $4, role = $5, desired = $6,
 		spec_image = $7, spec_cpu = $8, spec_memory = $9, spec_storage = $10, created = $11, updated = $12,
-		generation = $13, loop_interval_ms = $14, spec_pod = $15, sleep_after_ms = $16, desired_by = $17
+		generation = $13, loop_interval_ms = $14, spec_pod = $15, sleep_after_ms = $16, desired_by = $17,
+		budget_tokens_per_day = $18, budget_cost_per_day_micros = $19
 		WHERE id = $1 AND generation < $13`, wishArgs(&w),
 		func(stored uint64) error { return state.CheckWish(state.Wish{ID: w.ID, Generation: stored}, w) })
 }

@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SwarmLoop", testSwarmLoop},
 		{"IdleSleep", testIdleSleep},
 		{"ColonySettings", testColonySettings},
+		{"Budgets", testBudgets},
 		{"ActivityAndIncidents", testActivityAndIncidents},
 		{"PodOptions", testPodOptions},
 		{"OperatorTokens", testOperatorTokens},

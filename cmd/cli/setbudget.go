@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sporectl/sporectl/reconcile/wish"
+	"github.com/sporectl/sporectl/state"
+)
+
+type setBudgetOptions struct {
+	f      *Factory
+	IDs    []string
+	Budget state.Budget
+}
+
+// newCmdSetBudget builds the command; runF, when not nil, is called
+// instead of running it (tests of what the arguments parse into).
+func newCmdSetBudget(f *Factory, runF func(context.Context, *setBudgetOptions) error) *cobra.Command {
+	o := &setBudgetOptions{f: f}
+	var cost string
+	cmd := &cobra.Command{
+		Use:   "budget ID... [--tokens N] [--cost USD]",
+		Short: "Set spores' daily budget of tokens and cost (0: none)",
+		Long: `Record each spore's daily budget (docs/budgets.md): the tokens (in and out) and
+the cost in US dollars it may spend over a UTC day. Once it reaches either, it
+gets no new prompt or message (each stays queued), and it is put to sleep when
+its turn ends; the next UTC day, or a raised budget, wakes it for what is
+queued. A flag not given is set to 0 (no limit of that kind): both 0 remove
+the spore's own budget. The [arch] mycologist is always on and is refused.`,
+		Args: sporeIDs(-1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("%s needs at least one spore id", cmd.CommandPath())
+			}
+			b, err := parseBudget(o.Budget.TokensPerDay, cost, "--tokens", "--cost")
+			if err != nil {
+				return err
+			}
+			o.IDs, o.Budget = args, b
+			if runF != nil {
+				return runF(cmd.Context(), o)
+			}
+			return o.run(cmd.Context())
+		},
+	}
+	cmd.Flags().Int64Var(&o.Budget.TokensPerDay, "tokens", 0, "tokens, in and out, per UTC day (0: no limit)")
+	cmd.Flags().StringVar(&cost, "cost", "0", "cost in US dollars per UTC day, e.g. 2.50 (0: no limit)")
+	return cmd
+}
+
+// parseBudget checks a budget's flags: tokens not negative, cost a sum
+// of US dollars; tokensFlag and costFlag name them in the error.
+func parseBudget(tokens int64, cost, tokensFlag, costFlag string) (state.Budget, error) {
+	if tokens < 0 {
+		return state.Budget{}, usageErrorf("invalid value %d for %s: want 0 (no limit) or more tokens", tokens, tokensFlag)
+	}
+	micros, err := state.ParseCost(costFlag, cost)
+	if err != nil {
+		return state.Budget{}, usageErrorf("invalid value %q for %s: want 0 (no limit) or a cost in US dollars such as 2.50", cost, costFlag)
+	}
+	return state.Budget{TokensPerDay: tokens, CostPerDayMicros: micros}, nil
+}
+
+func (o *setBudgetOptions) run(ctx context.Context) error {
+	st, err := o.f.Store(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	now := o.f.Now().UTC()
+	from := "user:" + userName(o.f.Getenv)
+	res := actionResults{}
+	// One transaction: all the spores or, if one is refused, none.
+	err = st.Update(ctx, func(tx state.Tx) error {
+		res.Results = res.Results[:0]
+		for _, id := range o.IDs {
+			_, wrote, err := wish.SetBudget(ctx, tx, id, o.Budget, from, now)
+			if err != nil {
+				return err
+			}
+			action := "unchanged"
+			if wrote {
+				action = "configured"
+			}
+			res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: action})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return o.f.Print(res)
+}

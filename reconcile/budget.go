@@ -1,0 +1,285 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/wish"
+	"github.com/sporectl/sporectl/state"
+)
+
+// Budgets (docs/budgets.md): a spore's own daily budget, and its
+// colony's over all the colony's spores, counted from the usage its
+// agent reports (state.Spore.Activity, by hour) over the UTC day of the
+// pass. A spore that reached either gets no delivery but what an
+// operator marked over-budget (its entries stay queued); once its turn
+// ends it is put to sleep by "budget" (wish.SleepBy), in one transaction
+// between plan and act that also summons its colony mycologist (or the
+// [arch]) once a day; once within budget again (a new day, a raised
+// budget) with something queued, it is woken (wish.WakeAfterBudget). The
+// [arch] mycologist is always on: no budget holds it back, though its
+// spend counts in its colony's.
+
+// Spends is what the pass counts against budgets: today's spend of each
+// covered spore that has a budget (its own or its colony's), and of each
+// colony that has one, over every spore of the store. This pass's
+// ingested lines are included: the commit adds them to the record.
+type Spends struct {
+	Spore  map[string]state.Spend
+	Colony map[string]state.Spend
+}
+
+// countSpends counts snap's spends for now; nothing when no budget is
+// set anywhere (the cost of a fleet without budgets is this scan).
+func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) Spends {
+	var out Spends
+	day := state.Day(now)
+	colonyBudget := func(c string) bool { return !snap.Settings.Colony(c).Budget.IsZero() }
+	of := func(sp state.Spore) state.Spend {
+		s := state.SpendOn(sp.Activity, now)
+		if in := got[sp.ID]; in != nil {
+			for i, c := range in.counts {
+				// The hour the commit counts the line in (addActivity).
+				if at := in.events[i].At; !at.IsZero() && !at.After(now) && !state.Day(at).Equal(day) {
+					continue
+				}
+				s = s.Add(state.Spend{Tokens: state.AddCount(c.in, c.out), CostMicros: c.cost})
+			}
+		}
+		return s
+	}
+	for _, sp := range snap.Spores {
+		if sp.Budget.IsZero() && !colonyBudget(sp.Colony) {
+			continue
+		}
+		if out.Spore == nil {
+			out.Spore = map[string]state.Spend{}
+		}
+		out.Spore[sp.ID] = of(sp)
+	}
+	if snap.Settings.Colonies == nil {
+		return out
+	}
+	for _, sp := range snap.All {
+		if !colonyBudget(sp.Colony) {
+			continue
+		}
+		if out.Colony == nil {
+			out.Colony = map[string]state.Spend{}
+		}
+		s, ok := out.Spore[sp.ID]
+		if !ok {
+			s = of(sp)
+		}
+		out.Colony[sp.Colony] = out.Colony[sp.Colony].Add(s)
+	}
+	return out
+}
+
+// overBudget says whether sp has reached a budget, and in words which
+// ("24/20 tokens today", "colony lab: $2.10/$2.00 today"); the [arch] is
+// never over.
+func overBudget(sp state.Spore, in PlanInput) (bool, bool, string) {
+	if sp.Rank == state.RankArch {
+		return false, false, ""
+	}
+	if s := in.Spends.Spore[sp.ID]; s.Reaches(sp.Budget) {
+		return true, false, spendText(s, sp.Budget)
+	}
+	if b := in.Settings.Colony(sp.Colony).Budget; !b.IsZero() {
+		if s := in.Spends.Colony[sp.Colony]; s.Reaches(b) {
+			return true, true, "colony " + sp.Colony + ": " + spendText(s, b)
+		}
+	}
+	return false, false, ""
+}
+
+// spendText is the limit s reached of b: "24/20 tokens today",
+// "$2.10/$2.00 today".
+func spendText(s state.Spend, b state.Budget) string {
+	if b.TokensPerDay > 0 && s.Tokens >= b.TokensPerDay {
+		return fmt.Sprintf("%d/%d tokens today", s.Tokens, b.TokensPerDay)
+	}
+	return fmt.Sprintf("%s/%s today", state.CostText(s.CostMicros), state.CostText(b.CostPerDayMicros))
+}
+
+// planBudget decides what p's budget holds: over it, a healthy spore
+// wished awake whose turn has ended (its bridge idle, nothing in its
+// queue, nothing marked over-budget to deliver) is put to sleep by
+// budget, instead of any idle sleep; within it, one a budget put to
+// sleep that has something queued is woken.
+func planBudget(p *SporePlan, in PlanInput) {
+	sp := p.Spore
+	switch {
+	case p.OverBudget && sp.Desired == state.Running:
+		if p.Verdict.Effective != Healthy || p.Start || p.Stop || in.Force[sp.ID] ||
+			p.Observed.Activity != bridge.StateIdle || p.Observed.Queue > 0 || len(allowed(in.Pending[sp.ID], true)) > 0 {
+			return
+		}
+		p.SleepBudget, p.SleepIdle = true, false
+	case !p.OverBudget && sp.Desired == state.Paused && sp.DesiredBy == state.ByBudget && len(in.Pending[sp.ID]) > 0:
+		p.WakeBudget = true
+	}
+}
+
+// allowed are the entries of pending a spore may be given: all of them
+// within budget, only those marked over-budget when over.
+func allowed(pending []state.OutboxEntry, over bool) []state.OutboxEntry {
+	if !over {
+		return pending
+	}
+	var out []state.OutboxEntry
+	for _, e := range pending {
+		if e.OverBudget {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// BudgetKey is the incident key of a spore's budget summons on day:
+// once per spore per UTC day; ColonyBudgetKey a colony's.
+func BudgetKey(id string, day time.Time) string {
+	return "budget:" + id + ":" + day.Format(time.DateOnly)
+}
+
+// ColonyBudgetKey is the incident key of colony's budget summons on day.
+func ColonyBudgetKey(colony string, day time.Time) string {
+	return "budget:colony:" + colony + ":" + day.Format(time.DateOnly)
+}
+
+// recordBudget records, in one read-write transaction, the sleep of
+// every spore the plan put to sleep by budget and the wake of every one
+// it woke, each re-read first (one whose generation moved since the
+// snapshot is left alone), and the summons of each sleep. Each slept
+// spore's plan then stops it, each woken one's starts it.
+func (ps *Pass) recordBudget(ctx context.Context, plans []*SporePlan, in PlanInput) error {
+	var todo []*SporePlan
+	for _, p := range plans {
+		if p.SleepBudget || p.WakeBudget {
+			todo = append(todo, p)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	now := in.Now
+	done := map[*SporePlan]state.Spore{}
+	err := ps.Store.Update(ctx, func(tx state.Tx) error {
+		clear(done)
+		var slept []*SporePlan
+		for _, p := range todo {
+			id := p.Spore.ID
+			cur, err := tx.Spore(ctx, id)
+			if errors.Is(err, state.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if cur.Generation != p.Spore.Generation {
+				continue
+			}
+			var sp state.Spore
+			var wrote bool
+			if p.SleepBudget {
+				sp, wrote, err = wish.SleepBy(ctx, tx, id, state.ByBudget, ": over budget ("+p.OverText+")", now)
+			} else {
+				sp, wrote, err = wish.WakeAfterBudget(ctx, tx, id, ": within budget again, to deliver what is queued", now)
+			}
+			if err != nil {
+				return err
+			}
+			if wrote {
+				done[p] = sp
+				if p.SleepBudget {
+					slept = append(slept, p)
+				}
+			}
+		}
+		return budgetSummons(ctx, tx, slept, now)
+	})
+	if err != nil {
+		return fmt.Errorf("record budget sleeps and wakes: %w", err)
+	}
+	for _, p := range todo {
+		sp, ok := done[p]
+		if !ok {
+			p.SleepBudget, p.WakeBudget = false, false
+			continue
+		}
+		p.Spore = sp
+		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
+		if p.SleepBudget {
+			ps.logger().Info("budget: put to sleep", "spore", sp.ID, "spend", p.OverText)
+			p.Stop, p.Deliver = true, nil
+			continue
+		}
+		ps.logger().Info("budget: woken", "spore", sp.ID)
+		heal(p, in)
+	}
+	return nil
+}
+
+// budgetSummons summons, inside tx, the mycologist of each spore slept
+// by budget: its colony mycologist for its own budget (the [arch] when
+// the colony has none), the [arch] for its colony's; once per spore (or
+// colony) per UTC day.
+func budgetSummons(ctx context.Context, tx state.Tx, slept []*SporePlan, now time.Time) error {
+	if len(slept) == 0 {
+		return nil
+	}
+	all, err := tx.Spores(ctx)
+	if err != nil {
+		return fmt.Errorf("find the mycologists to summon: %w", err)
+	}
+	var arch string
+	colonyMyc := map[string]string{}
+	for _, sp := range all {
+		switch sp.Rank {
+		case state.RankArch:
+			arch = sp.ID
+		case state.RankColony:
+			colonyMyc[sp.Colony] = sp.ID
+		}
+	}
+	day := state.Day(now)
+	byTarget := map[string][]Summons{}
+	var order []string
+	for _, p := range slept {
+		sp := p.Spore
+		target := colonyMyc[sp.Colony]
+		s := Summons{Key: BudgetKey(sp.ID, day), By: sp.ID, Text: fmt.Sprintf(
+			"Budget: spore %s reached its daily budget (%s) and was put to sleep when its turn ended; what is sent to it stays queued until the next UTC day or a raised budget, which wake it. Look: `mycologist spore %s`. No answer is expected.",
+			sp.ID, p.OverText, sp.ID)}
+		if p.OverColony {
+			target = ""
+			s = Summons{Key: ColonyBudgetKey(sp.Colony, day), Text: fmt.Sprintf(
+				"Budget: colony %s reached its daily budget (%s); its spores get nothing new and are put to sleep as their turns end, until the next UTC day or a raised budget. No answer is expected.",
+				sp.Colony, p.OverText)}
+		}
+		if target == "" || target == sp.ID {
+			target = arch
+		}
+		if target == "" {
+			continue // no mycologist to summon
+		}
+		if _, ok := byTarget[target]; !ok {
+			order = append(order, target)
+		}
+		byTarget[target] = append(byTarget[target], s)
+	}
+	for _, id := range order {
+		sp, err := tx.Spore(ctx, id)
+		if err != nil {
+			return fmt.Errorf("read %s to summon it: %w", id, err)
+		}
+		if _, err := summonOn(ctx, tx, sp, byTarget[id], now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
