@@ -40,7 +40,16 @@ if [[ ! -x "$bin" ]]; then
 	trap 'rm -rf "$tmp"' EXIT
 	chmod 755 "$tmp" # apt's download user writes there
 	# apt-get download writes into the working directory.
-	(cd "$tmp" && flock -w 1800 /tmp/sporectl-apt.lock apt-get download -q "prometheus=$ver" >&2)
+	# Another installer may update the package lists between our reading
+	# the candidate and the download, and the version read may be gone:
+	# then read the candidate again, under the lock, and fetch that.
+	if ! (cd "$tmp" && flock -w 1800 /tmp/sporectl-apt.lock apt-get download -q "prometheus=$ver" >&2); then
+		ver="$(flock -w 1800 /tmp/sporectl-apt.lock apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ {print $2}')"
+		log "retrying with prometheus $ver (the package lists changed)"
+		out="$cache/prometheus-${ver//[^A-Za-z0-9.+-]/_}"
+		bin="$out/usr/bin/promtool"
+		(cd "$tmp" && flock -w 1800 /tmp/sporectl-apt.lock apt-get download -q "prometheus=$ver" >&2)
+	fi
 	dpkg -x "$tmp"/prometheus_*.deb "$tmp/root"
 	# Renamed whole: a killed unpack never leaves a directory that looks
 	# finished.
