@@ -31,24 +31,28 @@ if [[ -z "$ver" || "$ver" == "(none)" ]]; then
 fi
 [[ -n "$ver" && "$ver" != "(none)" ]] || { log "Debian has no prometheus package here"; exit 1; }
 
-out="$cache/prometheus-${ver//[^A-Za-z0-9.+-]/_}"
-bin="$out/usr/bin/promtool"
+# paths: where version $ver is unpacked, and its promtool.
+paths() {
+	out="$cache/prometheus-${ver//[^A-Za-z0-9.+-]/_}"
+	bin="$out/usr/bin/promtool"
+}
+download() { (cd "$tmp" && flock -w 1800 /tmp/sporectl-apt.lock apt-get download -q "prometheus=$ver" >&2); }
+paths
 if [[ ! -x "$bin" ]]; then
 	log "fetching prometheus $ver (promtool only; nothing is installed)"
 	mkdir -p "$cache"
 	tmp="$(mktemp -d "$cache/.prometheus.XXXXXX")"
 	trap 'rm -rf "$tmp"' EXIT
 	chmod 755 "$tmp" # apt's download user writes there
-	# apt-get download writes into the working directory.
-	# Another installer may update the package lists between our reading
-	# the candidate and the download, and the version read may be gone:
-	# then read the candidate again, under the lock, and fetch that.
-	if ! (cd "$tmp" && flock -w 1800 /tmp/sporectl-apt.lock apt-get download -q "prometheus=$ver" >&2); then
-		ver="$(flock -w 1800 /tmp/sporectl-apt.lock apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ {print $2}')"
+	# apt-get download writes into the working directory. Another
+	# installer may update the package lists between our reading the
+	# candidate and the download, and the version read may be gone: then
+	# read the candidate again and fetch that.
+	if ! download; then
+		ver="$(candidate)"
 		log "retrying with prometheus $ver (the package lists changed)"
-		out="$cache/prometheus-${ver//[^A-Za-z0-9.+-]/_}"
-		bin="$out/usr/bin/promtool"
-		(cd "$tmp" && flock -w 1800 /tmp/sporectl-apt.lock apt-get download -q "prometheus=$ver" >&2)
+		paths
+		download
 	fi
 	dpkg -x "$tmp"/prometheus_*.deb "$tmp/root"
 	# Renamed whole: a killed unpack never leaves a directory that looks
