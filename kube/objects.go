@@ -199,10 +199,9 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 			},
 		},
 	}
-	// The layers, most general first: the store's default, then the
-	// spore's own (a colony's default, once settings have one, goes
-	// between them).
-	withPodOptions(pod, state.MergePod(o.DefaultSpec.Pod, s.Spec.Pod))
+	// The layers, most general first: the store's default, the colony's,
+	// then the spore's own.
+	withPodOptions(pod, state.MergePod(o.DefaultSpec.Pod, o.ColonyPods[s.Colony], s.Spec.Pod))
 	return pod, nil
 }
 

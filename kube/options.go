@@ -24,6 +24,9 @@ type Options struct {
 	StorageClass string
 	Image        string
 	DefaultSpec  state.Spec
+	// ColonyPods are the colonies' pod options (state.ColonySettings
+	// Pod), merged between the store's default and a spore's own.
+	ColonyPods map[string]*state.PodOptions
 	// APIURL is how spores reach `sporectl serve`; passed to the bridge as
 	// SPORECTL_API_URL. Empty means the Service of kube/deploy/serve.yaml
 	// in the runtime's namespace.
@@ -46,7 +49,19 @@ func OptionsFromSettings(s state.Settings, c Cluster) Options {
 	if ns == "" {
 		ns = s.Namespace
 	}
+	var pods map[string]*state.PodOptions
+	if s.Colonies != nil {
+		for name, cs := range *s.Colonies {
+			if !cs.Pod.IsZero() {
+				if pods == nil {
+					pods = map[string]*state.PodOptions{}
+				}
+				pods[name] = cs.Pod
+			}
+		}
+	}
 	return Options{
+		ColonyPods:   pods,
 		Namespace:    ns,
 		StorageClass: s.StorageClass,
 		Image:        s.Image,

@@ -114,6 +114,36 @@ func TestPodOptionsOnThePod(t *testing.T) {
 	assert.Equal(t, kube.ModelSecret, pod.Spec.Containers[0].EnvFrom[0].SecretRef.Name)
 	assert.Equal(t, "colony-keys", pod.Spec.Containers[0].EnvFrom[1].SecretRef.Name)
 
+	// A colony's pod options go between the store's and the spore's: a
+	// spore of the colony without options of its own gets them over the
+	// store's; the spore's own still win; another colony's spore does not.
+	colony := &state.PodOptions{
+		NodeSelector: map[string]string{"zone": "c"},
+		Tolerations:  []state.Toleration{{Key: "moss-pool", Operator: "Exists"}},
+		Labels:       map[string]string{"cost": "moss"},
+	}
+	layered, err := kube.New(e.saCfg, kube.Options{Namespace: e.ns, DefaultSpec: state.Spec{Pod: store},
+		ColonyPods: map[string]*state.PodOptions{"moss": colony}})
+	require.NoError(t, err)
+	pod, err = layered.PodSpecForTest(plain)
+	require.NoError(t, err)
+	assert.Equal(t, "not-this-one", *pod.Spec.RuntimeClassName, "the colony sets no class: the store's")
+	assert.Equal(t, map[string]string{"pool": "agents", "zone": "c"}, pod.Spec.NodeSelector)
+	assert.Equal(t, "moss", pod.Labels["cost"])
+	assert.Equal(t, "platform", pod.Labels["team"])
+	require.Len(t, pod.Spec.Tolerations, 1, "the colony's list replaces the store's")
+	assert.Equal(t, "moss-pool", pod.Spec.Tolerations[0].Key)
+	pod, err = layered.PodSpecForTest(s)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"pool": "agents", "zone": "b"}, pod.Spec.NodeSelector, "the spore's value wins over its colony's")
+	assert.Equal(t, "moss", pod.Labels["team"])
+	assert.Equal(t, "moss", pod.Labels["cost"])
+	other := spore("eta")
+	other.Colony = "lichen"
+	pod, err = layered.PodSpecForTest(other)
+	require.NoError(t, err)
+	assert.Equal(t, "shared", pod.Labels["cost"], "another colony's options are not this one's")
+
 	// A class the cluster lacks is the API server's refusal, and Start
 	// says which.
 	missing := spore("zeta")

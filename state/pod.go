@@ -110,9 +110,52 @@ func (p *PodOptions) IsZero() bool {
 		len(p.EnvFromSecrets) == 0 && len(p.Labels) == 0 && len(p.Annotations) == 0
 }
 
+// Equal reports whether p and o set the same options; nil and an empty
+// set are the same, as are a nil and an empty map or list.
+func (p *PodOptions) Equal(o *PodOptions) bool {
+	if p.IsZero() || o.IsZero() {
+		return p.IsZero() == o.IsZero()
+	}
+	return p.RuntimeClassName == o.RuntimeClassName && maps.Equal(p.NodeSelector, o.NodeSelector) &&
+		maps.Equal(p.Labels, o.Labels) && maps.Equal(p.Annotations, o.Annotations) &&
+		slices.Equal(p.EnvFromSecrets, o.EnvFromSecrets) &&
+		slices.EqualFunc(p.Tolerations, o.Tolerations, func(a, b Toleration) bool {
+			return a.Key == b.Key && a.Operator == b.Operator && a.Value == b.Value && a.Effect == b.Effect &&
+				(a.TolerationSeconds == nil) == (b.TolerationSeconds == nil) &&
+				(a.TolerationSeconds == nil || *a.TolerationSeconds == *b.TolerationSeconds)
+		})
+}
+
+// Summary is p in a few words, as an event or a diff says it: "runtime
+// class gvisor, 1 toleration, 2 labels"; "none" when p sets nothing.
+// Values other than the runtime class are counted, not printed: an
+// annotation may be long.
+func (p *PodOptions) Summary() string {
+	if p.IsZero() {
+		return "none"
+	}
+	var parts []string
+	if p.RuntimeClassName != "" {
+		parts = append(parts, "runtime class "+p.RuntimeClassName)
+	}
+	count := func(n int, one, many string) {
+		switch {
+		case n == 1:
+			parts = append(parts, "1 "+one)
+		case n > 1:
+			parts = append(parts, strconv.Itoa(n)+" "+many)
+		}
+	}
+	count(len(p.NodeSelector), "node selector", "node selectors")
+	count(len(p.Tolerations), "toleration", "tolerations")
+	count(len(p.EnvFromSecrets), "Secret", "Secrets")
+	count(len(p.Labels), "label", "labels")
+	count(len(p.Annotations), "annotation", "annotations")
+	return strings.Join(parts, ", ")
+}
+
 // MergePod merges layers of pod options, the most general first (the
-// store's default, then, once there are colony settings, the colony's,
-// then the spore's): a later layer's runtime class wins when set; maps
+// store's default, then the colony's, then the spore's): a later layer's runtime class wins when set; maps
 // are merged key by key, a later layer's value winning; a list a later
 // layer sets (tolerations, Secrets) replaces the earlier one whole. Nil
 // layers are skipped. The result shares nothing with the layers.

@@ -76,7 +76,8 @@ func (s *Wish) validateSleep() error {
 	return nil
 }
 
-// ColonySettings are one colony's defaults for idle sleep, and its budget.
+// ColonySettings are one colony's defaults for idle sleep and for its
+// spores' pods, and its budget.
 type ColonySettings struct {
 	// SleepAfter is the idle time after which an awake spore of the
 	// colony is put to sleep when its own SleepAfter is 0 (0: never).
@@ -87,6 +88,27 @@ type ColonySettings struct {
 	// Budget is the daily limit on what the colony's spores spend
 	// together (docs/budgets.md); zero: none.
 	Budget Budget `json:"budget,omitzero"`
+	// Pod is the colony's pod options (docs/runtimes.md "Pod options"):
+	// every spore of the colony gets them at its next start, over the
+	// store's default and under the spore's own. Nil: none.
+	Pod *PodOptions `json:"pod,omitempty"`
+}
+
+// IsZero reports whether c sets nothing (WithColony drops such a colony).
+func (c ColonySettings) IsZero() bool {
+	return c.SleepAfter == 0 && !c.WakeOnMessage && c.Budget.IsZero() && c.Pod.IsZero()
+}
+
+// Equal reports whether c and o say the same. Pod options compare by
+// what they set: none and an empty set are the same.
+func (c ColonySettings) Equal(o ColonySettings) bool {
+	if c.SleepAfter != o.SleepAfter || c.WakeOnMessage != o.WakeOnMessage || c.Budget != o.Budget {
+		return false
+	}
+	if c.Pod.IsZero() || o.Pod.IsZero() {
+		return c.Pod.IsZero() == o.Pod.IsZero()
+	}
+	return c.Pod.Equal(o.Pod)
 }
 
 // ColonyList is the stored colony settings by colony name. It is a
@@ -111,7 +133,7 @@ func (s Settings) WithColony(name string, c ColonySettings) Settings {
 	if s.Colonies != nil {
 		m = maps.Clone(*s.Colonies)
 	}
-	if c == (ColonySettings{}) {
+	if c.IsZero() {
 		delete(m, name)
 	} else {
 		m[name] = c
@@ -139,6 +161,9 @@ func ValidateColonies(cs ColonyList) error {
 			return err
 		}
 		if err := ValidateBudget("colonies."+name+".budget", cs[name].Budget); err != nil {
+			return err
+		}
+		if err := cs[name].Pod.Validate("colonies." + name + ".pod"); err != nil {
 			return err
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // empty in the store (no swarm, no loop) are left out.
 func Export(colony string, spores []state.Spore, settings state.Settings) Document {
 	d := Document{APIVersion: APIVersion, Kind: Kind, Metadata: Metadata{Name: colony}, Spec: ColonySpec{Spores: []Spore{}}}
-	if c := settings.Colony(colony); c != (state.ColonySettings{}) {
+	if c := settings.Colony(colony); !c.IsZero() {
 		if c.SleepAfter != 0 {
 			d.Spec.SleepAfter = ptr(loopText(time.Duration(c.SleepAfter)))
 		}

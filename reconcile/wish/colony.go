@@ -21,7 +21,7 @@ func SetColony(ctx context.Context, tx state.Tx, name string, c state.ColonySett
 	if err != nil {
 		return false, fmt.Errorf("read settings: %w", err)
 	}
-	if cur.Colony(name) == c {
+	if cur.Colony(name).Equal(c) {
 		return false, nil
 	}
 	next := cur.WithColony(name, c)

@@ -81,17 +81,22 @@ func testColonySettings(t *testing.T, s state.Store) {
 	}
 	base := get()
 	lab := state.ColonySettings{SleepAfter: state.Duration(30 * time.Minute), WakeOnMessage: true}
-	good := base.WithColony("lab", lab).WithColony("ops", state.ColonySettings{WakeOnMessage: true})
+	pods := state.ColonySettings{Pod: &state.PodOptions{RuntimeClassName: "gvisor", Labels: map[string]string{"team": "pods"},
+		Tolerations: []state.Toleration{{Key: "agents", Operator: state.TolerationExists}}}}
+	good := base.WithColony("lab", lab).WithColony("ops", state.ColonySettings{WakeOnMessage: true}).WithColony("pods", pods)
 	require.NoError(t, put(good))
 	got := get()
 	require.Equal(t, lab, got.Colony("lab"))
 	require.Equal(t, state.ColonySettings{WakeOnMessage: true}, got.Colony("ops"))
 	require.Equal(t, state.ColonySettings{}, got.Colony("other"))
+	require.Equal(t, pods, got.Colony("pods"), "a colony's pod options round-trip")
+	require.True(t, got.Colony("pods").Equal(pods))
 
 	for name, bad := range map[string]state.Settings{
 		"bad name":         good.WithColony("Bad Name", lab),
 		"under a minute":   good.WithColony("lab", state.ColonySettings{SleepAfter: state.Duration(time.Second)}),
 		"over thirty days": good.WithColony("lab", state.ColonySettings{SleepAfter: state.MaxSleepAfter * 2}),
+		"bad pod label":    good.WithColony("lab", state.ColonySettings{Pod: &state.PodOptions{Labels: map[string]string{"sporectl.dev/spore": "x"}}}),
 	} {
 		err := put(bad)
 		var inv *state.InvalidError
@@ -100,6 +105,9 @@ func testColonySettings(t *testing.T, s state.Store) {
 		require.Equal(t, lab, get().Colony("lab"), "%s: nothing written", name)
 	}
 
+	// Pod options that set nothing are no settings: the colony goes.
+	require.NoError(t, put(get().WithColony("pods", state.ColonySettings{Pod: &state.PodOptions{}})))
+	require.NotContains(t, *get().Colonies, "pods")
 	require.NoError(t, put(get().WithColony("lab", state.ColonySettings{}).WithColony("ops", state.ColonySettings{})))
 	require.Nil(t, get().Colonies, "the last colony removed removes the key")
 }
