@@ -140,6 +140,13 @@ func allowed(pending []state.OutboxEntry, over bool) []state.OutboxEntry {
 	return out
 }
 
+// held counts the entries of pending a budget holds back from a spore
+// (over: it reached one): those allowed does not give it. A pass never
+// delivers them, so they are all still queued after it.
+func held(pending []state.OutboxEntry, over bool) int {
+	return len(pending) - len(allowed(pending, over))
+}
+
 // BudgetKey is the incident key of a spore's budget summons on day:
 // once per spore per UTC day; ColonyBudgetKey a colony's.
 func BudgetKey(id string, day time.Time) string {

@@ -255,7 +255,8 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends S
 		h := SporeHealth{
 			ID: sp.ID, Colony: sp.Colony, Rank: sp.Rank, Swarm: sp.Swarm, Role: sp.Role, Desired: sp.Desired,
 			Observed: p.Observed, Effective: v.Effective, Reason: v.Text, Code: v.Code,
-			LastSeq: lastSeq, Pending: pending, PendingSince: since, Image: sp.Spec.Image, Created: sp.Created,
+			LastSeq: lastSeq, Pending: pending, PendingSince: since, Held: held(snap.Pending[sp.ID], p.OverBudget),
+			Image: sp.Spec.Image, Created: sp.Created,
 		}
 		h.SleptBy, h.Reason = sleptBy(sp, snap.Settings, v, p.OverText)
 		if s, ok := spends.Spore[sp.ID]; ok {

@@ -40,6 +40,10 @@ type SporeHealth struct {
 	// when the oldest of them was queued (zero when none).
 	Pending      int       `json:"-"`
 	PendingSince time.Time `json:"-"`
+	// Held counts those of them a budget holds back: all but the ones an
+	// operator marked over-budget, when the spore reached a budget
+	// (OverBudget); 0 within budget.
+	Held int `json:"-"`
 	// Image and Created are the spore's spec image and creation time.
 	Image   string    `json:"-"`
 	Created time.Time `json:"-"`

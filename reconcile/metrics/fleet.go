@@ -20,6 +20,12 @@ var (
 	descOutbox = prometheus.NewDesc("sporectl_outbox_messages",
 		"Messages (prompts and messages between spores) queued in the store and not yet delivered, by the colony of their target.",
 		[]string{"colony"}, nil)
+	descHeld = prometheus.NewDesc("sporectl_outbox_held_messages",
+		"Of those messages, the ones held back because their target reached its own or its colony's daily budget (docs/budgets.md); those an operator marked over-budget are not held.",
+		[]string{"colony"}, nil)
+	descOverBudget = prometheus.NewDesc("sporectl_spores_over_budget",
+		"Spores of the colony that reached their own or their colony's daily budget (docs/budgets.md), awake or asleep.",
+		[]string{"colony"}, nil)
 	descOutboxAge = prometheus.NewDesc("sporectl_outbox_oldest_message_age_seconds",
 		"How long the colony's oldest undelivered message has waited since it was sent (0 when none waits).",
 		[]string{"colony"}, nil)
@@ -48,6 +54,7 @@ type colonyFigures struct {
 	// spores[rank][i] counts the rank's spores in EffectiveStates[i].
 	spores          map[state.Rank][]int
 	pending         int
+	held, over      int
 	oldest          time.Time
 	lag             uint64
 	lagging         int
@@ -59,7 +66,7 @@ type colonyFigures struct {
 type fleet struct{ metrics []prometheus.Metric }
 
 func (f fleet) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSpores, descOutbox, descOutboxAge, descLag, descLagging, descTokens, descCost, descObserved, descOrphans} {
+	for _, d := range []*prometheus.Desc{descSpores, descOutbox, descHeld, descOverBudget, descOutboxAge, descLag, descLagging, descTokens, descCost, descObserved, descOrphans} {
 		ch <- d
 	}
 }
@@ -98,6 +105,10 @@ func Fleet(out *reconcile.Outcome, now time.Time) prometheus.Collector {
 			byState[j]++
 		}
 		c.pending += s.Pending
+		c.held += s.Held
+		if s.OverBudget != "" {
+			c.over++
+		}
 		if s.Pending > 0 && (c.oldest.IsZero() || s.PendingSince.Before(c.oldest)) {
 			c.oldest = s.PendingSince
 		}
@@ -140,6 +151,8 @@ func Fleet(out *reconcile.Outcome, now time.Time) prometheus.Collector {
 			}
 		}
 		add(descOutbox, float64(c.pending), n)
+		add(descHeld, float64(c.held), n)
+		add(descOverBudget, float64(c.over), n)
 		age := 0.0
 		if c.pending > 0 {
 			age = max(now.Sub(c.oldest).Seconds(), 0)

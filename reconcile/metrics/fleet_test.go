@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -124,6 +125,9 @@ func TestFleetFamilies(t *testing.T) {
 	require.Equal(t, 1.0, fams.Value(t, "sporectl_outbox_messages", "colony", "b"))
 	require.Equal(t, 90.0, fams.Value(t, "sporectl_outbox_oldest_message_age_seconds", "colony", "b"))
 	require.Equal(t, 0.0, fams.Value(t, "sporectl_outbox_oldest_message_age_seconds", "colony", "a"))
+	// No budget anywhere: b1's message waits, held back by none.
+	require.Equal(t, 0.0, fams.Value(t, "sporectl_outbox_held_messages", "colony", "b"))
+	require.Equal(t, 0.0, fams.Value(t, "sporectl_spores_over_budget", "colony", "a"))
 
 	// a4's store holds its line 1; its bridge ends at 5.
 	require.Equal(t, 4.0, fams.Value(t, "sporectl_ingest_lag_lines", "colony", "a"))
@@ -165,4 +169,90 @@ func TestFleetUnobserved(t *testing.T) {
 	require.Equal(t, 0.0, fams.Value(t, "sporectl_runtime_observed"))
 	require.Equal(t, 4.0, fams.Value(t, "sporectl_spores", "colony", "a", "rank", "spore", "effective", "Suspect"))
 	require.Equal(t, 0.0, fams.Value(t, "sporectl_ingest_lagging_spores", "colony", "a"))
+}
+
+// TestFleetBudgets: sporectl_outbox_held_messages counts the queued
+// entries a budget holds back, by the pass's own judgment of who reached
+// one (its own or its colony's): not those an operator marked
+// over-budget, nor any of a spore within its budget, of one with none, or
+// of the [arch]; sporectl_spores_over_budget counts who reached one.
+// Every colony has both series, zeros included, and after a pass that
+// delivers, the marked entry is gone while the held ones stay.
+//
+//   - colony own: o1 awake, 25 tokens today of its own 20 (over), three
+//     entries queued of which one marked over-budget; o2 25 of 1000
+//     (within), one entry; o3 no budget, one entry;
+//   - colony lab, 100 tokens a day together: l1 60 and l2 30 spent, arch
+//     (the [arch], never held back) 10, so the colony is at its budget;
+//     l1 one entry, l2 one marked over-budget, arch one;
+//   - colony free: f1, no budget, nothing queued.
+func TestFleetBudgets(t *testing.T) {
+	ctx := context.Background()
+	settings := state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}.
+		WithColony("lab", state.ColonySettings{Budget: state.Budget{TokensPerDay: 100}})
+	st := statetest.Dir(t, settings)
+	rt := reconciletest.New()
+	spore := func(id, colony string, rank state.Rank, d state.Desired, budget, spent int64) state.Spore {
+		sp := state.Spore{Wish: state.Wish{ID: id, Colony: colony, Rank: rank, Desired: d, Budget: state.Budget{TokensPerDay: budget},
+			Created: t0.Add(-48 * time.Hour), Updated: t0.Add(-48 * time.Hour)}}
+		if spent > 0 {
+			sp.Activity = []state.HourActivity{{Hour: t0.Add(-time.Hour), Turns: 1, InputTokens: spent - 5, OutputTokens: 5}}
+		}
+		return sp
+	}
+	statetest.Create(t, st,
+		spore("o1", "own", state.RankSpore, state.Running, 20, 25),
+		spore("o2", "own", state.RankSpore, state.Paused, 1000, 25),
+		spore("o3", "own", state.RankSpore, state.Paused, 0, 25),
+		spore("l1", "lab", state.RankSpore, state.Paused, 0, 60),
+		spore("l2", "lab", state.RankSpore, state.Paused, 0, 30),
+		spore("arch", "lab", state.RankArch, state.Paused, 0, 10),
+		spore("f1", "free", state.RankSpore, state.Paused, 0, 0))
+	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
+		for i, e := range []struct {
+			to     string
+			marked bool
+		}{{"o1", false}, {"o1", true}, {"o1", false}, {"o2", false}, {"o3", false}, {"l1", false}, {"l2", true}, {"arch", false}} {
+			_, err := tx.Enqueue(ctx, state.OutboxEntry{ID: fmt.Sprintf("p-%d", i), Spore: e.to, From: "user:op", Text: "hello",
+				At: t0.Add(-time.Minute), OverBudget: e.marked})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, rt.Start(ctx, state.Spore{Wish: state.Wish{ID: "o1"}}, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_test"}}))
+	pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return t0 },
+		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+	families := func(opt reconcile.Options) (metricstest.Families, string) {
+		t.Helper()
+		out, err := pass.Run(ctx, opt)
+		require.NoError(t, err)
+		txt := text(t, metrics.Fleet(out, t0))
+		return metricstest.Parse(t, txt), txt
+	}
+
+	fams, txt := families(reconcile.Options{})
+	value := func(name, colony string) float64 { return fams.Value(t, name, "colony", colony) }
+	require.Equal(t, 5.0, value("sporectl_outbox_messages", "own"), txt)
+	require.Equal(t, 2.0, value("sporectl_outbox_held_messages", "own"), "o1's two unmarked entries")
+	require.Equal(t, 1.0, value("sporectl_spores_over_budget", "own"))
+	require.Equal(t, 3.0, value("sporectl_outbox_messages", "lab"))
+	require.Equal(t, 1.0, value("sporectl_outbox_held_messages", "lab"), "l1's entry, not l2's marked one or the [arch]'s")
+	require.Equal(t, 2.0, value("sporectl_spores_over_budget", "lab"), "l1 and l2 by their colony's budget, not the [arch]")
+	require.Equal(t, 0.0, value("sporectl_outbox_held_messages", "free"))
+	require.Equal(t, 0.0, value("sporectl_spores_over_budget", "free"))
+	for _, name := range []string{"sporectl_outbox_held_messages", "sporectl_spores_over_budget"} {
+		require.Equal(t, 3, fams.Series(name), name)
+	}
+	t.Run("promtool", func(t *testing.T) { metricstest.Promtool(t, txt) })
+
+	// A delivering pass gives o1 its marked entry and holds the others.
+	fams, txt = families(reconcile.Options{Deliver: true})
+	prompts := rt.BridgeOf("o1").Prompts()
+	require.Len(t, prompts, 1)
+	require.Equal(t, "p-1", prompts[0].ID)
+	require.Equal(t, 4.0, value("sporectl_outbox_messages", "own"), txt)
+	require.Equal(t, 2.0, value("sporectl_outbox_held_messages", "own"))
+	require.Equal(t, 1.0, value("sporectl_spores_over_budget", "own"))
 }
