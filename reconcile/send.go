@@ -96,10 +96,11 @@ func mayWake(ctx context.Context, tx state.Tx, sp state.Spore, m Message) (bool,
 	return s.Colony(sp.Colony).WakeOnMessage, nil
 }
 
-// overBudgetNow says, inside tx, whether sp has reached its budget or its
+// OverBudgetNow says, inside tx, whether sp has reached its budget or its
 // colony's today, in words ("" when not, or for the [arch]): the same
-// judgement as a pass's (overBudget), on the record as stored.
-func overBudgetNow(ctx context.Context, tx state.Tx, sp state.Spore, now time.Time) (string, error) {
+// judgement as a pass's (overBudget), on the record as stored. Send holds
+// a message by it; the page's prompt box shows it.
+func OverBudgetNow(ctx context.Context, tx state.Tx, sp state.Spore, now time.Time) (string, error) {
 	if sp.Rank == state.RankArch {
 		return "", nil
 	}
@@ -188,7 +189,7 @@ func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry *
 			return false, "", &AsleepError{ID: m.To, Desired: sp.Desired}
 		}
 	}
-	over, err := overBudgetNow(ctx, tx, sp, now)
+	over, err := OverBudgetNow(ctx, tx, sp, now)
 	if err != nil {
 		return false, "", err
 	}

@@ -175,6 +175,30 @@ func TestLoginAndPromptInABrowser(t *testing.T) {
 	require.Empty(t, f.written(echoID).outbox)
 	require.NotContains(t, logs.String(), token)
 
+	// Over its budget: the box says so; unticked, the prompt is queued
+	// (409, the text kept in the box); ticked, it is delivered and
+	// answered, and the first copy still waits for the budget.
+	f.spend(echoID, 24, state.Budget{TokensPerDay: 20})
+	b.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("form.prompt .over")))
+	require.Regexp(t, `^over budget: \d+/20 tokens today$`, run(b, chromedp.Text(chromedp.CSS("form.prompt .over .spend"))))
+	b.do(chromedp.Poll[chromedp.Void](`document.getElementById("live").textContent === "live"`, chromedp.WithPollingTimeout(15*time.Second)))
+	const over = "one more, over budget"
+	b.do(chromedp.SendKeys(chromedp.ID("prompt-text"), over), chromedp.Click(chromedp.CSS(`form.prompt button`), chromedp.NodeVisible))
+	b.do(chromedp.Poll[chromedp.Void](`document.getElementById("prompt-status").textContent.indexOf("409: ") === 0`, chromedp.WithPollingTimeout(15*time.Second)))
+	require.Contains(t, run(b, chromedp.Text(chromedp.ID("prompt-status"))), `tick "deliver even though over budget"`)
+	require.Equal(t, over, run(b, chromedp.Evaluate[string](`document.getElementById("prompt-text").value`)))
+	b.do(chromedp.Click(chromedp.CSS(`input[name="over_budget"]`), chromedp.NodeVisible), chromedp.Click(chromedp.CSS(`form.prompt button`), chromedp.NodeVisible))
+	b.do(chromedp.Poll[chromedp.Void](`(function () { var t = `+conversationJS+`.join("\n"); return t.indexOf("echo: `+over+`") >= 0; })()`,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	require.Equal(t, "sent", run(b, chromedp.Text(chromedp.ID("prompt-status"))))
+	b.requireQuiet()
+	b.screenshot("spore-over-budget")
+	require.Len(t, f.prompts(echoID, 0), 3)
+	queued := f.written(echoID).outbox
+	require.Len(t, queued, 1, "the unticked copy waits")
+	require.Equal(t, over, queued[0].Text)
+	require.False(t, queued[0].OverBudget)
+
 	// The header's button logs out: back to the login page, and the
 	// fleet asks for a login again.
 	require.Equal(t, "alice", run(b, chromedp.Text(chromedp.CSS("header form.logout .as"))))

@@ -41,4 +41,4 @@ func parseForm(r *http.Request) error {
 }
 
 // formFields are the names of the page's forms' fields.
-var formFields = map[string]bool{"csrf": true, "text": true, "wake": true, "token": true, "next": true}
+var formFields = map[string]bool{"csrf": true, "text": true, "wake": true, "over_budget": true, "token": true, "next": true}

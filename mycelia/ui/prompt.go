@@ -28,21 +28,28 @@ type promptBox struct {
 	// From is who the prompt is sent as.
 	From string
 	// Asleep: the spore's desired state is not Running, so a prompt needs
-	// "wake it".
+	// "wake it"; not for one a budget put to sleep, which takes every
+	// message (docs/budgets.md "Waking").
 	Asleep  bool
 	Desired string
+	// Over is the budget the spore has reached today, in words ("24/20
+	// tokens today", "colony lab: $2.10/$2.00 today"; reconcile.OverBudgetNow),
+	// "" within it. Then the box offers "deliver even though over budget".
+	Over string
 	// MaxBytes is the cap on the text.
 	MaxBytes int
 	Nonce    string
 }
 
-func (h *Handler) promptBox(r *http.Request, sp state.Spore) promptBox {
+// promptBox is the box for sp, over the budget over (sporePage.Over).
+func (h *Handler) promptBox(r *http.Request, sp state.Spore, over string) promptBox {
 	a, ok := accessOf(r)
 	if !ok || a.CSRF == "" {
 		return promptBox{}
 	}
+	asleep := sp.Desired != state.Running && !(sp.Desired == state.Paused && sp.DesiredBy == state.ByBudget)
 	return promptBox{Action: sporeHref(sp.ID) + "/prompt", CSRF: a.CSRF, From: h.sender(a),
-		Asleep: sp.Desired != state.Running, Desired: string(sp.Desired), MaxBytes: bridge.MaxPromptBytes, Nonce: nonceOf(r)}
+		Asleep: asleep, Desired: string(sp.Desired), Over: over, MaxBytes: bridge.MaxPromptBytes, Nonce: nonceOf(r)}
 }
 
 func (h *Handler) promptRoutes(m pageMux) {
@@ -55,7 +62,11 @@ func (h *Handler) promptRoutes(m pageMux) {
 // and whatever that does not finish the next reconcile does. Everything
 // is checked before anything is written: where the form came from, its
 // CSRF token, the text; a sleeping spore without "wake it" is refused
-// (409). It answers 303 to the spore's page (post/redirect/get).
+// (409). A spore over its budget gets the prompt only with "deliver even
+// though over budget" (over_budget: Message.OverBudget, an operator's
+// decision as `prompt --over-budget` is); without it the prompt is
+// queued and the answer is 409. It answers 303 to the spore's page
+// (post/redirect/get).
 func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -94,15 +105,19 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wake := r.PostForm.Get("wake") != ""
+	// Every login of the page is an operator's: theirs to decide.
+	overBudget := r.PostForm.Get("over_budget") != ""
 	from := h.sender(a)
 	// The operator's name stays in the store (From): a person's prompt has
 	// no Mark, and Send rewrites a mark-shaped part of the text.
-	entry, err := reconcile.Send(ctx, h.Store, reconcile.Message{To: id, From: from, Kind: state.KindPrompt, Text: text, Wake: wake}, h.now())
+	entry, err := reconcile.Send(ctx, h.Store, reconcile.Message{To: id, From: from, Kind: state.KindPrompt, Text: text, Wake: wake, OverBudget: overBudget}, h.now())
 	var asleep *reconcile.AsleepError
 	var over *reconcile.OverBudgetError
 	switch {
 	case errors.As(err, &over):
-		h.error(w, r, http.StatusConflict, "spore "+id+" is over budget ("+over.Over+"): the prompt is queued and is delivered the next UTC day or once its budget is raised.")
+		// Recorded: sent again with the box ticked, it would be there twice.
+		h.error(w, r, http.StatusConflict, "spore "+id+" is over budget ("+over.Over+"): the prompt is queued and is delivered the next UTC day or once its budget is raised. "+
+			"To deliver a prompt now, tick \"deliver even though over budget\" and send it (this one stays queued).")
 		return
 	case errors.As(err, &asleep):
 		h.error(w, r, http.StatusConflict, "spore "+id+" is asleep (desired "+string(asleep.Desired)+"): nothing was sent. Tick \"wake it if asleep\" to wake it and deliver.")
@@ -114,7 +129,7 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 		h.internal(w, r, err)
 		return
 	}
-	h.logger().Info("ui: prompt sent", "spore", id, "prompt", entry.ID, "from", from, "wake", wake)
+	h.logger().Info("ui: prompt sent", "spore", id, "prompt", entry.ID, "from", from, "wake", wake, "over_budget", overBudget)
 	if h.Pass != nil {
 		// As `sporectl prompt`: one try for an awake spore; a woken one is
 		// given WakeWait to come up. What is not delivered now stays in the

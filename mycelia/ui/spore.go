@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
 )
@@ -34,6 +35,9 @@ type sporePage struct {
 	Activity activityView
 	// Prompt is the prompt box (prompt.go).
 	Prompt promptBox
+	// Over is the budget the spore has reached today, for the prompt box
+	// (read only with pageParams.budget).
+	Over string
 }
 
 func (h *Handler) sporeRoutes(m pageMux) {
@@ -45,6 +49,10 @@ func (h *Handler) sporeRoutes(m pageMux) {
 type pageParams struct {
 	before uint64 // 0: the newest page
 	limit  int
+	// budget: read the budget the spore reached (sporePage.Over), which
+	// the prompt box shows; not a query parameter, and not for the
+	// export, which has no box.
+	budget bool
 }
 
 // parsePage reads the pagination parameters; anything but a seq of 1 or
@@ -94,6 +102,7 @@ func (h *Handler) spore(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
+	p.budget = true
 	page, err := h.sporeData(ctx, id, p)
 	if errors.Is(err, state.ErrNotFound) {
 		h.error(w, r, http.StatusNotFound, "no such spore")
@@ -104,7 +113,7 @@ func (h *Handler) spore(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page.Nonce = nonceOf(r)
-	page.Prompt = h.promptBox(r, page.Spore)
+	page.Prompt = h.promptBox(r, page.Spore, page.Over)
 	h.render(w, r, http.StatusOK, "spore.html", page)
 }
 
@@ -125,6 +134,11 @@ func (h *Handler) sporeData(ctx context.Context, id string, p pageParams) (spore
 			return err
 		}
 		page.Total = head.LastSeq
+		if p.budget {
+			if page.Over, err = reconcile.OverBudgetNow(ctx, tx, page.Spore, h.now()); err != nil {
+				return err
+			}
+		}
 		end := head.LastSeq // the page's last seq
 		if p.before > 0 && p.before-1 < end {
 			end = p.before - 1
