@@ -47,8 +47,9 @@ that it stays in the outbox and the next reconcile delivers it).
 
 A spore over its daily budget (docs/budgets.md) is not given it: the prompt is
 queued, delivered the next UTC day or once the budget is raised, and prompt
-exits 16 saying so. --over-budget, a person's decision, delivers it anyway
-(with --wake, to a spore a budget put to sleep too).
+exits 16 saying so. --over-budget, a person's decision, delivers it anyway,
+waking a spore that a budget put to sleep (one a person put to sleep still
+needs --wake).
 
 TEXT "-" reads the prompt from standard input. Prompts must be valid UTF-8,
 not empty, at most 256 KiB, and hold no control character but newline and
