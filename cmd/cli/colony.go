@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +34,9 @@ type colonySetOptions struct {
 	// (micros), each changed only when given.
 	BudgetTokens int64
 	BudgetCost   int64
+	// Pod sets the colony's pod options (docs/runtimes.md "Pod options"):
+	// each flag given replaces its field, an empty value removes it.
+	Pod podFlags
 	// changed says whether a flag was given: only those are changed.
 	changed func(string) bool
 }
@@ -42,8 +47,8 @@ func newCmdColonySet(f *Factory, runF func(context.Context, *colonySetOptions) e
 	o := &colonySetOptions{f: f}
 	var sleepAfter, cost string
 	cmd := &cobra.Command{
-		Use:   "set NAME [--sleep-after D] [--wake-on-message[=false]] [--budget-tokens N] [--budget-cost USD]",
-		Short: "Change a colony's idle-sleep settings and budget (only the flags given)",
+		Use:   "set NAME [--sleep-after D] [--wake-on-message[=false]] [--budget-tokens N] [--budget-cost USD] [pod option flags]",
+		Short: "Change a colony's idle-sleep settings, budget and pod options (only the flags given)",
 		Long: `Change the settings of colony NAME that the flags give; the others are kept.
 --sleep-after D puts its awake spores to sleep after D idle (no turn running,
 nothing queued) unless a spore has its own (set sleep-after); 0 never.
@@ -51,7 +56,12 @@ nothing queued) unless a spore has its own (set sleep-after); 0 never.
 spore of the colony that idle put to sleep, without --wake; one a person put
 to sleep still needs --wake. The [arch] mycologist is always on. See
 docs/sleep.md. --budget-tokens and --budget-cost are the daily budget of all
-the colony's spores together, over the UTC day (0: no limit; docs/budgets.md).`,
+the colony's spores together, over the UTC day (0: no limit; docs/budgets.md).
+The pod option flags (--runtime-class, --node-selector, --toleration,
+--env-from-secret, --label, --annotation; kube) set the options every spore
+of the colony gets on its pod at its next start, over the store's default
+(init) and under the spore's own (create): each flag given replaces its
+field, an empty value (--label '') removes it (docs/runtimes.md).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("%s takes one colony name, got %d", cmd.CommandPath(), len(args))
@@ -60,8 +70,13 @@ the colony's spores together, over the UTC day (0: no limit; docs/budgets.md).`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name, o.changed = args[0], cmd.Flags().Changed
-			if !o.changed("sleep-after") && !o.changed("wake-on-message") && !o.changed("budget-tokens") && !o.changed("budget-cost") {
-				return usageErrorf("%s: give --sleep-after, --wake-on-message, --budget-tokens or --budget-cost (nothing to change)", cmd.CommandPath())
+			if !o.changed("sleep-after") && !o.changed("wake-on-message") && !o.changed("budget-tokens") && !o.changed("budget-cost") &&
+				len(o.Pod.given(o.changed)) == 0 {
+				return usageErrorf("%s: give --sleep-after, --wake-on-message, --budget-tokens, --budget-cost or a pod option flag (nothing to change)", cmd.CommandPath())
+			}
+			// Checked before anything is read: a bad value is a usage error.
+			if _, err := o.Pod.onto(nil, o.changed, true); err != nil {
+				return err
 			}
 			b, err := parseBudget(o.BudgetTokens, cost, "--budget-tokens", "--budget-cost")
 			if err != nil {
@@ -86,6 +101,7 @@ the colony's spores together, over the UTC day (0: no limit; docs/budgets.md).`,
 	fl.BoolVar(&o.WakeOnMessage, "wake-on-message", false, "a message wakes a spore that idle put to sleep")
 	fl.Int64Var(&o.BudgetTokens, "budget-tokens", 0, "the colony's daily budget of tokens, all its spores together (0: none)")
 	fl.StringVar(&cost, "budget-cost", "0", "the colony's daily budget of cost in US dollars, e.g. 20 (0: none)")
+	o.Pod.register(fl)
 	return cmd
 }
 
@@ -95,12 +111,13 @@ func (o *colonySetOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	action := "unchanged"
+	action, runtime := "unchanged", ""
 	err = st.Update(ctx, func(tx state.Tx) error {
 		s, err := tx.Settings(ctx)
 		if err != nil {
 			return err
 		}
+		runtime = s.Runtime
 		c := s.Colony(o.Name)
 		if o.changed("sleep-after") {
 			c.SleepAfter = state.Duration(o.SleepAfter)
@@ -114,6 +131,9 @@ func (o *colonySetOptions) run(ctx context.Context) error {
 		if o.changed("budget-cost") {
 			c.Budget.CostPerDayMicros = o.BudgetCost
 		}
+		if c.Pod, err = o.Pod.onto(c.Pod, o.changed, true); err != nil {
+			return err
+		}
 		wrote, err := wish.SetColony(ctx, tx, o.Name, c)
 		if wrote {
 			action = "configured"
@@ -123,7 +143,13 @@ func (o *colonySetOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.f.Print(actionResults{Results: []actionResult{{Kind: "colony", ID: o.Name, Action: action}}})
+	if err := o.f.Print(actionResults{Results: []actionResult{{Kind: "colony", ID: o.Name, Action: action}}}); err != nil {
+		return err
+	}
+	if flags := o.Pod.given(o.changed); len(flags) > 0 && runtime != "kube" {
+		fmt.Fprintln(o.f.IO.ErrOut, podWarning(flags, "the store keeps them as the colony's"))
+	}
+	return nil
 }
 
 type colonyListOptions struct{ f *Factory }
@@ -133,7 +159,7 @@ func newCmdColonyList(f *Factory, runF func(context.Context, *colonyListOptions)
 	return &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "The colonies (with spores or settings) and their idle-sleep settings",
+		Short:   "The colonies (with spores or settings): idle sleep, budget and spend today (-o wide: pod options)",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {
@@ -150,22 +176,63 @@ type colonyRow struct {
 	Spores        int            `json:"spores"`
 	SleepAfter    state.Duration `json:"sleep_after"`
 	WakeOnMessage bool           `json:"wake_on_message"`
+	// Budget is the colony's daily budget (zero: none) and SpendToday
+	// what its spores spent together over the UTC day so far, as the
+	// store's activity counts it (docs/budgets.md).
+	Budget     state.Budget `json:"budget"`
+	SpendToday state.Spend  `json:"spend_today"`
+	// Pod is the colony's pod options (docs/runtimes.md "Pod options").
+	Pod *state.PodOptions `json:"pod,omitempty"`
 }
 
 type colonyList struct {
 	Colonies []colonyRow `json:"colonies"`
 }
 
-func (l colonyList) Table(bool) ([]string, [][]string) {
+func (l colonyList) Table(wide bool) ([]string, [][]string) {
 	rows := make([][]string, len(l.Colonies))
 	for i, c := range l.Colonies {
 		after := "never"
 		if c.SleepAfter != 0 {
 			after = c.SleepAfter.String()
 		}
-		rows[i] = []string{c.Name, strconv.Itoa(c.Spores), after, strconv.FormatBool(c.WakeOnMessage)}
+		rows[i] = []string{c.Name, strconv.Itoa(c.Spores), after, strconv.FormatBool(c.WakeOnMessage),
+			budgetCell(c.Budget), spendCell(c.SpendToday, c.Budget)}
+		if wide {
+			rows[i] = append(rows[i], c.Pod.Summary())
+		}
 	}
-	return []string{"COLONY", "SPORES", "SLEEP-AFTER", "WAKE-ON-MESSAGE"}, rows
+	head := []string{"COLONY", "SPORES", "SLEEP-AFTER", "WAKE-ON-MESSAGE", "BUDGET", "SPENT-TODAY"}
+	if wide {
+		head = append(head, "POD-OPTIONS")
+	}
+	return head, rows
+}
+
+// budgetCell is a daily budget in a table: "20000 tokens, $5.00", "none";
+// a limit that is 0 is left out.
+func budgetCell(b state.Budget) string {
+	var parts []string
+	if b.TokensPerDay > 0 {
+		parts = append(parts, strconv.FormatInt(b.TokensPerDay, 10)+" tokens")
+	}
+	if b.CostPerDayMicros > 0 {
+		parts = append(parts, state.CostText(b.CostPerDayMicros))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// spendCell is a day's spend in a table, in the budget's terms when it
+// has any: "1200 tokens, $0.42", with " (over)" once it reached b.
+func spendCell(s state.Spend, b state.Budget) string {
+	out := strconv.FormatInt(s.Tokens, 10) + " tokens, " + state.CostText(s.CostMicros)
+	if s.Reaches(b) {
+		out += " (over)"
+	}
+	return out
 }
 
 func (l colonyList) Names() []string {
@@ -184,6 +251,8 @@ func (o *colonyListOptions) run(ctx context.Context) error {
 	defer st.Close()
 	var s state.Settings
 	count := map[string]int{}
+	spend := map[string]state.Spend{}
+	now := o.f.Now()
 	err = st.View(ctx, func(tx state.Tx) error {
 		if s, err = tx.Settings(ctx); err != nil {
 			return err
@@ -191,6 +260,7 @@ func (o *colonyListOptions) run(ctx context.Context) error {
 		spores, err := tx.Spores(ctx)
 		for _, sp := range spores {
 			count[sp.Colony]++
+			spend[sp.Colony] = spend[sp.Colony].Add(state.SpendOn(sp.Activity, now))
 		}
 		return err
 	})
@@ -207,7 +277,8 @@ func (o *colonyListOptions) run(ctx context.Context) error {
 	var l colonyList
 	for _, name := range slices.Sorted(maps.Keys(count)) {
 		c := s.Colony(name)
-		l.Colonies = append(l.Colonies, colonyRow{Name: name, Spores: count[name], SleepAfter: c.SleepAfter, WakeOnMessage: c.WakeOnMessage})
+		l.Colonies = append(l.Colonies, colonyRow{Name: name, Spores: count[name], SleepAfter: c.SleepAfter, WakeOnMessage: c.WakeOnMessage,
+			Budget: c.Budget, SpendToday: spend[name], Pod: c.Pod})
 	}
 	return o.f.Print(l)
 }

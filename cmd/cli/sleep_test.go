@@ -95,7 +95,9 @@ func TestSetSleepAfterAndColonySet(t *testing.T) {
 	require.Equal(t, "colony/lab configured\n", mustRun(t, store, "colony", "set", "lab", "--sleep-after", "2h"))
 	require.Equal(t, "colony/lab configured\n", mustRun(t, store, "colony", "set", "lab", "--wake-on-message"))
 	require.Equal(t, "colony/lab unchanged\n", mustRun(t, store, "colony", "set", "lab", "--wake-on-message"))
-	require.Equal(t, "COLONY   SPORES   SLEEP-AFTER   WAKE-ON-MESSAGE\nhq       1        never         false\nlab      2        2h0m0s        true\n",
+	require.Equal(t, "COLONY   SPORES   SLEEP-AFTER   WAKE-ON-MESSAGE   BUDGET   SPENT-TODAY\n"+
+		"hq       1        never         false             none     0 tokens, $0.00\n"+
+		"lab      2        2h0m0s        true              none     0 tokens, $0.00\n",
 		mustRun(t, store, "colony", "list"))
 	var doc struct {
 		Colonies []struct {
@@ -111,7 +113,7 @@ func TestSetSleepAfterAndColonySet(t *testing.T) {
 
 	// Settings of a colony with no spores yet are kept and listed.
 	mustRun(t, store, "colony", "set", "later", "--sleep-after", "10m")
-	require.Contains(t, mustRun(t, store, "colony", "list"), "later    0        10m0s         false")
+	require.Contains(t, mustRun(t, store, "colony", "list"), "later    0        10m0s         false             none")
 	mustRun(t, store, "colony", "set", "later", "--sleep-after", "0")
 	require.NotContains(t, mustRun(t, store, "colony", "list"), "later", "the zero settings remove the colony")
 
