@@ -78,6 +78,14 @@ type Spec struct {
 	Pod *PodOptions `json:"pod,omitempty"`
 }
 
+// Equal reports whether s and o ask for the same: == but for the pod
+// options, which compare by what they set (== compares their pointers).
+func (s Spec) Equal(o Spec) bool {
+	a, b := s, o
+	a.Pod, b.Pod = nil, nil
+	return a == b && s.Pod.Equal(o.Pod)
+}
+
 // Spore is what the store keeps about one agent: its Wish, which people
 // and mycologists change (reconcile/wish is the one writer), and its
 // Status, which reconcile passes conclude. The two have their own writes

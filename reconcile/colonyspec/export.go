@@ -21,6 +21,8 @@ func Export(colony string, spores []state.Spore, settings state.Settings) Docume
 		if c.WakeOnMessage {
 			d.Spec.WakeOnMessage = ptr(true)
 		}
+		d.Spec.Budget = budgetOf(c.Budget)
+		d.Spec.Pod = podOf(c.Pod)
 	}
 	for _, s := range spores {
 		if s.Colony != colony {
@@ -42,16 +44,8 @@ func Export(colony string, spores []state.Spore, settings state.Settings) Docume
 		if s.Spec.Image != "" {
 			e.Image = ptr(s.Spec.Image)
 		}
-		if !s.Budget.IsZero() {
-			b := &Budget{}
-			if s.Budget.TokensPerDay != 0 {
-				b.TokensPerDay = ptr(strconv.FormatInt(s.Budget.TokensPerDay, 10))
-			}
-			if s.Budget.CostPerDayMicros != 0 {
-				b.CostPerDay = ptr(strings.TrimPrefix(state.CostText(s.Budget.CostPerDayMicros), "$"))
-			}
-			e.Budget = b
-		}
+		e.Budget = budgetOf(s.Budget)
+		e.Pod = podOf(s.Spec.Pod)
 		r := Resources{}
 		for _, q := range []struct {
 			dst **string
@@ -67,4 +61,19 @@ func Export(colony string, spores []state.Spore, settings state.Settings) Docume
 		d.Spec.Spores = append(d.Spec.Spores, e)
 	}
 	return d
+}
+
+// budgetOf is a stored budget as a file writes it; nil for none.
+func budgetOf(sb state.Budget) *Budget {
+	if sb.IsZero() {
+		return nil
+	}
+	b := &Budget{}
+	if sb.TokensPerDay != 0 {
+		b.TokensPerDay = ptr(strconv.FormatInt(sb.TokensPerDay, 10))
+	}
+	if sb.CostPerDayMicros != 0 {
+		b.CostPerDay = ptr(strings.TrimPrefix(state.CostText(sb.CostPerDayMicros), "$"))
+	}
+	return b
 }

@@ -203,12 +203,22 @@ func planColony(d *Document, stored state.ColonySettings) (Change, bool) {
 	if v := d.Spec.WakeOnMessage; v != nil {
 		next.WakeOnMessage = *v
 	}
-	if next == stored {
+	if d.Spec.Budget != nil {
+		next.Budget = d.Spec.Budget.budget()
+	}
+	if d.Spec.Pod != nil {
+		next.Pod = d.Spec.Pod.options()
+	}
+	if next.Equal(stored) {
 		return Change{}, false
 	}
 	c := Change{Action: Configured, Colony: d.Metadata.Name, Settings: &next, where: d.where("spec")}
 	c.Diffs = appendDiff(c.Diffs, "sleepAfter", loopText(time.Duration(stored.SleepAfter)), loopText(time.Duration(next.SleepAfter)))
 	c.Diffs = appendDiff(c.Diffs, "wakeOnMessage", strconv.FormatBool(stored.WakeOnMessage), strconv.FormatBool(next.WakeOnMessage))
+	c.Diffs = appendDiff(c.Diffs, "budget", budgetText(stored.Budget), budgetText(next.Budget))
+	if !next.Pod.Equal(stored.Pod) {
+		c.Diffs = append(c.Diffs, podDiff(stored.Pod, next.Pod))
+	}
 	return c, true
 }
 
@@ -276,6 +286,7 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 	if !exists {
 		c.Action = Created
 		c.New = &wish.New{ID: s.ID, Colony: colony, Rank: rank, Swarm: swarm, Role: role, Spec: f.spec(state.Spec{})}
+		c.New.Spec.Pod = s.Pod.options()
 		if sleepAfter != nil {
 			c.New.SleepAfter = *sleepAfter
 		}
@@ -283,6 +294,9 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 		c.Diffs = appendDiff(c.Diffs, "swarm", "", swarm)
 		c.Diffs = appendDiff(c.Diffs, "role", "", role)
 		c.Diffs = appendSpecDiffs(c.Diffs, state.Spec{}, c.New.Spec)
+		if c.New.Spec.Pod != nil {
+			c.Diffs = append(c.Diffs, podDiff(nil, c.New.Spec.Pod))
+		}
 		desired := state.Paused
 		if f.Desired != nil {
 			desired = state.Desired(*f.Desired)
@@ -307,11 +321,17 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 
 	c.Action = Unchanged
 	spec := f.spec(old.Spec)
-	if swarm != old.Swarm || role != old.Role || spec != old.Spec {
+	if s.Pod != nil {
+		spec.Pod = s.Pod.options()
+	}
+	if swarm != old.Swarm || role != old.Role || !spec.Equal(old.Spec) {
 		c.Spec = &wish.Spec{Rank: old.Rank, Swarm: swarm, Role: role, Spec: spec}
 		c.Diffs = appendDiff(c.Diffs, "swarm", old.Swarm, swarm)
 		c.Diffs = appendDiff(c.Diffs, "role", old.Role, role)
 		c.Diffs = appendSpecDiffs(c.Diffs, old.Spec, spec)
+		if !spec.Pod.Equal(old.Spec.Pod) {
+			c.Diffs = append(c.Diffs, podDiff(old.Spec.Pod, spec.Pod))
+		}
 	}
 	if f.Desired != nil && state.Desired(*f.Desired) != old.Desired {
 		c.Desired = state.Desired(*f.Desired)
@@ -354,6 +374,12 @@ func appendSpecDiffs(ds []Diff, from, to state.Spec) []Diff {
 	ds = appendDiff(ds, "resources.cpu", from.CPU, to.CPU)
 	ds = appendDiff(ds, "resources.memory", from.Memory, to.Memory)
 	return appendDiff(ds, "resources.storage", from.Storage, to.Storage)
+}
+
+// podDiff is a change of pod options, each side in a few words
+// (state.PodOptions Summary): "none", "runtime class gvisor, 2 labels".
+func podDiff(from, to *state.PodOptions) Diff {
+	return Diff{"pod", from.Summary(), to.Summary()}
 }
 
 // loopText is a loop interval as the format writes it.

@@ -186,6 +186,43 @@ func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
 			r.decode(c, fmt.Sprintf("%s[%d]", path, i), s.Index(i))
 		}
 		v.Set(s)
+	case reflect.Int64:
+		i, err := strconv.ParseInt(n.Value, 10, 64)
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || err != nil {
+			r.fail(n, path, "want a whole number, not %s", kindName(n))
+			return
+		}
+		v.SetInt(i)
+	case reflect.Map:
+		// Keys and values of strings (labels, annotations): each entry's
+		// path is path["key"], as state names it.
+		if null {
+			return
+		}
+		if n.Kind != yaml.MappingNode {
+			r.fail(n, path, "want a mapping of keys to values, not %s", kindName(n))
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			child := path + "[" + strconv.Quote(k.Value) + "]"
+			if k.Kind != yaml.ScalarNode {
+				r.fail(k, child, "want a key, not %s", kindName(k))
+				continue
+			}
+			if first, dup := seen[k.Value]; dup {
+				r.fail(k, child, "given twice (first at line %d)", first)
+				continue
+			}
+			seen[k.Value] = k.Line
+			r.src.lines[child] = k.Line
+			e := reflect.New(v.Type().Elem()).Elem()
+			r.decode(val, child, e)
+			m.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), e)
+		}
+		v.Set(m)
 	case reflect.Struct:
 		if null {
 			return
@@ -298,6 +335,8 @@ func (d *Document) validate() []error {
 	if df := d.Spec.Defaults; df != nil {
 		errs = append(errs, d.validateFields("spec.defaults", *df)...)
 	}
+	errs = append(errs, d.validateBudget("spec.budget", d.Spec.Budget)...)
+	errs = append(errs, d.validatePod("spec.pod", d.Spec.Pod)...)
 	ids := map[string]string{}
 	for i, s := range d.Spec.Spores {
 		p := fmt.Sprintf("spec.spores[%d]", i)
@@ -333,6 +372,7 @@ func (d *Document) validate() []error {
 				bad(p+".sleepAfter", "%s", err.Error())
 			}
 		}
+		errs = append(errs, d.validatePod(p+".pod", s.Pod)...)
 		errs = append(errs, d.validateFields(p, s.Fields)...)
 	}
 	slices.SortStableFunc(errs, func(a, b error) int {
@@ -361,18 +401,7 @@ func (d *Document) validateFields(p string, f Fields) []error {
 			bad(p+".image", "invalid value %q: %v", *f.Image, err)
 		}
 	}
-	if b := f.Budget; b != nil {
-		if b.TokensPerDay != nil {
-			if _, err := parseTokens(*b.TokensPerDay); err != nil {
-				bad(p+".budget.tokensPerDay", "%s", err.Error())
-			}
-		}
-		if b.CostPerDay != nil {
-			if _, err := state.ParseCost("costPerDay", *b.CostPerDay); err != nil {
-				bad(p+".budget.costPerDay", "invalid value %q: want 0 (no limit) or a cost in US dollars such as 2.50", *b.CostPerDay)
-			}
-		}
-	}
+	errs = append(errs, d.validateBudget(p+".budget", f.Budget)...)
 	if r := f.Resources; r != nil {
 		for _, q := range []struct {
 			name string
@@ -387,6 +416,26 @@ func (d *Document) validateFields(p string, f Fields) []error {
 					bad(p+".resources."+q.name, "invalid value %q: %v", *q.v, err)
 				}
 			}
+		}
+	}
+	return errs
+}
+
+// validateBudget checks a budget at path ("spec.budget",
+// "spec.spores[2].budget").
+func (d *Document) validateBudget(path string, b *Budget) []error {
+	if b == nil {
+		return nil
+	}
+	var errs []error
+	if b.TokensPerDay != nil {
+		if _, err := parseTokens(*b.TokensPerDay); err != nil {
+			errs = append(errs, d.errorAt(path+".tokensPerDay", "%s", err.Error()))
+		}
+	}
+	if b.CostPerDay != nil {
+		if _, err := state.ParseCost("costPerDay", *b.CostPerDay); err != nil {
+			errs = append(errs, d.errorAt(path+".costPerDay", "invalid value %q: want 0 (no limit) or a cost in US dollars such as 2.50", *b.CostPerDay))
 		}
 	}
 	return errs

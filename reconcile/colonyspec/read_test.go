@@ -59,11 +59,11 @@ func TestReadNamesFileLineAndField(t *testing.T) {
 		want []string // each error's text, in order
 	}{
 		{"an unknown field", head + "  - id: a\n    quota: 4\n",
-			[]string{`lab.yaml:7: spec.spores[0].quota: unknown field "quota" (the fields here: id, rank, swarm, role, loop, sleepAfter, desired, image, resources, budget)`}},
+			[]string{`lab.yaml:7: spec.spores[0].quota: unknown field "quota" (the fields here: id, rank, swarm, role, loop, sleepAfter, pod, desired, image, resources, budget)`}},
 		{"an unknown top-level field", "apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: lab}\nstatus: {}\nspec: {spores: []}\n",
 			[]string{`lab.yaml:4: status: unknown field "status" (the fields here: apiVersion, kind, metadata, spec)`}},
 		{"an unknown field with a terminal escape", head + "  - id: a\n    \"\\e[31mred\": 4\n",
-			[]string{`lab.yaml:7: spec.spores[0]."\x1b[31mred": unknown field "\x1b[31mred" (the fields here: id, rank, swarm, role, loop, sleepAfter, desired, image, resources, budget)`}},
+			[]string{`lab.yaml:7: spec.spores[0]."\x1b[31mred": unknown field "\x1b[31mred" (the fields here: id, rank, swarm, role, loop, sleepAfter, pod, desired, image, resources, budget)`}},
 		{"a field twice", head + "  - id: a\n    rank: spore\n    rank: colony\n",
 			[]string{`lab.yaml:8: spec.spores[0].rank: given twice (first at line 7)`}},
 		{"a mapping for a value", head + "  - id: a\n    image: {name: x}\n",
@@ -94,7 +94,7 @@ func TestReadNamesFileLineAndField(t *testing.T) {
 		{"not YAML", "apiVersion: sporectl/v1\nkind: Colony: x\n",
 			[]string{`lab.yaml:2: not valid YAML: mapping values are not allowed in this context`}},
 		{"the second document bad", labDoc + "---\napiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: ops}\nspec:\n  spores:\n  - id: b\n    desird: Running\n",
-			[]string{`lab.yaml:25: spec.spores[0].desird: unknown field "desird" (the fields here: id, rank, swarm, role, loop, sleepAfter, desired, image, resources, budget)`}},
+			[]string{`lab.yaml:25: spec.spores[0].desird: unknown field "desird" (the fields here: id, rank, swarm, role, loop, sleepAfter, pod, desired, image, resources, budget)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

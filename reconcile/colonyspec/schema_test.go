@@ -70,7 +70,12 @@ func TestSchemaAcceptsTheExamplesAndExport(t *testing.T) {
 		{Wish: state.Wish{ID: "lab-myco", Colony: "lab", Rank: state.RankColony, Desired: state.Running, Spec: spec}},
 		{Wish: state.Wish{ID: "red-lead", Colony: "lab", Rank: state.RankSwarm, Swarm: "red", Desired: state.Paused, Spec: spec, Loop: state.Duration(90 * time.Minute)}},
 		{Wish: state.Wish{ID: "red-1", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "dev", Desired: state.Stopped, Spec: state.Spec{CPU: "500m"}, SleepAfter: state.Duration(45 * time.Minute)}},
-	}, state.Settings{}.WithColony("lab", state.ColonySettings{SleepAfter: state.Duration(30 * time.Minute), WakeOnMessage: true}))
+		{Wish: state.Wish{ID: "red-2", Colony: "lab", Rank: state.RankSpore, Desired: state.Paused, Spec: state.Spec{Pod: &state.PodOptions{
+			RuntimeClassName: "gvisor", NodeSelector: map[string]string{"pool": "agents"}, EnvFromSecrets: []string{"red-keys"},
+			Tolerations: []state.Toleration{{Key: "agents", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr(int64(30))}},
+			Annotations: map[string]string{"example.com/owner": "red"}}}}},
+	}, state.Settings{}.WithColony("lab", state.ColonySettings{SleepAfter: state.Duration(30 * time.Minute), WakeOnMessage: true,
+		Budget: state.Budget{TokensPerDay: 100000, CostPerDayMicros: 2_500_000}, Pod: &state.PodOptions{Labels: map[string]string{"team": "lab"}}}))
 	b, err := json.Marshal(d)
 	require.NoError(t, err)
 	var v any
@@ -93,6 +98,13 @@ func TestSchemaRefusesWhatReadRefuses(t *testing.T) {
 		head + "  - {rank: spore}\n",
 		head + "  - {id: a, resources: {cpu: lots}}\n",
 		head + "  - {id: a, loop: soon}\n",
+		head + "  - {id: a, pod: {runtimeClassName: \"\"}}\n",
+		head + "  - {id: a, pod: {tolerations: [{effect: Sometimes}]}}\n",
+		head + "  - {id: a, pod: {nodeSelector: [a]}}\n",
+		head + "  - {id: a, pod: {nodeSelector: {a: {b: c}}}}\n",
+		head + "  - {id: a, pod: {tolerations: [{key: a, tolerationSeconds: soon}]}}\n",
+		head + "  - {id: a, pod: {sandbox: gvisor}}\n",
+		"apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: lab}\nspec: {budget: {tokensPerDay: -1}}\n",
 		"apiVersion: v1\nkind: Colony\nmetadata: {name: lab}\n",
 		"apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: lab}\nstatus: {}\n",
 	} {
@@ -129,6 +141,8 @@ func TestSchemaNamesEveryField(t *testing.T) {
 	require.Equal(t, goNames(Fields{}), props(defs["fields"]))
 	require.Equal(t, goNames(Resources{}), props(defs["fields"].(map[string]any)["properties"].(map[string]any)["resources"]))
 	require.Equal(t, goNames(Spore{}), props(defs["spore"]))
+	require.Equal(t, goNames(Pod{}), props(defs["pod"]))
+	require.Equal(t, goNames(Toleration{}), props(defs["toleration"]))
 }
 
 // validate checks v against the schema node s (within root, for $ref):
@@ -191,8 +205,15 @@ func validate(root, s map[string]any, v any, at string) error {
 		for k, x := range m {
 			p, ok := props[k]
 			if !ok {
-				if s["additionalProperties"] == false {
-					return fmt.Errorf("%s: %s is not a property", at, k)
+				switch ap := s["additionalProperties"].(type) {
+				case bool:
+					if !ap {
+						return fmt.Errorf("%s: %s is not a property", at, k)
+					}
+				case map[string]any:
+					if err := validate(root, ap, x, at+"."+k); err != nil {
+						return err
+					}
 				}
 				continue
 			}

@@ -43,6 +43,13 @@ type ColonySpec struct {
 	// and whether a message wakes a spore idle put to sleep.
 	SleepAfter    *string `yaml:"sleepAfter,omitempty" json:"sleepAfter,omitempty"`
 	WakeOnMessage *bool   `yaml:"wakeOnMessage,omitempty" json:"wakeOnMessage,omitempty"`
+	// Budget is the daily budget of all the colony's spores together
+	// (docs/budgets.md), what `colony set --budget-tokens/--budget-cost`
+	// sets; given, it replaces the stored one whole.
+	Budget *Budget `yaml:"budget,omitempty" json:"budget,omitempty"`
+	// Pod is the colony's pod options, what `colony set`'s pod option
+	// flags set: every spore of the colony gets them, under its own.
+	Pod *Pod `yaml:"pod,omitempty" json:"pod,omitempty"`
 	// Defaults apply to every spore that leaves a field out.
 	Defaults *Fields `yaml:"defaults,omitempty" json:"defaults,omitempty"`
 	Spores   []Spore `yaml:"spores" json:"spores"`
@@ -115,7 +122,11 @@ type Spore struct {
 	// SleepAfter is the spore's own idle time before it is put to sleep
 	// ("30m"; "0": its colony's).
 	SleepAfter *string `yaml:"sleepAfter,omitempty" json:"sleepAfter,omitempty"`
-	Fields     `yaml:",inline"`
+	// Pod is the spore's own pod options, merged over its colony's and
+	// the store's at each start. Not in spec.defaults: spec.pod is the
+	// colony's, kept once for all its spores.
+	Pod    *Pod `yaml:"pod,omitempty" json:"pod,omitempty"`
+	Fields `yaml:",inline"`
 }
 
 // merged is s with what it leaves out taken from d.

@@ -49,6 +49,9 @@ func SetSpec(ctx context.Context, tx state.Tx, id string, c Spec, now time.Time)
 			changes = append(changes, fmt.Sprintf("%s %s → %s", f.name, orNone(f.from), orNone(f.to)))
 		}
 	}
+	if !sp.Spec.Pod.Equal(c.Spec.Pod) {
+		changes = append(changes, fmt.Sprintf("pod options %s → %s", sp.Spec.Pod.Summary(), c.Spec.Pod.Summary()))
+	}
 	if len(changes) == 0 {
 		return sp, false, nil
 	}
