@@ -246,3 +246,23 @@ func TestPodOptionsCannotJoinSporectlsSelectors(t *testing.T) {
 		assert.True(t, state.ReservedKey(k), "kube/deploy selects pods by %s, which a pod option could set", k)
 	}
 }
+
+// The runtime takes each colony's pod options from the store's settings
+// (what `colony set` and apply's spec.pod write); a colony without any
+// adds no layer.
+func TestOptionsFromSettingsTakeTheColoniesPodOptions(t *testing.T) {
+	gvisor := &state.PodOptions{RuntimeClassName: "gvisor"}
+	s := state.Settings{}.WithColony("moss", state.ColonySettings{Pod: gvisor}).
+		WithColony("lichen", state.ColonySettings{WakeOnMessage: true})
+	o := kube.OptionsFromSettings(s, kube.Cluster{})
+	require.Equal(t, map[string]*state.PodOptions{"moss": gvisor}, o.ColonyPods)
+	pod, err := o.PodFor(spore("theta"), "id-1")
+	require.NoError(t, err)
+	require.NotNil(t, pod.Spec.RuntimeClassName)
+	assert.Equal(t, "gvisor", *pod.Spec.RuntimeClassName, "spore theta is of colony moss")
+	other := spore("iota")
+	other.Colony = "lichen"
+	pod, err = o.PodFor(other, "id-2")
+	require.NoError(t, err)
+	assert.Nil(t, pod.Spec.RuntimeClassName)
+}
