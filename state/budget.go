@@ -39,6 +39,27 @@ type Spend struct {
 	CostMicros int64 `json:"cost_micros"`
 }
 
+// Text is s in words: "24 tokens, $0.000024".
+func (s Spend) Text() string {
+	return fmt.Sprintf("%d tokens, %s", s.Tokens, CostText(s.CostMicros))
+}
+
+// Text is b's limits in words, the unset ones left out: "20 tokens,
+// $5.00", "20 tokens", "none".
+func (b Budget) Text() string {
+	var parts []string
+	if b.TokensPerDay > 0 {
+		parts = append(parts, fmt.Sprintf("%d tokens", b.TokensPerDay))
+	}
+	if b.CostPerDayMicros > 0 {
+		parts = append(parts, CostText(b.CostPerDayMicros))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Add is s and o together, each count stopping at the largest int64.
 func (s Spend) Add(o Spend) Spend {
 	return Spend{Tokens: AddCount(s.Tokens, o.Tokens), CostMicros: AddCount(s.CostMicros, o.CostMicros)}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -197,7 +196,7 @@ func (l colonyList) Table(wide bool) ([]string, [][]string) {
 			after = c.SleepAfter.String()
 		}
 		rows[i] = []string{c.Name, strconv.Itoa(c.Spores), after, strconv.FormatBool(c.WakeOnMessage),
-			budgetCell(c.Budget), spendCell(c.SpendToday, c.Budget)}
+			c.Budget.Text(), spendCell(c.SpendToday, c.Budget)}
 		if wide {
 			rows[i] = append(rows[i], c.Pod.Summary())
 		}
@@ -209,30 +208,13 @@ func (l colonyList) Table(wide bool) ([]string, [][]string) {
 	return head, rows
 }
 
-// budgetCell is a daily budget in a table: "20000 tokens, $5.00", "none";
-// a limit that is 0 is left out.
-func budgetCell(b state.Budget) string {
-	var parts []string
-	if b.TokensPerDay > 0 {
-		parts = append(parts, strconv.FormatInt(b.TokensPerDay, 10)+" tokens")
-	}
-	if b.CostPerDayMicros > 0 {
-		parts = append(parts, state.CostText(b.CostPerDayMicros))
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
-}
-
-// spendCell is a day's spend in a table, in the budget's terms when it
-// has any: "1200 tokens, $0.42", with " (over)" once it reached b.
+// spendCell is a day's spend in a table, "1200 tokens, $0.42", with
+// " (over)" once it reached b.
 func spendCell(s state.Spend, b state.Budget) string {
-	out := strconv.FormatInt(s.Tokens, 10) + " tokens, " + state.CostText(s.CostMicros)
 	if s.Reaches(b) {
-		out += " (over)"
+		return s.Text() + " (over)"
 	}
-	return out
+	return s.Text()
 }
 
 func (l colonyList) Names() []string {

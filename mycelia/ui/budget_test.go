@@ -40,4 +40,13 @@ func TestPromptOverBudget(t *testing.T) {
 	require.Len(t, after.outbox, len(before.outbox)+1, "kept in the outbox")
 	require.Len(t, f.prompts("lab-a", before.head), 1)
 	require.Empty(t, f.rt.BridgeOf("lab-a").Prompts(), "not delivered")
+
+	// The spore's page shows its spend today against its own budget; a
+	// spore without one shows none.
+	page := u.get("/ui/spores/lab-a")
+	require.Equal(t, http.StatusOK, page.status)
+	require.Contains(t, page.body, `<span class="spend">today 24 tokens, $0.00 of 20 tokens a day</span>`)
+	other := u.get("/ui/spores/lab-b")
+	require.Equal(t, http.StatusOK, other.status)
+	require.NotContains(t, other.body, `class="spend"`)
 }

@@ -38,6 +38,10 @@ type sporePage struct {
 	// Over is the budget the spore has reached today, for the prompt box
 	// (read only with pageParams.budget).
 	Over string
+	// Spend is what the spore spent today, shown against Budget, its own
+	// daily budget, when it has one (docs/budgets.md).
+	Spend  state.Spend
+	Budget state.Budget
 }
 
 func (h *Handler) sporeRoutes(m pageMux) {
@@ -138,6 +142,7 @@ func (h *Handler) sporeData(ctx context.Context, id string, p pageParams) (spore
 			if page.Over, err = reconcile.OverBudgetNow(ctx, tx, page.Spore, h.now()); err != nil {
 				return err
 			}
+			page.Spend, page.Budget = state.SpendOn(page.Spore.Activity, h.now()), page.Spore.Budget
 		}
 		end := head.LastSeq // the page's last seq
 		if p.before > 0 && p.before-1 < end {
