@@ -111,8 +111,16 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r := l.m.rows[id]
 		where := "spore " + id
+		r, _, err := l.m.get(id)
+		if err != nil {
+			var c *state.CorruptError
+			if errors.As(err, &c) {
+				problem(fmt.Sprintf("%s:%d", c.File, c.Line), "%s", c.Reason)
+				continue
+			}
+			return nil, err
+		}
 		if err := r.Spore.Validate(); err != nil {
 			problem(where, "%v", err)
 		}
@@ -138,7 +146,7 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 		}
 		rep.Events += n
 	}
-	rep.Spores = len(l.m.rows)
+	rep.Spores = l.m.count()
 	return rep, nil
 }
 
@@ -207,8 +215,8 @@ func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any))
 	for _, e := range logs {
 		where := eventsDir + "/" + e.Name()
 		id, _, isLog := parseLogName(e.Name())
-		r, live := m.rows[id]
-		named := isLog && live && r.Log.File == e.Name()
+		file, live := m.logFile(id)
+		named := isLog && live && file == e.Name()
 		switch {
 		case !e.Type().IsRegular():
 			problem(where, "is not a regular file (%s); the store never follows links among its own files", typeName(e))

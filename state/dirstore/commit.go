@@ -377,7 +377,7 @@ func (s *Store) sweepLogs(m *model) {
 		if !isLog || !e.Type().IsRegular() {
 			continue
 		}
-		if r, live := m.rows[id]; live && r.Log.File == e.Name() {
+		if file, live := m.logFile(id); live && file == e.Name() {
 			continue
 		}
 		if err := os.Remove(s.path(eventsDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {

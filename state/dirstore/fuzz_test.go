@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -599,6 +600,36 @@ func FuzzLogHeader(f *testing.F) {
 
 // --- snapshot ------------------------------------------------------------
 
+// decodeWhole is decodeSnapshot with every row decoded, as check reads
+// it: a row that does not decode is the snapshot's corruption.
+func decodeWhole(name string, data []byte) (*model, error) {
+	return decodeWholeFrom(name, data, formatVersion)
+}
+
+func decodeWholeFrom(name string, data []byte, oldest int) (*model, error) {
+	m, err := decodeSnapshotFrom(name, data, oldest)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.decodeAll(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// rowsOf is every row of m, decoded (decodeAll ran).
+func rowsOf(m *model) map[string]*row {
+	out := maps.Clone(m.rows)
+	for id, l := range m.lazy {
+		r, err := l.get()
+		if err != nil {
+			panic(err)
+		}
+		out[id] = r
+	}
+	return out
+}
+
 func fuzzModel(gen, txid uint64, n int, id, text, runtime string) *model {
 	id, text = fuzzID(id), cleanText(text)
 	txid = max(txid, 1) // rows name the log of transaction 1
@@ -616,18 +647,18 @@ func requireSameModel(t *testing.T, want, got *model) {
 	require.Equal(t, want.gen, got.gen)
 	require.Equal(t, want.txid, got.txid)
 	require.Equal(t, want.settings, got.settings)
-	require.Equal(t, want.rows, got.rows)
+	require.Equal(t, rowsOf(want), rowsOf(got))
 }
 
 // encodeFlatSnapshot renders m as a snapshot whose header says format and
 // whose rows hold the flat "spore" record, as the format-4 code (and
 // older) wrote them.
 func encodeFlatSnapshot(t testing.TB, m *model, format int) []byte {
-	h, err := json.Marshal(snapHeader{Format: format, Gen: m.gen, TxID: m.txid, Rows: len(m.rows), Settings: m.settings})
+	h, err := json.Marshal(snapHeader{Format: format, Gen: m.gen, TxID: m.txid, Rows: m.count(), Settings: m.settings})
 	require.NoError(t, err)
 	buf := appendFrame(nil, h)
 	for _, id := range m.ids() {
-		b, err := json.Marshal(flatRow(m.rows[id]))
+		b, err := json.Marshal(flatRow(rowsOf(m)[id]))
 		require.NoError(t, err)
 		buf = appendFrame(buf, b)
 	}
@@ -649,18 +680,18 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		const name = "state.json"
 		// What the upgrade reads: a snapshot of any format this binary
 		// knows, each with its rows' form.
-		old, oldErr := decodeSnapshotFrom(name, data, oldestFormat)
-		m, err := decodeSnapshot(name, data)
+		old, oldErr := decodeWholeFrom(name, data, oldestFormat)
+		m, err := decodeWhole(name, data)
 		if oldErr == nil {
 			require.GreaterOrEqual(t, old.format, oldestFormat)
 			require.LessOrEqual(t, old.format, formatVersion)
-			for id, r := range old.rows {
+			for id, r := range rowsOf(old) {
 				require.Equal(t, id, r.Spore.ID)
 			}
 			// The upgrade writes it in this format, which reads the same.
 			re, reErr := encodeSnapshot(old)
 			require.NoError(t, reErr)
-			m2, reErr := decodeSnapshot(name, re)
+			m2, reErr := decodeWhole(name, re)
 			require.NoError(t, reErr)
 			requireSameModel(t, old, m2)
 			if old.format == formatVersion {
@@ -692,13 +723,13 @@ func FuzzDecodeSnapshot(f *testing.F) {
 		// Accepted: whole lines, a header, one row per further line, each
 		// keyed by its spore; it re-encodes to a snapshot that decodes the same.
 		require.Equal(t, byte('\n'), data[len(data)-1])
-		require.Equal(t, bytes.Count(data, []byte("\n"))-1, len(m.rows))
-		for id, r := range m.rows {
+		require.Equal(t, bytes.Count(data, []byte("\n"))-1, m.count())
+		for id, r := range rowsOf(m) {
 			require.Equal(t, id, r.Spore.ID)
 		}
 		re, err := encodeSnapshot(m)
 		require.NoError(t, err)
-		m2, err := decodeSnapshot(name, re)
+		m2, err := decodeWhole(name, re)
 		require.NoError(t, err)
 		requireSameModel(t, m, m2)
 	})
@@ -714,19 +745,19 @@ func FuzzSnapshotRoundTrip(f *testing.F) {
 		m := fuzzModel(gen, txid, int(n)%10, id, text, runtime)
 		data, err := encodeSnapshot(m)
 		require.NoError(t, err)
-		require.Equal(t, len(m.rows)+1, bytes.Count(data, []byte("\n")))
-		got, err := decodeSnapshot(name, data)
+		require.Equal(t, m.count()+1, bytes.Count(data, []byte("\n")))
+		got, err := decodeWhole(name, data)
 		require.NoError(t, err)
 		requireSameModel(t, m, got)
 
 		// The same rows as the format-4 code wrote them read back the
 		// same in a format-4 snapshot (as the upgrade reads it), and are
 		// damage in a format-5 one.
-		got, err = decodeSnapshotFrom(name, encodeFlatSnapshot(t, m, splitFormat-1), oldestFormat)
+		got, err = decodeWholeFrom(name, encodeFlatSnapshot(t, m, splitFormat-1), oldestFormat)
 		require.NoError(t, err)
 		requireSameModel(t, m, got)
-		_, err = decodeSnapshotFrom(name, encodeFlatSnapshot(t, m, formatVersion), oldestFormat)
-		if len(m.rows) > 0 {
+		_, err = decodeWholeFrom(name, encodeFlatSnapshot(t, m, formatVersion), oldestFormat)
+		if m.count() > 0 {
 			ce := requireCorrupt(t, err, name)
 			require.Equal(t, 2, ce.Line)
 			require.Contains(t, ce.Reason, `"spore"`)
@@ -738,7 +769,7 @@ func FuzzSnapshotRoundTrip(f *testing.F) {
 		i := int(flipAt) % len(data)
 		k := lineOf(data, i)
 		lineStart := bytes.LastIndexByte(data[:i], '\n') + 1
-		got, err = decodeSnapshot(name, flipped(data, i, mask))
+		got, err = decodeWhole(name, flipped(data, i, mask))
 		if caseOnlyFlip(data[lineStart:], i-lineStart, mask) {
 			require.NoError(t, err)
 			requireSameModel(t, m, got)
@@ -749,7 +780,7 @@ func FuzzSnapshotRoundTrip(f *testing.F) {
 
 		// A snapshot cut short is damage (it is only ever replaced whole).
 		c := int(flipAt) % len(data)
-		_, err = decodeSnapshot(name, data[:c])
+		_, err = decodeWhole(name, data[:c])
 		requireCorrupt(t, err, name)
 	})
 }

@@ -117,7 +117,7 @@ func partialInit(root string, entries []fs.DirEntry) bool {
 			}
 			// An older binary's dead init counts too.
 			m, err := decodeSnapshotFrom(snapshotFile, data, oldestFormat)
-			if err != nil || len(m.rows) > 0 || m.txid != 0 {
+			if err != nil || m.count() > 0 || m.txid != 0 {
 				return false
 			}
 		default:

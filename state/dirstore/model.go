@@ -93,7 +93,11 @@ type model struct {
 	base     uint64 // the snapshot's last transaction: txlog.<gen> follows it
 	txid     uint64 // last committed transaction
 	settings state.Settings
-	rows     map[string]*row
+	// rows are the decoded rows; lazy those of state.json not decoded
+	// yet (lazy.go). An id is in one of them, never both. Read them
+	// through get, has, logFile and count.
+	rows map[string]*row
+	lazy map[string]*lazyRow
 	// sorted is the ids in order, built lazily by ids(). Readers of a
 	// published model build it concurrently, hence mu.
 	mu     sync.Mutex
@@ -103,17 +107,31 @@ type model struct {
 	queued map[string]struct{}
 }
 
+// keepSortedUpTo is how many rows a transaction may touch and setRow
+// still keep the sorted ids up to date (one copy of them per create or
+// delete); a larger one drops them, to be sorted once when next asked for.
+const keepSortedUpTo = 16
+
 // setRow replaces (r != nil) or deletes (r == nil) the row of id in a
 // model that is not published yet, keeping the indexes.
 func (m *model) setRow(id string, r *row) {
-	_, had := m.rows[id]
+	had := m.has(id)
+	delete(m.lazy, id)
 	if r == nil {
 		delete(m.rows, id)
 	} else {
 		m.rows[id] = r
 	}
-	if had != (r != nil) {
-		m.sorted = nil
+	if had != (r != nil) && m.sorted != nil {
+		// Kept sorted rather than rebuilt: a commit of a few creates or
+		// deletes costs a copy of the ids, not a sort. The slice may be a
+		// published model's (clone shares it): a new one is made.
+		i, _ := slices.BinarySearch(m.sorted, id)
+		if r != nil {
+			m.sorted = slices.Insert(slices.Clip(m.sorted), i, id)
+		} else {
+			m.sorted = append(slices.Clip(m.sorted[:i]), m.sorted[i+1:]...)
+		}
 	}
 	if r != nil && len(r.Outbox) > 0 {
 		if m.queued == nil {
@@ -128,12 +146,49 @@ func (m *model) setRow(id string, r *row) {
 func (m *model) ids() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.sorted == nil || len(m.sorted) != len(m.rows) {
-		ids := slices.Collect(maps.Keys(m.rows))
+	if m.sorted == nil || len(m.sorted) != m.count() {
+		ids := slices.AppendSeq(slices.Collect(maps.Keys(m.rows)), maps.Keys(m.lazy))
 		slices.Sort(ids)
 		m.sorted = ids
 	}
 	return m.sorted
+}
+
+// count is how many spores the model holds.
+func (m *model) count() int { return len(m.rows) + len(m.lazy) }
+
+// has reports whether spore id has a row, without decoding it.
+func (m *model) has(id string) bool {
+	if _, ok := m.rows[id]; ok {
+		return true
+	}
+	_, ok := m.lazy[id]
+	return ok
+}
+
+// get returns id's row, decoding it if it was not yet; a row that does
+// not decode is a *state.CorruptError naming its line.
+func (m *model) get(id string) (*row, bool, error) {
+	if r, ok := m.rows[id]; ok {
+		return r, true, nil
+	}
+	l, ok := m.lazy[id]
+	if !ok {
+		return nil, false, nil
+	}
+	r, err := l.get()
+	return r, true, err
+}
+
+// logFile is the name of id's event log, without decoding its row.
+func (m *model) logFile(id string) (string, bool) {
+	if r, ok := m.rows[id]; ok {
+		return r.Log.File, true
+	}
+	if l, ok := m.lazy[id]; ok {
+		return l.log, true
+	}
+	return "", false
 }
 
 // txRecord is one committed transaction: the new value of every row it
@@ -159,7 +214,7 @@ func (m *model) clone() *model {
 	m.mu.Lock()
 	sorted := m.sorted
 	m.mu.Unlock()
-	n := &model{gen: m.gen, format: m.format, base: m.base, txid: m.txid, settings: m.settings, rows: maps.Clone(m.rows), sorted: sorted, queued: maps.Clone(m.queued)}
+	n := &model{gen: m.gen, format: m.format, base: m.base, txid: m.txid, settings: m.settings, rows: maps.Clone(m.rows), lazy: maps.Clone(m.lazy), sorted: sorted, queued: maps.Clone(m.queued)}
 	if n.rows == nil {
 		n.rows = map[string]*row{}
 	}
@@ -168,6 +223,11 @@ func (m *model) clone() *model {
 
 // applyInPlace applies rec to m, which must not be published yet.
 func (m *model) applyInPlace(rec *txRecord) {
+	if len(rec.Rows) > keepSortedUpTo {
+		// Many rows: the ids are sorted again when next asked for,
+		// rather than copied once per create or delete.
+		m.sorted = nil
+	}
 	m.txid = rec.TxID
 	if rec.Settings != nil {
 		m.settings = *rec.Settings

@@ -52,12 +52,17 @@ type snapHeader struct {
 // encodeSnapshot renders m as state.json.
 func encodeSnapshot(m *model) ([]byte, error) {
 	var buf []byte
-	h, err := json.Marshal(snapHeader{Format: formatVersion, Gen: m.gen, TxID: m.txid, Rows: len(m.rows), Settings: m.settings})
+	h, err := json.Marshal(snapHeader{Format: formatVersion, Gen: m.gen, TxID: m.txid, Rows: m.count(), Settings: m.settings})
 	if err != nil {
 		return nil, fmt.Errorf("encode snapshot header: %w", err)
 	}
 	buf = appendFrame(buf, h)
 	for _, id := range m.ids() {
+		if l, ok := m.lazy[id]; ok {
+			// Never decoded: its line, as read (this format's, checked).
+			buf = appendFrame(buf, l.data)
+			continue
+		}
 		b, err := json.Marshal(m.rows[id])
 		if err != nil {
 			return nil, fmt.Errorf("encode row %s: %w", id, err)
@@ -123,45 +128,73 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 	if len(rows) != h.Rows {
 		return nil, &state.CorruptError{File: name, Line: len(lines), Offset: -1, Reason: fmt.Sprintf("header says %d rows, found %d", h.Rows, len(rows))}
 	}
-	decoded := make([]row, len(rows))
-	errs := make([]string, len(rows))
-	workers := min(runtime.GOMAXPROCS(0), 1+len(rows)/512)
+	m := &model{gen: h.Gen, format: h.Format, base: h.TxID, txid: h.TxID, settings: h.Settings, rows: map[string]*row{}, lazy: make(map[string]*lazyRow, h.Rows)}
+	// A row of this format is decoded when first read (lazy.go): here
+	// only its id, its log's name and whether it has an outbox are read
+	// from its line. One of another shape, or of an older format (which
+	// only the upgrade reads), is decoded now.
+	var eager []int
+	// One allocation for the rows; and the ids in the order the file has
+	// them, which encodeSnapshot writes sorted: kept as the model's sorted
+	// ids unless a line breaks the order.
+	slots := make([]lazyRow, len(rows))
+	sorted := make([]string, 0, len(rows))
+	for i, p := range rows {
+		line := i + 2
+		id, log, queued, ok := "", "", false, false
+		if h.Format == formatVersion {
+			id, log, queued, ok = peekRow(p, h.TxID)
+		}
+		if !ok {
+			eager = append(eager, i)
+			continue
+		}
+		if m.has(id) {
+			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", id)}
+		}
+		l := &slots[i]
+		l.id, l.file, l.line, l.atTx, l.data, l.log, l.queued = id, name, line, h.TxID, p, log, queued
+		m.lazy[id] = l
+		if sorted != nil && (len(sorted) == 0 || sorted[len(sorted)-1] < id) {
+			sorted = append(sorted, id)
+		} else {
+			sorted = nil
+		}
+		if queued {
+			if m.queued == nil {
+				m.queued = map[string]struct{}{}
+			}
+			m.queued[id] = struct{}{}
+		}
+	}
+	decoded := make([]*row, len(eager))
+	errs := make([]string, len(eager))
+	workers := min(runtime.GOMAXPROCS(0), 1+len(eager)/512)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			for i := w; i < len(rows); i += workers {
-				var j rowJSON
-				if err := json.Unmarshal(rows[i], &j); err != nil {
-					errs[i] = err.Error()
-					continue
-				}
+			for k := w; k < len(eager); k += workers {
 				// The header's format says which form its rows have.
-				errs[i] = j.toRow(&decoded[i], h.Format)
+				decoded[k], errs[k] = decodeRow(rows[eager[k]], h.Format, h.TxID)
 			}
 		}(w)
 	}
 	wg.Wait()
-	m := &model{gen: h.Gen, format: h.Format, base: h.TxID, txid: h.TxID, settings: h.Settings, rows: make(map[string]*row, h.Rows)}
-	for i := range decoded {
+	for k, i := range eager {
 		line := i + 2
-		if errs[i] != "" {
-			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: errs[i]}
+		if errs[k] != "" {
+			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: errs[k]}
 		}
-		r := &decoded[i]
-		if r.Spore.ID == "" {
-			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: "row has no spore id"}
-		}
-		// Its id and log name become paths: checked here, for every
-		// command, not only by check (format §4).
-		if bad := checkRow(r.Spore.ID, r, h.TxID); bad != "" {
-			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: bad}
-		}
-		if _, dup := m.rows[r.Spore.ID]; dup {
+		r := decoded[k]
+		if m.has(r.Spore.ID) {
 			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", r.Spore.ID)}
 		}
 		m.setRow(r.Spore.ID, r)
+	}
+	if len(eager) == 0 && sorted != nil {
+		m.sorted = sorted
 	}
 	return m, nil
 }

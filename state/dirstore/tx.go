@@ -48,16 +48,28 @@ func (t *tx) record() *txRecord {
 	return &txRecord{TxID: t.txid, At: nowString(t.now), Settings: t.settings, Rows: t.rows}
 }
 
-func (t *tx) get(id string) (*row, bool) {
+// get is id's row as this transaction sees it; a base row that does not
+// decode is a *state.CorruptError.
+func (t *tx) get(id string) (*row, bool, error) {
 	if r, ok := t.rows[id]; ok {
-		return r, r != nil
+		return r, r != nil, nil
 	}
-	r, ok := t.base.rows[id]
-	return r, ok
+	return t.base.get(id)
+}
+
+// has reports whether id has a row, without decoding it.
+func (t *tx) has(id string) bool {
+	if r, ok := t.rows[id]; ok {
+		return r != nil
+	}
+	return t.base.has(id)
 }
 
 func (t *tx) mustGet(id string) (*row, error) {
-	r, ok := t.get(id)
+	r, ok, err := t.get(id)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, fmt.Errorf("spore %s: %w", id, state.ErrNotFound)
 	}
@@ -110,7 +122,7 @@ func (t *tx) ids() []string {
 	}
 	ids := slices.Clone(t.base.ids())
 	for id, r := range t.rows {
-		_, inBase := t.base.rows[id]
+		inBase := t.base.has(id)
 		switch {
 		case r == nil && inBase:
 			if i, ok := slices.BinarySearch(ids, id); ok {
@@ -133,7 +145,10 @@ func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 	ids := t.ids()
 	out := make([]state.Spore, 0, len(ids))
 	for _, id := range ids {
-		r, _ := t.get(id)
+		r, _, err := t.get(id)
+		if err != nil {
+			return nil, err
+		}
 		out = append(out, r.Spore)
 	}
 	return out, nil
@@ -147,7 +162,7 @@ func (t *tx) CreateSpore(ctx context.Context, s state.Spore) error {
 		return err
 	}
 	s = s.Stamped()
-	if _, ok := t.get(s.ID); ok {
+	if t.has(s.ID) {
 		return fmt.Errorf("spore %s: %w", s.ID, state.ErrExists)
 	}
 	// The log file carries the creating transaction's id, so a spore
@@ -208,8 +223,8 @@ func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 	}
 	// Its committed log goes once the deletion is committed — even an
 	// empty one (a file a failed append left behind).
-	if b, ok := t.base.rows[id]; ok && !slices.Contains(t.removed, logRef{id, b.Log.File}) {
-		t.removed = append(t.removed, logRef{id, b.Log.File})
+	if file, ok := t.base.logFile(id); ok && !slices.Contains(t.removed, logRef{id, file}) {
+		t.removed = append(t.removed, logRef{id, file})
 	}
 	if t.rows == nil {
 		t.rows = map[string]*row{}
@@ -231,7 +246,10 @@ func (t *tx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
 	ids := t.ids()
 	out := make(map[string]state.SporeHead, len(ids))
 	for _, id := range ids {
-		r, _ := t.get(id)
+		r, _, err := t.get(id)
+		if err != nil {
+			return nil, err
+		}
 		out[id] = state.SporeHead{LastSeq: r.Log.LastSeq}
 	}
 	return out, nil
@@ -347,7 +365,11 @@ func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error
 	out := make(map[string][]state.OutboxEntry, len(t.base.queued))
 	for id := range t.base.queued {
 		if _, replaced := t.rows[id]; !replaced {
-			out[id] = slices.Clone(t.base.rows[id].Outbox)
+			r, _, err := t.base.get(id)
+			if err != nil {
+				return nil, err
+			}
+			out[id] = slices.Clone(r.Outbox)
 		}
 	}
 	for id, r := range t.rows {

@@ -1,0 +1,165 @@
+package dirstore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/sporectl/sporectl/state"
+)
+
+// lazyRow is a row of state.json not decoded yet: its line's payload,
+// checked against its CRC when the snapshot was read, and what the model
+// needs of every row without decoding it (format §9), read from the
+// line's known shape (rowPrefix). A command about one spore decodes one
+// row, not the fleet's. It is decoded once, on first use, by whichever
+// reader of the (immutable, shared) model asks first.
+type lazyRow struct {
+	id   string
+	file string // for errors: state.json
+	line int
+	atTx uint64 // the snapshot's transaction, for checkRow
+	data []byte // kept: a compaction writes an undecoded row as it is
+
+	// What the line's shape said: its event log's name, whether its
+	// outbox holds anything. The decoded row must agree.
+	log    string
+	queued bool
+
+	once sync.Once
+	r    *row
+	err  error
+}
+
+// rowPrefix is how every row this format writes begins: encoding/json
+// writes rowJSON's fields in order, and the wish's first is its id.
+var rowPrefix = []byte(`{"wish":{"id":"`)
+
+// The keys that follow the wish and the status at the row's top level.
+// Inside a JSON string a quote is always escaped, so these bytes, with
+// their unescaped quotes, occur only as keys; only the row's own "log"
+// and "outbox" have these names (rowJSON).
+var (
+	statusKey = []byte(`},"status":{`)
+	logKey    = []byte(`},"log":{"file":"`)
+	outboxKey = []byte(`},"outbox":[`)
+)
+
+// peekRow reads what the model needs of a row from its payload, without
+// decoding it: its id, its event log's name and whether its outbox holds
+// anything. ok is false for a payload not of the shape this format
+// writes (a row written by hand, say), which is then decoded at once.
+// Names are checked as checkRow checks them, so no unchecked name is ever
+// a path.
+func peekRow(p []byte, atTx uint64) (id, log string, queued, ok bool) {
+	rest, found := bytes.CutPrefix(p, rowPrefix)
+	if !found {
+		return "", "", false, false
+	}
+	end := bytes.IndexByte(rest, '"')
+	if end <= 0 {
+		return "", "", false, false
+	}
+	id = string(rest[:end])
+	if state.ValidateID(id) != nil {
+		return "", "", false, false
+	}
+	// Each search stops at, or starts from, where its key is: the status
+	// after the wish, the log near the end (only the outbox and the token
+	// follow it). A key found at the wrong place yields names that
+	// the decoded row then contradicts (get reports that line), and the
+	// names are checked as paths either way.
+	if bytes.Index(rest, statusKey) < 0 {
+		return "", "", false, false
+	}
+	at := bytes.LastIndex(p, logKey)
+	if at < 0 {
+		return "", "", false, false
+	}
+	file := p[at+len(logKey):]
+	end = bytes.IndexByte(file, '"')
+	if end <= 0 {
+		return "", "", false, false
+	}
+	log = string(file[:end])
+	if tx, okLog := logTx(id, log); !okLog || tx > atTx {
+		return "", "", false, false
+	}
+	return id, log, bytes.Contains(file[end:], outboxKey), true
+}
+
+// get decodes the row once; a row that does not decode, or does not say
+// what its shape said, is corruption of its line.
+func (l *lazyRow) get() (*row, error) {
+	l.once.Do(func() {
+		r, bad := decodeRow(l.data, formatVersion, l.atTx)
+		switch {
+		case bad != "":
+		case r.Spore.ID != l.id:
+			bad = fmt.Sprintf("row's spore %q is not the %q its line names", r.Spore.ID, l.id)
+		case r.Log.File != l.log:
+			bad = fmt.Sprintf("row's event log %q is not the %q its line names", r.Log.File, l.log)
+		case (len(r.Outbox) > 0) != l.queued:
+			bad = "row's outbox is not what its line says"
+		}
+		if bad != "" {
+			l.err = &state.CorruptError{File: l.file, Line: l.line, Offset: -1, Reason: bad}
+			return
+		}
+		l.r = r
+	})
+	return l.r, l.err
+}
+
+// decodeRow decodes one row of a file of format, checking it as every
+// command does (checkRow: its id and log name become paths).
+func decodeRow(p []byte, format int, atTx uint64) (*row, string) {
+	var j rowJSON
+	if err := json.Unmarshal(p, &j); err != nil {
+		return nil, err.Error()
+	}
+	r := &row{}
+	if bad := j.toRow(r, format); bad != "" {
+		return nil, bad
+	}
+	if r.Spore.ID == "" {
+		return nil, "row has no spore id"
+	}
+	if bad := checkRow(r.Spore.ID, r, atTx); bad != "" {
+		return nil, bad
+	}
+	return r, ""
+}
+
+// decodeAll decodes every row not decoded yet, on every core, and returns
+// the corruption of the first line that does not decode: what check and
+// a test that wants the whole model read pay for.
+func (m *model) decodeAll() error {
+	lazy := slices.Collect(maps.Values(m.lazy))
+	workers := min(runtime.GOMAXPROCS(0), 1+len(lazy)/512)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < len(lazy); i += workers {
+				_, _ = lazy[i].get()
+			}
+		}(w)
+	}
+	wg.Wait()
+	var first *lazyRow
+	for _, l := range lazy {
+		if l.err != nil && (first == nil || l.line < first.line) {
+			first = l
+		}
+	}
+	if first != nil {
+		return first.err
+	}
+	return nil
+}
