@@ -13,8 +13,8 @@
 // is refused at once, the same on any machine (an address of 10.244/16
 // would hang or be answered by whatever the machine's network does with
 // it). When the fleet is up it writes -env, a file of NAME=value lines
-// (KUBECONFIG, NAMESPACE, STORE, SELECTOR, PODS, POD_IP, READY), and
-// waits. SIGUSR1 turns every pod's readiness over (Ready pods' bridges are
+// (KUBECONFIG, NAMESPACE, STORE, SELECTOR, PODS, POD_IP, READY,
+// ETCD_PID, APISERVER_PID: whose CPU a timing may read), and waits. SIGUSR1 turns every pod's readiness over (Ready pods' bridges are
 // asked, others' are not) and writes -env again with the new READY;
 // SIGINT or SIGTERM stops the server and removes what it made.
 //
@@ -151,8 +151,12 @@ func (f *fleet) setReady(ctx context.Context, ready bool) error {
 // writeEnv writes the env file whole, by a rename, so a reader never
 // sees half of it.
 func (f *fleet) writeEnv() error {
-	env := fmt.Sprintf("KUBECONFIG=%s\nNAMESPACE=%s\nSTORE=%s\nSELECTOR=%s\nPODS=%d\nPOD_IP=%s\nREADY=%t\n",
-		f.srv.Kubeconfig, f.kubelet.Namespace, f.store, selector(), len(f.pods), f.podIP, f.ready)
+	pids := f.srv.PIDs() // etcd, then the API server, in the order they started
+	if len(pids) != 2 {
+		return fmt.Errorf("the server runs %d processes, want etcd and kube-apiserver", len(pids))
+	}
+	env := fmt.Sprintf("KUBECONFIG=%s\nNAMESPACE=%s\nSTORE=%s\nSELECTOR=%s\nPODS=%d\nPOD_IP=%s\nREADY=%t\nETCD_PID=%d\nAPISERVER_PID=%d\n",
+		f.srv.Kubeconfig, f.kubelet.Namespace, f.store, selector(), len(f.pods), f.podIP, f.ready, pids[0], pids[1])
 	tmp := f.env + ".tmp"
 	if err := os.WriteFile(tmp, []byte(env), 0o600); err != nil {
 		return err
