@@ -23,7 +23,8 @@
 # 1001) spores with `sporectl init --runtime kube` and one `create ID…
 # --wake` on a directory store; its test kubelet reports every pod Running
 # and Ready at an address where no bridge answers (each call through the
-# pod proxy is refused at once). Both commands are checked to see the whole
+# pod proxy is refused at once; KUBE_POD_IP names another such address
+# when something listens on the bridge's port there). Both commands are checked to see the whole
 # fleet, then `sporectl status -o json` (every bridge asked, none
 # answering) and `kubectl get pods -o json` in the namespace, with the same
 # admin kubeconfig, are timed RUNS times each in turns, after one untimed
@@ -210,7 +211,7 @@ kube_part() {
 	go build -o "$work/kubefleet" "$top/kube/kubetest/cmd/kubefleet"
 	mkdir -p "$work/fleet"
 	start=$(date +%s.%N)
-	"$work/kubefleet" -sporectl "$s" -spores "$kube_spores" -dir "$work/fleet" 2>"$work/kubefleet.log" &
+	"$work/kubefleet" -sporectl "$s" -spores "$kube_spores" -dir "$work/fleet" ${KUBE_POD_IP:+-pod-ip "$KUBE_POD_IP"} 2>"$work/kubefleet.log" &
 	fleet_pid=$!
 	wait_env "$work/fleet/env" true
 	end=$(date +%s.%N)
