@@ -13,8 +13,9 @@
 // is refused at once, the same on any machine (an address of 10.244/16
 // would hang or be answered by whatever the machine's network does with
 // it). When the fleet is up it writes -env, a file of NAME=value lines
-// (KUBECONFIG, NAMESPACE, STORE, SELECTOR, PODS, POD_IP, READY,
-// ETCD_PID, APISERVER_PID: whose CPU a timing may read), and waits. SIGUSR1 turns every pod's readiness over (Ready pods' bridges are
+// (KUBECONFIG, NAMESPACE, STORE, SELECTOR, PODS, POD_IP, READY, and
+// ETCD_PID and APISERVER_PID, whose CPU a timing may read), and waits.
+// SIGUSR1 turns every pod's readiness over (Ready pods' bridges are
 // asked, others' are not) and writes -env again with the new READY;
 // SIGINT or SIGTERM stops the server and removes what it made.
 //
