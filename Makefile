@@ -53,8 +53,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./...
 
 # compare times whole sporectl processes on stores of 1,000 and 10,000
-# spores and prints the medians and the 10k/1k ratios (.ci/compare.sh;
-# RUNS, default 7, runs of each).
+# spores and prints the medians and the 10k/1k ratios; with
+# SPORECTL_KUBE_BIN_DIR set, also the kube runtime's status of 1,001
+# spores against kubectl get pods on the same API server (.ci/compare.sh;
+# RUNS, default 7, runs of each; PARTS, default "dir kube").
 compare:
 	@bash .ci/compare.sh
 
