@@ -16,7 +16,7 @@ import (
 )
 
 // A pass over named spores reads their records, heads and outboxes and
-// of the rest of the fleet only its ids, on both stores: what it reads
+// nothing of the rest of the fleet, on both stores: what it reads
 // does not grow with the fleet. A covered spore whose colony has a
 // budget is the exception (the colony's sum is over all its spores),
 // and so is a whole-fleet pass.

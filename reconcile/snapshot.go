@@ -14,8 +14,12 @@ type Snapshot struct {
 	Settings state.Settings
 	// Spores are the spores the pass covers, by id order.
 	Spores []state.Spore
-	// Known is every id in the store (orphans are told apart by it).
+	// Known is every id in the store (orphans are told apart by it), for
+	// a pass over the whole fleet; a pass over named spores tells no
+	// orphans, and reads no other spore's id (Named).
 	Known []string
+	// Named: the pass covers the spores named, not the fleet.
+	Named bool
 	// All is every spore in the store, covered or not: a colony's
 	// budget is judged on all its spores (budget.go).
 	All   []state.Spore
@@ -34,10 +38,10 @@ const namedReads = 64
 // Load reads the snapshot. With ids, only those spores are covered (the
 // missing ones are listed, not fatal); without, the whole fleet. A pass
 // over up to namedReads named spores reads their records, heads and
-// outboxes by id and of the rest of the fleet only its ids, so that a
-// command about one spore costs the same in a fleet of 10,000; it reads
-// every record only when a covered spore's colony has a budget, which is
-// judged on all the colony's spores (budget.go).
+// outboxes by id and nothing of the rest of the fleet, so that a command
+// about one spore costs the same in a fleet of 10,000; it reads every
+// record only when a covered spore's colony has a budget, which is judged
+// on all the colony's spores (budget.go).
 func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) {
 	snap := &Snapshot{}
 	err := st.View(ctx, func(tx state.Tx) error {
@@ -62,6 +66,7 @@ func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) 
 		if len(ids) == 0 {
 			snap.Spores = all
 		} else {
+			snap.Named = true
 			seen := map[string]bool{}
 			for _, id := range ids {
 				s, ok := byID[id]
@@ -98,13 +103,10 @@ func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) 
 }
 
 // loadNamed is Load over a few named spores: each one's record, head and
-// outbox by id, the fleet's ids, and every record only for a colony
-// budget.
+// outbox by id, and every record only for a colony budget.
 func (snap *Snapshot) loadNamed(ctx context.Context, tx state.Tx, ids []string) error {
 	var err error
-	if snap.Known, err = tx.IDs(ctx); err != nil {
-		return err
-	}
+	snap.Named = true
 	snap.Heads = make(map[string]state.SporeHead, len(ids))
 	snap.Pending = make(map[string][]state.OutboxEntry)
 	seen := map[string]bool{}

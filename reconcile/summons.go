@@ -257,7 +257,7 @@ func (ps *Pass) summon(ctx context.Context, tx state.Tx, snap *Snapshot, got map
 	arch := ""
 	err := func() error {
 		spores := snap.Spores
-		if len(snap.Spores) != len(snap.Known) {
+		if snap.Named {
 			// A pass over named spores: collisions are with any spore.
 			var err error
 			if spores, err = tx.Spores(ctx); err != nil {

@@ -44,12 +44,6 @@ type Tx interface {
 	// Spore returns ErrNotFound (wrapped) when id does not exist.
 	Spore(ctx context.Context, id string) (Spore, error)
 	Spores(ctx context.Context) ([]Spore, error)
-	// IDs lists every spore's id, sorted, without reading their records:
-	// what a command about named spores needs of the rest of the fleet.
-	// Inside an Update it locks the spore set as Spores does (no spore is
-	// created or deleted by another transaction until this one ends), not
-	// the spores' rows.
-	IDs(ctx context.Context) ([]string, error)
 	// CreateSpore writes a new spore, wish and status, and returns
 	// ErrExists when the id is taken. Its status's ObservedGeneration is
 	// at most its Generation.

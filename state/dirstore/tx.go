@@ -137,10 +137,6 @@ func (t *tx) ids() []string {
 	return ids
 }
 
-func (t *tx) IDs(ctx context.Context) ([]string, error) {
-	return slices.Clone(t.ids()), nil
-}
-
 func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 	ids := t.ids()
 	out := make([]state.Spore, 0, len(ids))

@@ -118,21 +118,6 @@ func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
 	return sp, nil
 }
 
-func (t *tx) IDs(ctx context.Context) ([]string, error) {
-	if err := t.lockSporeSet(ctx); err != nil {
-		return nil, err
-	}
-	rows, err := t.tx.Query(ctx, `SELECT id FROM sporectl.spores ORDER BY id`)
-	if err != nil {
-		return nil, classify("list spore ids", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, classify("list spore ids", err)
-	}
-	return ids, nil
-}
-
 func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 	if err := t.lockSporeSet(ctx); err != nil {
 		return nil, err

@@ -34,7 +34,6 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Empty", testEmpty},
 		{"Settings", testSettings},
 		{"CreateAndRead", testCreateAndRead},
-		{"IDs", testIDs},
 		{"CreateRejects", testCreateRejects},
 		{"PutWishAndStatus", testPutWishAndStatus},
 		{"StaleWrites", testStaleWrites},
