@@ -73,7 +73,10 @@ func TestBudgetSleepsThePodAndTheNextDayWakesIt(t *testing.T) {
 			_, err := e.admin.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "spore-thrift", metav1.GetOptions{})
 			return err
 		},
-		func() error { _, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-thrift", metav1.GetOptions{}); return err },
+		func() error {
+			_, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-thrift", metav1.GetOptions{})
+			return err
+		},
 	} {
 		require.NoError(t, get(), "the home and the tokens are kept")
 	}
