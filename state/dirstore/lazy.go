@@ -140,18 +140,7 @@ func decodeRow(p []byte, format int, atTx uint64) (*row, string) {
 // a test that wants the whole model read pay for.
 func (m *model) decodeAll() error {
 	lazy := slices.Collect(maps.Values(m.lazy))
-	workers := min(runtime.GOMAXPROCS(0), 1+len(lazy)/512)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < len(lazy); i += workers {
-				_, _ = lazy[i].get()
-			}
-		}(w)
-	}
-	wg.Wait()
+	inParallel(len(lazy), func(i int) { _, _ = lazy[i].get() })
 	var first *lazyRow
 	for _, l := range lazy {
 		if l.err != nil && (first == nil || l.line < first.line) {
@@ -162,4 +151,22 @@ func (m *model) decodeAll() error {
 		return first.err
 	}
 	return nil
+}
+
+// inParallel calls fn for 0…n-1 on up to every core, a worker for each
+// 512 calls, and returns when all are done: row decoding, which a large
+// fleet's whole read is mostly made of.
+func inParallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), 1+n/512)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				fn(i)
+			}
+		}(w)
+	}
+	wg.Wait()
 }

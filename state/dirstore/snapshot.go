@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
-	"sync"
 
 	"github.com/google/renameio/v2"
 
@@ -169,19 +167,10 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 	}
 	decoded := make([]*row, len(eager))
 	errs := make([]string, len(eager))
-	workers := min(runtime.GOMAXPROCS(0), 1+len(eager)/512)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for k := w; k < len(eager); k += workers {
-				// The header's format says which form its rows have.
-				decoded[k], errs[k] = decodeRow(rows[eager[k]], h.Format, h.TxID)
-			}
-		}(w)
-	}
-	wg.Wait()
+	inParallel(len(eager), func(k int) {
+		// The header's format says which form its rows have.
+		decoded[k], errs[k] = decodeRow(rows[eager[k]], h.Format, h.TxID)
+	})
 	for k, i := range eager {
 		line := i + 2
 		if errs[k] != "" {
