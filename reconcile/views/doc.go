@@ -5,8 +5,8 @@
 // Views are never authoritative: each is a pure function of a pass's
 // Result and the store's event log, so deleting any of them loses nothing
 // and the next projection rebuilds it. Each file is replaced atomically
-// (a temporary file in the same directory, fsync, rename, fsync of the
-// directory) and only when its bytes change, so a projection with nothing
+// (a temporary file in the same directory; one sync of them all; rename;
+// fsync of the directory) and only when its bytes change, so a projection with nothing
 // changed writes nothing, and two projections of the same state give the
 // same bytes.
 //

@@ -36,11 +36,11 @@ func TestReconcileOnAFullDiskExitsStore(t *testing.T) {
 
 	for _, errno := range []syscall.Errno{syscall.ENOSPC, syscall.EDQUOT} {
 		t.Run(errno.Error(), func(t *testing.T) {
-			restore := views.SetReplaceFile(func(p string, b []byte) error {
+			restore := views.SetStageFile(func(p string, b []byte) (string, error) {
 				if p == status {
-					return &fs.PathError{Op: "write", Path: p + ".tmp1", Err: errno}
+					return "", &fs.PathError{Op: "write", Path: p + ".tmp1", Err: errno}
 				}
-				return views.ReplaceFile(p, b)
+				return views.StageFile(p, b)
 			})
 			defer restore()
 			code, msg := sporectl("reconcile")

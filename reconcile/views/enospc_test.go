@@ -37,14 +37,14 @@ func TestFullDiskIsTheStoresTrouble(t *testing.T) {
 			st := newStore(t)
 			res := fleet(t, st)
 			d := &Dir{Path: filepath.Join(t.TempDir(), "views")}
-			write, sync := replaceFile, syncDir
-			t.Cleanup(func() { replaceFile, syncDir = write, sync })
+			write, sync := stageFile, syncDir
+			t.Cleanup(func() { stageFile, syncDir = write, sync })
 			status := filepath.Join(d.Path, StatusFile)
 			if c.failWrite {
-				replaceFile = func(p string, b []byte) error {
+				stageFile = func(p string, b []byte) (string, error) {
 					if p == status {
-						// As renameio reports it: the temporary file's write.
-						return &fs.PathError{Op: "write", Path: p + ".tmp123", Err: c.errno}
+						// As the write reports it: the temporary file's.
+						return "", &fs.PathError{Op: "write", Path: p + ".tmp123", Err: c.errno}
 					}
 					return write(p, b)
 				}

@@ -186,10 +186,10 @@ func snapshot(t *testing.T, dir string) map[string]fileID {
 func countWrites(t *testing.T) *int {
 	t.Helper()
 	n := new(int)
-	write, remove := replaceFile, removeFile
-	replaceFile = func(p string, b []byte) error { *n++; return write(p, b) }
+	write, remove := stageFile, removeFile
+	stageFile = func(p string, b []byte) (string, error) { *n++; return write(p, b) }
 	removeFile = func(p string) error { *n++; return remove(p) }
-	t.Cleanup(func() { replaceFile, removeFile = write, remove })
+	t.Cleanup(func() { stageFile, removeFile = write, remove })
 	return n
 }
 
@@ -355,11 +355,11 @@ func TestWriteFailureIsReportedAndOthersGoOn(t *testing.T) {
 	st := newStore(t)
 	res := fleet(t, st)
 	d := &Dir{Path: filepath.Join(t.TempDir(), "views")}
-	write := replaceFile
-	t.Cleanup(func() { replaceFile = write })
-	replaceFile = func(p string, b []byte) error {
+	write := stageFile
+	t.Cleanup(func() { stageFile = write })
+	stageFile = func(p string, b []byte) (string, error) {
 		if filepath.Base(p) == "beta.md" {
-			return syscall.ENOSPC
+			return "", syscall.ENOSPC
 		}
 		return write(p, b)
 	}
@@ -368,7 +368,7 @@ func TestWriteFailureIsReportedAndOthersGoOn(t *testing.T) {
 	require.Contains(t, err.Error(), "beta.md")
 	require.Equal(t, []string{"STATUS.md", "fleet.json", "transcripts/alpha.md", "transcripts/gamma.md"}, written)
 
-	replaceFile = write
+	stageFile = write
 	written, err = d.Project(t.Context(), st, res, Full)
 	require.NoError(t, err)
 	require.Equal(t, []string{"transcripts/beta.md"}, written)
