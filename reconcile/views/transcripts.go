@@ -21,30 +21,32 @@ import (
 // transcriptFormat is the version in each transcript's first line; raising
 // it makes the next projection render every transcript again (do so when
 // the transcript package changes what it writes).
-const transcriptFormat = 1
+//
+// Version 2 stamps the spore's creation time instead of its last event's,
+// so that an unchanged transcript costs no read of the log.
+const transcriptFormat = 2
 
-// stamp is the first line of a transcript: which events it was rendered
-// from. A projection renders a spore's transcript again only when its
-// stamp no longer matches the store (docs/views.md "Transcripts").
+// stamp is the first line of a transcript: which events of which spore it
+// was rendered from. A projection renders a spore's transcript again only
+// when its stamp no longer matches the pass's result (docs/views.md
+// "Transcripts").
 type stamp struct {
 	format  int
 	lastSeq uint64
-	lastAt  string // the last event's time, RFC 3339 in UTC; "-" when no event
+	// created is the spore's creation time, RFC 3339 in UTC: a spore
+	// deleted and created again under its id has another.
+	created string
 }
 
 const stampPrefix = "<!-- sporectl transcript "
 
 func (s stamp) String() string {
-	return fmt.Sprintf("%sv%d last_seq=%d last_at=%s; rebuilt from the store's event log, edits are lost -->\n",
-		stampPrefix, s.format, s.lastSeq, s.lastAt)
+	return fmt.Sprintf("%sv%d last_seq=%d created=%s; rebuilt from the store's event log, edits are lost -->\n",
+		stampPrefix, s.format, s.lastSeq, s.created)
 }
 
-func stampOf(lastSeq uint64, lastAt time.Time) stamp {
-	at := "-"
-	if lastSeq > 0 {
-		at = lastAt.UTC().Format(time.RFC3339Nano)
-	}
-	return stamp{format: transcriptFormat, lastSeq: lastSeq, lastAt: at}
+func stampOf(lastSeq uint64, created time.Time) stamp {
+	return stamp{format: transcriptFormat, lastSeq: lastSeq, created: created.UTC().Format(time.RFC3339Nano)}
 }
 
 // readStamp reads the stamp of the transcript at p; ok is false when the
@@ -79,7 +81,7 @@ func readStamp(p string) (s stamp, ok bool, err error) {
 	if s.lastSeq, err = strconv.ParseUint(v, 10, 64); !cut || err != nil {
 		return stamp{}, false, nil
 	}
-	if s.lastAt, cut = strings.CutPrefix(strings.TrimSuffix(fields[2], ";"), "last_at="); !cut {
+	if s.created, cut = strings.CutPrefix(strings.TrimSuffix(fields[2], ";"), "created="); !cut {
 		return stamp{}, false, nil
 	}
 	return s, true, nil
@@ -117,31 +119,17 @@ func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res r
 }
 
 // transcript renders one spore's transcript when its stamp is not that
-// of the store's log: a different last seq, or the same seq with another
-// time (the spore was deleted and created again under the same id).
+// of the pass's result: a different last seq, or another creation time
+// (the spore was deleted and created again under the same id). An
+// unchanged one costs a read of its first line, and nothing of the store.
 func (d *Dir) transcript(ctx context.Context, c *changes, tx state.Tx, s reconcile.SporeHealth) error {
 	rel := filepath.Join(TranscriptsDir, s.ID+".md")
 	old, ok, err := readStamp(filepath.Join(c.root, rel))
 	if err != nil {
 		return err
 	}
-	if ok && old.format == transcriptFormat && old.lastSeq == s.LastSeq {
-		last := stampOf(0, time.Time{})
-		if s.LastSeq > 0 {
-			evs, err := tx.Events(ctx, s.ID, s.LastSeq-1, 1)
-			if errors.Is(err, state.ErrNotFound) {
-				return nil // deleted since the pass; the next full pass removes it
-			}
-			if err != nil {
-				return fmt.Errorf("transcript of %s: %w", s.ID, err)
-			}
-			if len(evs) == 1 {
-				last = stampOf(evs[0].Seq, evs[0].At)
-			}
-		}
-		if last == old {
-			return nil
-		}
+	if ok && old == stampOf(s.LastSeq, s.Created) {
+		return nil
 	}
 	b, err := d.render(ctx, tx, s)
 	if errors.Is(err, state.ErrNotFound) {
@@ -159,7 +147,6 @@ func (d *Dir) render(ctx context.Context, tx state.Tx, s reconcile.SporeHealth) 
 	var md bytes.Buffer
 	w := transcript.NewMarkdown(&md, s.ID)
 	var lastSeq uint64
-	var lastAt time.Time
 	for after := uint64(0); after < s.LastSeq; {
 		evs, err := tx.Events(ctx, s.ID, after, d.pageSize())
 		if err != nil {
@@ -181,12 +168,12 @@ func (d *Dir) render(ctx context.Context, tx state.Tx, s reconcile.SporeHealth) 
 			return nil, err
 		}
 		last := evs[len(evs)-1]
-		lastSeq, lastAt, after = last.Seq, last.At, last.Seq
+		lastSeq, after = last.Seq, last.Seq
 	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
-	return append([]byte(stampOf(lastSeq, lastAt).String()), md.Bytes()...), nil
+	return append([]byte(stampOf(lastSeq, s.Created).String()), md.Bytes()...), nil
 }
 
 // removeDeleted removes the transcripts of spores not in keep. Only files

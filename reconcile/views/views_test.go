@@ -130,7 +130,7 @@ func note(at time.Time, action string) state.Event {
 func health(id, colony string, eff reconcile.Effective, lastSeq uint64) reconcile.SporeHealth {
 	h := reconcile.SporeHealth{ID: id, Colony: colony, Rank: state.RankSpore, Desired: state.Running,
 		Observed:  reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateIdle},
-		Effective: eff, LastSeq: lastSeq}
+		Effective: eff, LastSeq: lastSeq, Created: t0.Add(-time.Hour)}
 	switch eff {
 	case reconcile.Paused:
 		h.Desired, h.Observed = state.Paused, reconcile.Observed{Pod: reconcile.PodAbsent, Bridge: reconcile.BridgeDown}
@@ -232,7 +232,7 @@ func TestChangedSporeRendersOnlyItsTranscript(t *testing.T) {
 	after := snapshot(t, d.Path)
 	require.Equal(t, before["transcripts/alpha.md"], after["transcripts/alpha.md"])
 	require.Contains(t, after["transcripts/beta.md"].data, "prompt from user:bob")
-	require.True(t, strings.HasPrefix(after["transcripts/beta.md"].data, "<!-- sporectl transcript v1 last_seq=30 last_at=2026-05-01T11:00:00Z;"))
+	require.True(t, strings.HasPrefix(after["transcripts/beta.md"].data, "<!-- sporectl transcript v2 last_seq=30 created=2026-05-01T09:00:00Z;"), after["transcripts/beta.md"].data[:100])
 
 	// Paged reading (7 at a time) renders what one read does.
 	one := &Dir{Path: filepath.Join(t.TempDir(), "views")}
@@ -315,7 +315,7 @@ func TestDeletedSporeTranscriptRemovedOnlyOnFullPass(t *testing.T) {
 }
 
 // A spore deleted and created again under its id, with as many events as
-// before, still gets its new transcript: the stamp holds the last event's
+// before, still gets its new transcript: the stamp holds its creation
 // time too.
 func TestRecreatedSporeIsRendered(t *testing.T) {
 	st := newStore(t)
@@ -327,6 +327,7 @@ func TestRecreatedSporeIsRendered(t *testing.T) {
 
 	require.NoError(t, st.Update(t.Context(), func(tx state.Tx) error { return tx.DeleteSpore(t.Context(), "alpha") }))
 	require.Equal(t, n, appendEvents(t, st, "alpha", true, note(t0.Add(time.Hour), "created")))
+	res.Spores[0].Created = t0.Add(time.Hour) // as the next pass sees it
 	written, err := d.Project(t.Context(), st, res, Partial)
 	require.NoError(t, err)
 	require.Equal(t, []string{"transcripts/alpha.md"}, written)
@@ -390,7 +391,7 @@ func TestNoTempFilesLeft(t *testing.T) {
 func goldenResult() reconcile.Result {
 	h := func(id, colony string, eff reconcile.Effective, code reconcile.Reason, reason string, o reconcile.Observed) reconcile.SporeHealth {
 		return reconcile.SporeHealth{ID: id, Colony: colony, Rank: state.RankSpore, Desired: state.Running,
-			Observed: o, Effective: eff, Code: code, Reason: reason, LastSeq: 12}
+			Observed: o, Effective: eff, Code: code, Reason: reason, LastSeq: 12, Created: t0.Add(-time.Hour)}
 	}
 	up := reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateIdle}
 	down := reconcile.Observed{Pod: reconcile.PodAbsent, Bridge: reconcile.BridgeDown}
