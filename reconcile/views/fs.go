@@ -17,8 +17,8 @@ import (
 // Test seams (like the dir store's): the calls that change the directory,
 // so tests can count them or make them fail.
 var (
-	// stageFile writes data to a new temporary file beside path and
-	// returns its name; sync makes it durable and renames it over path.
+	// stageFile writes data to a new temporary file beside path (mode
+	// 0600, os.CreateTemp's, which is filePerm) and returns its name; sync makes it durable and renames it over path.
 	// It is not fsynced here: sync makes every staged file durable at
 	// once (syncFiles).
 	stageFile = func(path string, data []byte) (string, error) {
@@ -29,9 +29,6 @@ var (
 		_, err = f.Write(data)
 		if cerr := f.Close(); err == nil {
 			err = cerr
-		}
-		if err == nil {
-			err = os.Chmod(f.Name(), filePerm)
 		}
 		if err != nil {
 			_ = os.Remove(f.Name())
@@ -104,6 +101,14 @@ func (c *changes) put(rel string, data []byte) error {
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("read view %s: %w", p, err)
 	}
+	return c.replace(rel, data)
+}
+
+// replace writes data to rel (under root): for a caller that knows the
+// file does not hold it (a transcript whose stamp is not data's), so it
+// is not read first.
+func (c *changes) replace(rel string, data []byte) error {
+	p := filepath.Join(c.root, rel)
 	tmp, err := stageFile(p, data)
 	if err != nil {
 		return viewErr("write view", p, err)

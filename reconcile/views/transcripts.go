@@ -138,7 +138,13 @@ func (d *Dir) transcript(ctx context.Context, c *changes, tx state.Tx, s reconci
 	if err != nil {
 		return fmt.Errorf("transcript of %s: %w", s.ID, err)
 	}
-	return c.put(rel, b)
+	// The file's stamp is not the one the pass asked for; unless it is
+	// the one rendered (the log fell short of the pass's last seq), the
+	// bytes differ, and the file need not be read to say so.
+	if ok && bytes.HasPrefix(b, []byte(old.String())) {
+		return c.put(rel, b)
+	}
+	return c.replace(rel, b)
 }
 
 // render reads the spore's log a page at a time, up to the pass's last
