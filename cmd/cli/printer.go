@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -93,18 +94,22 @@ func printTo(w io.Writer, format string, noHeaders bool, v Printable) error {
 		_, err = w.Write(b)
 		return err
 	case "name":
+		var b strings.Builder
 		for _, n := range v.Names() {
-			if _, err := fmt.Fprintln(w, transcript.Sanitize(n)); err != nil {
-				return err
-			}
+			b.WriteString(transcript.Sanitize(n))
+			b.WriteByte('\n')
 		}
-		return nil
+		_, err := io.WriteString(w, b.String())
+		return err
 	default:
 		if t, ok := v.(Texter); ok {
 			return writeLines(w, t.Lines())
 		}
 		header, rows := v.Table(format == "wide")
-		tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+		// tabwriter writes cell by cell: buffered, a table of 10,000
+		// spores is a few writes, not 170,000.
+		bw := bufio.NewWriterSize(w, 64<<10)
+		tw := tabwriter.NewWriter(bw, 0, 8, 3, ' ', 0)
 		if !noHeaders && header != nil {
 			fmt.Fprintln(tw, strings.Join(header, "\t"))
 		}
@@ -116,6 +121,9 @@ func printTo(w io.Writer, format string, noHeaders bool, v Printable) error {
 			fmt.Fprintln(tw, strings.Join(cells, "\t"))
 		}
 		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if err := bw.Flush(); err != nil {
 			return err
 		}
 		if f, ok := v.(Footer); ok && !noHeaders {
