@@ -370,7 +370,8 @@ func concurrently(b *testing.B, op func(i int) error) {
 // address check, delivered at once to an idle fake bridge over HTTP; a
 // different target each call), tell-force (the same without the address
 // check) and spores (GET /api/spores as the [arch]: 999 spores in reach,
-// one read-only pass over them) from benchClients concurrent clients.
+// one read-only pass over them, then one LastEvents) from benchClients
+// concurrent clients.
 // healthz (one read of the store's settings, no token) is the baseline
 // of the same run: what HTTP and one store read cost.
 func BenchmarkServe(b *testing.B) {
@@ -631,6 +632,98 @@ func BenchmarkServeTellBusyTarget(b *testing.B) {
 						}
 						if res.State != Delivered {
 							b.Fatalf("tell to %s: %+v", id, res)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// lastEventFleets holds, per store, benchFleetSize-1 spores with one
+// event each: what GET /api/spores reads the last event of.
+var lastEventFleets sync.Map // variant → *lastEventFleet
+
+type lastEventFleet struct {
+	st  state.Store
+	ids []string
+}
+
+func buildLastEventFleet(b *testing.B, variant string) *lastEventFleet {
+	b.Helper()
+	if f, ok := lastEventFleets.Load(variant); ok {
+		return f.(*lastEventFleet)
+	}
+	ctx := context.Background()
+	f := &lastEventFleet{st: benchStore(b, variant)}
+	now := time.Now().UTC()
+	err := f.st.Update(ctx, func(tx state.Tx) error {
+		f.ids = f.ids[:0]
+		for i := range benchFleetSize - 1 {
+			id := fmt.Sprintf("s-%05d", i)
+			f.ids = append(f.ids, id)
+			sp := state.Spore{Wish: state.Wish{ID: id, Colony: "c-0", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now}}
+			if err := tx.CreateSpore(ctx, sp); err != nil {
+				return err
+			}
+			if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindPrompt, From: "user:bench", At: now, Text: "hello " + id}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	lastEventFleets.Store(variant, f)
+	return f
+}
+
+// BenchmarkSporesLastEvents: the store read of GET /api/spores after its
+// pass, the last event of the 999 spores in the [arch]'s reach, in one
+// View: read=tail-each is one Tail(1) per spore (what the list did
+// before LastEvents; 999 round trips on PostgreSQL), read=last-events one
+// LastEvents call (one query). One client, no HTTP.
+//
+//	go test -run '^$' -bench SporesLastEvents -count 5 ./mycelia/
+func BenchmarkSporesLastEvents(b *testing.B) {
+	ctx := context.Background()
+	reads := []struct {
+		name string
+		read func(tx state.Tx, ids []string) (int, error)
+	}{
+		{"tail-each", func(tx state.Tx, ids []string) (int, error) {
+			n := 0
+			for _, id := range ids {
+				evs, err := tx.Tail(ctx, id, 1)
+				if err != nil {
+					return 0, err
+				}
+				n += len(evs)
+			}
+			return n, nil
+		}},
+		{"last-events", func(tx state.Tx, ids []string) (int, error) {
+			m, err := tx.LastEvents(ctx, ids)
+			return len(m), err
+		}},
+	}
+	for _, variant := range []string{"dir", "postgres"} {
+		b.Run("store="+variant, func(b *testing.B) {
+			for _, r := range reads {
+				b.Run("read="+r.name, func(b *testing.B) {
+					f := buildLastEventFleet(b, variant)
+					b.ResetTimer()
+					for range b.N {
+						err := f.st.View(ctx, func(tx state.Tx) error {
+							n, err := r.read(tx, f.ids)
+							if err == nil && n != len(f.ids) {
+								err = fmt.Errorf("%d last events of %d spores", n, len(f.ids))
+							}
+							return err
+						})
+						if err != nil {
+							b.Fatal(err)
 						}
 					}
 				})

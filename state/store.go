@@ -73,6 +73,17 @@ type Tx interface {
 	Events(ctx context.Context, id string, after uint64, limit int) ([]Event, error)
 	// Tail returns the last n events, read from the end of the log.
 	Tail(ctx context.Context, id string, n int) ([]Event, error)
+	// LastEvents returns the last event of each spore in ids, keyed by
+	// id: what Tail(ctx, id, 1) returns for each, read at once for a
+	// list of many spores. Unlike the other reads it returns no
+	// ErrNotFound: an id that does not exist (a spore deleted since the
+	// caller read its list) is skipped, as is a spore whose log is
+	// empty; both are absent from the map. Repeated ids are read once.
+	// Its cost grows with len(ids), not with any log's length: on
+	// PostgreSQL it is one query whatever len(ids) (inside an Update one
+	// statement before it locks the spores' rows, in id order); the
+	// directory store reads the end of each log, with no round trips.
+	LastEvents(ctx context.Context, ids []string) (map[string]Event, error)
 
 	// Outbox lists the spore's undelivered messages in the order queued.
 	Outbox(ctx context.Context, id string) ([]OutboxEntry, error)

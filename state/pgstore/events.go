@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -211,26 +212,13 @@ func scanEvents(id string, rows pgx.Rows) ([]state.Event, error) {
 	defer rows.Close()
 	var out []state.Event
 	for rows.Next() {
-		var (
-			e         state.Event
-			seq, bseq int64
-			kind      string
-			action    []byte
-			sender    []byte
-			body      []byte
-			line      []byte
-		)
-		if err := rows.Scan(&seq, &e.At, &kind, &action, &sender, &body, &bseq, &line); err != nil {
+		var sc eventScan
+		if err := rows.Scan(sc.dest()...); err != nil {
 			return nil, classify("read events of "+id, err)
 		}
-		e.Seq, e.BridgeSeq, e.Kind = uint64(seq), uint64(bseq), state.EventKind(kind)
-		e.Action, e.From, e.Text = string(action), string(sender), string(body)
-		e.At = e.At.UTC()
-		if len(line) > 0 {
-			e.Line = line
-		}
-		if !state.ValidKind(e.Kind) || bseq < 0 {
-			return nil, corrupt("sporectl.events", fmt.Sprintf("spore_id=%s seq=%d", id, seq), "kind or bridge_seq out of range")
+		e, err := sc.event(id)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, e)
 	}
@@ -238,4 +226,31 @@ func scanEvents(id string, rows pgx.Rows) ([]state.Event, error) {
 		return nil, classify("read events of "+id, err)
 	}
 	return out, nil
+}
+
+// eventScan is one row's eventColumns as scanned, for the reads that
+// select them (after other columns, for LastEvents).
+type eventScan struct {
+	seq, bseq                  int64
+	at                         time.Time
+	kind                       string
+	action, sender, body, line []byte
+}
+
+func (s *eventScan) dest() []any {
+	return []any{&s.seq, &s.at, &s.kind, &s.action, &s.sender, &s.body, &s.bseq, &s.line}
+}
+
+// event is the scanned row as an event of spore id; a kind or bridge_seq
+// the format does not allow is corruption.
+func (s *eventScan) event(id string) (state.Event, error) {
+	e := state.Event{Seq: uint64(s.seq), At: s.at.UTC(), Kind: state.EventKind(s.kind), BridgeSeq: uint64(s.bseq),
+		Action: string(s.action), From: string(s.sender), Text: string(s.body)}
+	if len(s.line) > 0 {
+		e.Line = s.line
+	}
+	if !state.ValidKind(e.Kind) || s.bseq < 0 {
+		return state.Event{}, corrupt("sporectl.events", fmt.Sprintf("spore_id=%s seq=%d", id, s.seq), "kind or bridge_seq out of range")
+	}
+	return e, nil
 }

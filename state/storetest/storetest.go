@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AppendRejects", testAppendRejects},
 		{"EventsPaging", testEventsPaging},
 		{"Tail", testTail},
+		{"LastEvents", testLastEvents},
 		{"ReadYourWrites", testReadYourWrites},
 		{"HostileText", testHostileText},
 		{"Outbox", testOutbox},
