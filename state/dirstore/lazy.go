@@ -139,6 +139,9 @@ func decodeRow(p []byte, format int, atTx uint64) (*row, string) {
 // the corruption of the first line that does not decode: what check and
 // a test that wants the whole model read pay for.
 func (m *model) decodeAll() error {
+	if len(m.lazy) == 0 {
+		return nil
+	}
 	lazy := slices.Collect(maps.Values(m.lazy))
 	inParallel(len(lazy), func(i int) { _, _ = lazy[i].get() })
 	var first *lazyRow

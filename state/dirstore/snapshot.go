@@ -137,21 +137,26 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 	// ids unless a line breaks the order.
 	slots := make([]lazyRow, len(rows))
 	sorted := make([]string, 0, len(rows))
+	peeked := make([]bool, len(rows))
+	if h.Format == formatVersion {
+		// Each line is read on its own: on every core, as decoding was.
+		inParallel(len(rows), func(i int) {
+			l := &slots[i]
+			l.id, l.log, l.queued, peeked[i] = peekRow(rows[i], h.TxID)
+		})
+	}
 	for i, p := range rows {
 		line := i + 2
-		id, log, queued, ok := "", "", false, false
-		if h.Format == formatVersion {
-			id, log, queued, ok = peekRow(p, h.TxID)
-		}
-		if !ok {
+		if !peeked[i] {
 			eager = append(eager, i)
 			continue
 		}
+		l := &slots[i]
+		id, queued := l.id, l.queued
 		if m.has(id) {
 			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", id)}
 		}
-		l := &slots[i]
-		l.id, l.file, l.line, l.atTx, l.data, l.log, l.queued = id, name, line, h.TxID, p, log, queued
+		l.file, l.line, l.atTx, l.data = name, line, h.TxID, p
 		m.lazy[id] = l
 		if sorted != nil && (len(sorted) == 0 || sorted[len(sorted)-1] < id) {
 			sorted = append(sorted, id)

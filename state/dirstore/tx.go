@@ -138,6 +138,10 @@ func (t *tx) ids() []string {
 }
 
 func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
+	// A read of the fleet decodes what is left of it on every core first.
+	if err := t.base.decodeAll(); err != nil {
+		return nil, err
+	}
 	ids := t.ids()
 	out := make([]state.Spore, 0, len(ids))
 	for _, id := range ids {
@@ -239,6 +243,9 @@ func (t *tx) Head(ctx context.Context, id string) (state.SporeHead, error) {
 }
 
 func (t *tx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
+	if err := t.base.decodeAll(); err != nil {
+		return nil, err
+	}
 	ids := t.ids()
 	out := make(map[string]state.SporeHead, len(ids))
 	for _, id := range ids {
