@@ -17,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/sporectl/sporectl/internal/childproc"
 )
 
 // EnvNodeBinDir names the directory .ci/real-node.sh fills: kubelet,
@@ -284,12 +286,11 @@ func (n *Node) spawn(bin string, args ...string) error {
 	// Killed with the test binary, so a crashed test leaves no node
 	// behind to fight the next one.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	if err := childproc.Start(cmd, func(error) { logFile.Close(); close(p.done) }); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(p.done) }()
 	n.procs = append(n.procs, p)
 	n.spawnedPIDs = append(n.spawnedPIDs, cmd.Process.Pid)
 	return nil

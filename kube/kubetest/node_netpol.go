@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sporectl/sporectl/internal/childproc"
 )
 
 // NetpolTable is the nftables table (family inet) kube-network-policies
@@ -121,12 +123,11 @@ exec "$@"`
 	cmd.Env = append(os.Environ(), "KUBERNETES_SERVICE_HOST="+u.Hostname(), "KUBERNETES_SERVICE_PORT="+u.Port())
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	np.p = &proc{name: "kube-network-policies", cmd: cmd, done: make(chan struct{})}
+	if err := childproc.Start(cmd, func(error) { logFile.Close(); close(np.p.done) }); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start kube-network-policies: %w", err)
 	}
-	np.p = &proc{name: "kube-network-policies", cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(np.p.done) }()
 	n.spawnedPIDs = append(n.spawnedPIDs, cmd.Process.Pid)
 	defer func() {
 		if err != nil {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/sporectl/sporectl/internal/childproc"
 )
 
 // Server is one etcd plus one kube-apiserver on loopback ports, with
@@ -185,12 +187,11 @@ func (s *Server) spawn(bin, logName string, args ...string) error {
 	// Its own process group, and killed with the test binary, so a
 	// crashed test leaves no server behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	p := &proc{name: filepath.Base(bin), cmd: cmd, done: make(chan struct{})}
+	if err := childproc.Start(cmd, func(error) { logFile.Close(); close(p.done) }); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start %s: %w", filepath.Base(bin), err)
 	}
-	p := &proc{name: filepath.Base(bin), cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logFile.Close(); close(p.done) }()
 	s.procs = append(s.procs, p)
 	return nil
 }

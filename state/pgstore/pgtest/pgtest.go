@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sporectl/sporectl/internal/childproc"
 )
 
 // Server is one running (or stopped) test cluster.
@@ -133,15 +135,14 @@ func (s *Server) Start(ctx context.Context) error {
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	exited := make(chan struct{})
+	if err := childproc.Start(cmd, func(error) { logf.Close(); close(exited) }); err != nil {
 		logf.Close()
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	exited := make(chan struct{})
 	s.mu.Lock()
 	s.cmd, s.exited = cmd, exited
 	s.mu.Unlock()
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		conn, err := pgx.Connect(ctx, s.URL("postgres"))
