@@ -2,24 +2,49 @@ package statetest
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sporectl/sporectl/state"
 )
 
 // Reads wraps a store and counts what its transactions read: spore
-// records (one per Spore, one per record Spores returns) and reads of the
-// whole fleet (Spores, Heads, Pending), so a test can require that a
-// command about named spores reads only theirs.
+// records (one per Spore found, one per record Spores returns), reads of
+// the whole fleet (Spores, Heads, Pending), and every read by method
+// (Calls; each is one query on PostgreSQL), so a test can require that a
+// command about named spores reads only theirs, or that a request costs
+// the same round trips whatever the fleet.
 type Reads struct {
 	state.Store
 	// Records is the spore records read; Fleet the whole-fleet reads.
 	Records atomic.Int64
 	Fleet   atomic.Int64
+
+	mu    sync.Mutex
+	calls map[string]int
 }
 
 // Reset zeroes the counts.
-func (r *Reads) Reset() { r.Records.Store(0); r.Fleet.Store(0) }
+func (r *Reads) Reset() { r.Records.Store(0); r.Fleet.Store(0); r.TakeCalls() }
+
+// TakeCalls returns the reads by method since the last take, and zeroes them.
+func (r *Reads) TakeCalls() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := maps.Clone(r.calls)
+	r.calls = nil
+	return out
+}
+
+func (r *Reads) call(method string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.calls == nil {
+		r.calls = map[string]int{}
+	}
+	r.calls[method]++
+}
 
 func (r *Reads) View(ctx context.Context, fn func(state.Tx) error) error {
 	return r.Store.View(ctx, func(tx state.Tx) error { return fn(&readsTx{Tx: tx, r: r}) })
@@ -34,7 +59,13 @@ type readsTx struct {
 	r *Reads
 }
 
+func (t *readsTx) Settings(ctx context.Context) (state.Settings, error) {
+	t.r.call("Settings")
+	return t.Tx.Settings(ctx)
+}
+
 func (t *readsTx) Spore(ctx context.Context, id string) (state.Spore, error) {
+	t.r.call("Spore")
 	sp, err := t.Tx.Spore(ctx, id)
 	if err == nil {
 		t.r.Records.Add(1)
@@ -43,6 +74,7 @@ func (t *readsTx) Spore(ctx context.Context, id string) (state.Spore, error) {
 }
 
 func (t *readsTx) Spores(ctx context.Context) ([]state.Spore, error) {
+	t.r.call("Spores")
 	all, err := t.Tx.Spores(ctx)
 	t.r.Fleet.Add(1)
 	t.r.Records.Add(int64(len(all)))
@@ -50,11 +82,43 @@ func (t *readsTx) Spores(ctx context.Context) ([]state.Spore, error) {
 }
 
 func (t *readsTx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
+	t.r.call("Heads")
 	t.r.Fleet.Add(1)
 	return t.Tx.Heads(ctx)
 }
 
 func (t *readsTx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error) {
+	t.r.call("Pending")
 	t.r.Fleet.Add(1)
 	return t.Tx.Pending(ctx)
+}
+
+func (t *readsTx) Head(ctx context.Context, id string) (state.SporeHead, error) {
+	t.r.call("Head")
+	return t.Tx.Head(ctx, id)
+}
+
+func (t *readsTx) Events(ctx context.Context, id string, after uint64, limit int) ([]state.Event, error) {
+	t.r.call("Events")
+	return t.Tx.Events(ctx, id, after, limit)
+}
+
+func (t *readsTx) Tail(ctx context.Context, id string, n int) ([]state.Event, error) {
+	t.r.call("Tail")
+	return t.Tx.Tail(ctx, id, n)
+}
+
+func (t *readsTx) LastEvents(ctx context.Context, ids []string) (map[string]state.Event, error) {
+	t.r.call("LastEvents")
+	return t.Tx.LastEvents(ctx, ids)
+}
+
+func (t *readsTx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error) {
+	t.r.call("Outbox")
+	return t.Tx.Outbox(ctx, id)
+}
+
+func (t *readsTx) TokenHash(ctx context.Context, id string) (state.TokenHash, error) {
+	t.r.call("TokenHash")
+	return t.Tx.TokenHash(ctx, id)
 }
