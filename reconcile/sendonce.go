@@ -18,9 +18,9 @@ import (
 //   - an entry with that id still in the target's outbox: the message is
 //     recorded and not yet delivered;
 //   - a message event with that id in the target's log no older than
-//     window (read from the end of the log, at most MaxSendOnceScan
-//     events): recorded and delivered, since an entry leaves the outbox
-//     only once delivered.
+//     window (state.Tx.FindAction: an index lookup, whatever the agent
+//     lines after it): recorded and delivered, since an entry leaves the
+//     outbox only once delivered.
 //
 // Either way nothing is written and Sent.Duplicate is set.
 func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.Time) (Sent, error) {
@@ -50,7 +50,7 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 				return nil
 			}
 		}
-		if ev, ok, err := findSent(ctx, tx, m.To, kind, entryID, now.Add(-window)); err != nil {
+		if ev, ok, err := tx.FindAction(ctx, m.To, kind, entryID, now.Add(-window)); err != nil {
 			return err
 		} else if ok {
 			e := entry
@@ -185,31 +185,6 @@ type Sent struct {
 	Held string
 }
 
-// MaxSendOnceScan bounds how many of the target's last events SendOnce
-// reads to recognise a repeat whose entry was delivered already.
+// MaxSendOnceScan bounds how many of a sender's last events SendOnce
+// reads to count its messages against its limit (sentSince).
 const MaxSendOnceScan = 4096
-
-// findSent looks for a kind event whose Action is id among id's last
-// events, back to since.
-func findSent(ctx context.Context, tx state.Tx, spore string, kind state.EventKind, id string, since time.Time) (state.Event, bool, error) {
-	for n := 64; ; n *= 8 {
-		n = min(n, MaxSendOnceScan)
-		evs, err := tx.Tail(ctx, spore, n)
-		if err != nil {
-			return state.Event{}, false, err
-		}
-		for i := len(evs) - 1; i >= 0; i-- {
-			// Agent lines carry their bridge's clock; every other event
-			// the clock of the command that wrote it, which is ours.
-			if evs[i].Kind != state.KindAgent && evs[i].At.Before(since) {
-				return state.Event{}, false, nil
-			}
-			if evs[i].Kind == kind && evs[i].Action == id {
-				return evs[i], true, nil
-			}
-		}
-		if len(evs) < n || n == MaxSendOnceScan {
-			return state.Event{}, false, nil
-		}
-	}
-}

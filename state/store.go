@@ -1,6 +1,9 @@
 package state
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Store is a colony's durable state. Every read happens inside View and
 // every write inside Update, so a command sees one consistent snapshot and
@@ -84,6 +87,19 @@ type Tx interface {
 	// statement before it locks the spores' rows, in id order); the
 	// directory store reads the end of each log, with no round trips.
 	LastEvents(ctx context.Context, ids []string) (map[string]Event, error)
+	// FindAction returns the newest event of kind (KindPrompt or
+	// KindMessage: the kinds that carry a message's id as their Action)
+	// whose Action is action and whose At is at or after since; found is
+	// false when there is none that recent. It is how a repeated message
+	// is recognised (reconcile.SendOnce), so its cost must not grow with
+	// the agent lines a busy spore writes: PostgreSQL looks the id up in
+	// an index of the two kinds' actions; the directory store reads back
+	// from the end of the log, decoding only the events that are not
+	// agent lines, and stops at the first of those older than since
+	// (the store's writers stamp them with their clock, in log order;
+	// agent lines carry their bridge's). Events the transaction appended
+	// count. Another kind is an *InvalidError.
+	FindAction(ctx context.Context, id string, kind EventKind, action string, since time.Time) (ev Event, found bool, err error)
 
 	// Outbox lists the spore's undelivered messages in the order queued.
 	Outbox(ctx context.Context, id string) ([]OutboxEntry, error)

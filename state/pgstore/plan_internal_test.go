@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -12,9 +13,11 @@ import (
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
-// TestLogReadsUseTheIndex asks the planner how it runs Events and Tail on
-// a table with many spores' logs: both must be index scans of the primary
-// key, never a scan of the table, or their cost would grow with history.
+// TestLogReadsUseTheIndex asks the planner how it runs Events, Tail and
+// FindAction on a table with many spores' logs: Events and Tail must be
+// index scans of the primary key, FindAction one of the message ids'
+// partial index, never a scan of the table, or their cost would grow with
+// history (FindAction's with the agent lines after the message).
 func TestLogReadsUseTheIndex(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	ctx := context.Background()
@@ -29,7 +32,12 @@ func TestLogReadsUseTheIndex(t *testing.T) {
 			}
 			evs := make([]state.Event, 2000)
 			for j := range evs {
-				evs[j] = state.Event{Kind: state.KindPrompt, Text: "x"}
+				// Mostly agent lines, as a busy log is; every fourth a
+				// prompt with its message id.
+				evs[j] = state.Event{Kind: state.KindAgent, BridgeSeq: uint64(j + 1), Line: []byte(`{"n":1}`)}
+				if j%4 == 0 {
+					evs[j] = state.Event{Kind: state.KindPrompt, Action: fmt.Sprintf("m-%d", j), Text: "x"}
+				}
 			}
 			if _, err := stx.Append(ctx, id, evs); err != nil {
 				return err
@@ -49,6 +57,7 @@ func TestLogReadsUseTheIndex(t *testing.T) {
 		{"Events", eventsQuery, []any{"s07", int64(1950), 50}, "Index Scan using events_pkey"},
 		{"Events without limit", eventsQuery, []any{"s07", int64(1950), nil}, "Index Scan using events_pkey"},
 		{"Tail", tailQuery, []any{"s07", 50}, "Index Scan Backward using events_pkey"},
+		{"FindAction", findActionQuery, []any{"s07", "prompt", []byte("m-40"), time.Time{}}, "using events_message_action"},
 	} {
 		t.Run(q.name, func(t *testing.T) {
 			rows, err := s.pool.Query(ctx, "EXPLAIN "+q.sql, q.args...)

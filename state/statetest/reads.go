@@ -5,6 +5,7 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sporectl/sporectl/state"
 )
@@ -111,6 +112,11 @@ func (t *readsTx) Tail(ctx context.Context, id string, n int) ([]state.Event, er
 func (t *readsTx) LastEvents(ctx context.Context, ids []string) (map[string]state.Event, error) {
 	t.r.call("LastEvents")
 	return t.Tx.LastEvents(ctx, ids)
+}
+
+func (t *readsTx) FindAction(ctx context.Context, id string, kind state.EventKind, action string, since time.Time) (state.Event, bool, error) {
+	t.r.call("FindAction")
+	return t.Tx.FindAction(ctx, id, kind, action, since)
 }
 
 func (t *readsTx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error) {

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"EventsPaging", testEventsPaging},
 		{"Tail", testTail},
 		{"LastEvents", testLastEvents},
+		{"FindAction", testFindAction},
 		{"ReadYourWrites", testReadYourWrites},
 		{"HostileText", testHostileText},
 		{"Outbox", testOutbox},
