@@ -320,11 +320,14 @@ func (s *Server) checkAddress(c *call, to state.Spore, text string) (AddressVerd
 			return err
 		}
 		seen = slices.ContainsFunc(out, func(e state.OutboxEntry) bool { return e.ID == id })
-		tail, err := tx.Tail(c.ctx(), to.ID, retryScan)
-		if err != nil {
-			return err
+		if !seen {
+			// Recorded and delivered already: the window SendOnce
+			// recognises a retry in.
+			_, seen, err = tx.FindAction(c.ctx(), to.ID, state.KindMessage, id, s.now().Add(-DedupWindow))
+			if err != nil {
+				return err
+			}
 		}
-		seen = seen || slices.ContainsFunc(tail, func(e state.Event) bool { return e.Kind == state.KindMessage && e.Action == id })
 		if seen {
 			return nil
 		}
@@ -367,10 +370,6 @@ func (s *Server) checkAddress(c *call, to state.Spore, text string) (AddressVerd
 	v.By = "fallback (model: " + reason + ")"
 	return v, nil
 }
-
-// retryScan is how many of the target's last events are searched for a
-// message already recorded under a request id.
-const retryScan = 256
 
 // misaddressed is the refusal of a tell the check found meant for
 // another spore.

@@ -517,9 +517,9 @@ func (f *benchFleet) waitIdle(b *testing.B, ctx context.Context) {
 	}
 }
 
-// busyLines is how many agent lines the busy target's log holds: more
-// than reconcile.MaxSendOnceScan, so a new tell's repeat check reads as
-// far as it may.
+// busyLines is how many agent lines the busy target's log holds, all
+// inside DedupWindow: what a new tell's repeat check (state.Tx.FindAction)
+// must not pay for.
 const busyLines = 5000
 
 var busyFleets sync.Map // variant → *benchFleet
@@ -606,11 +606,11 @@ func buildBusyFleet(b *testing.B, variant string) *benchFleet {
 
 // BenchmarkServeTellBusyTarget: one client's forced tells to an idle
 // target whose recent log is short (target=quiet, 100 of them in turn)
-// and to one whose log holds more than reconcile.MaxSendOnceScan recent
-// events (target=busy, as a spore that has worked for a few minutes): the
-// repeat check of a new request (reconcile.SendOnce's findSent) reads and
-// decodes the target's last events back to DedupWindow, inside the write
-// transaction. quiet is the baseline of the same run.
+// and to one whose log holds busyLines recent agent lines (target=busy,
+// as a spore that has worked for a few minutes): the repeat check of a
+// new request (reconcile.SendOnce's state.Tx.FindAction) looks back to
+// DedupWindow, inside the write transaction, and should cost about the
+// same for both. quiet is the baseline of the same run.
 //
 //	go test -run '^$' -bench ServeTellBusyTarget -count 5 ./mycelia/
 func BenchmarkServeTellBusyTarget(b *testing.B) {
