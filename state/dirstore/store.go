@@ -45,6 +45,10 @@ type Store struct {
 	// swept: this handle has removed the event logs no row names (format
 	// §4) since it last may have left one. Only touched by the writer.
 	swept bool
+
+	// actions remembers, per event log, the message ids FindAction has
+	// read (findaction.go), so a long-lived handle reads each line once.
+	actions actionCache
 }
 
 var _ state.Store = (*Store)(nil)
