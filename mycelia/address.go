@@ -310,9 +310,18 @@ func (s *Server) checkAddress(c *call, to state.Spore, text string) (AddressVerd
 		if err != nil {
 			return err
 		}
-		for _, sp := range InReach(c.caller, all) {
-			if sp.ID != to.ID {
-				q.Candidates = append(q.Candidates, sp)
+		// Copied once into a list of the right size: a spore record is
+		// large, and an [arch]'s reach is the fleet.
+		n := 0
+		for i := range all {
+			if all[i].ID != to.ID && Reaches(c.caller, all[i]) {
+				n++
+			}
+		}
+		q.Candidates = make([]state.Spore, 0, n)
+		for i := range all {
+			if all[i].ID != to.ID && Reaches(c.caller, all[i]) {
+				q.Candidates = append(q.Candidates, all[i])
 			}
 		}
 		out, err := tx.Outbox(c.ctx(), to.ID)
