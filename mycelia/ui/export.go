@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/sporectl/sporectl/internal/parallel"
 	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -80,9 +81,29 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	}
 	stamps := map[string]string{}
 
-	// The index shows the pass's result, each spore's last events (its
-	// LastSeq says which) and its record's activity, as of hour.
-	stamps[ExportIndex] = stampOf(res, hour, recs)
+	// A spore's page shows its record and its last events (its LastSeq
+	// says which), as of hour. The stamps are hashes of what they stand
+	// for, made on every core: in a fleet at rest they are most of what
+	// an export costs.
+	pageStamps := make([]string, len(res.Spores))
+	parallel.For(len(res.Spores), 256, func(i int) {
+		s := res.Spores[i]
+		if rec := recs[s.ID]; state.ValidateID(s.ID) == nil && rec != nil {
+			pageStamps[i] = stampOf(rec, hour, s.LastSeq)
+		}
+	})
+	// The index shows the pass's result and each spore's record and last
+	// events, as of hour: the spores' page stamps say the last two, and a
+	// spore without a page (an id that is not one) adds its record.
+	index := []any{res, hour}
+	for i, s := range res.Spores {
+		if pageStamps[i] != "" {
+			index = append(index, pageStamps[i])
+		} else {
+			index = append(index, recs[s.ID])
+		}
+	}
+	stamps[ExportIndex] = stampOf(index...)
 	if prev[ExportIndex] == stamps[ExportIndex] {
 		files[ExportIndex] = nil
 	} else {
@@ -99,17 +120,15 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		files[ExportIndex] = b
 	}
 
-	for _, s := range res.Spores {
+	for i, s := range res.Spores {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rec := recs[s.ID]
-		if state.ValidateID(s.ID) != nil || rec == nil {
+		if pageStamps[i] == "" {
 			continue // not a file name, or deleted since the pass
 		}
 		rel := ExportSpores + "/" + s.ID + ".html"
-		// A spore's page shows its record and its last events.
-		stamps[rel] = stampOf(rec, hour, s.LastSeq)
+		stamps[rel] = pageStamps[i]
 		if prev[rel] == stamps[rel] {
 			files[rel] = nil
 			continue

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sporectl/sporectl/internal/parallel"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
@@ -48,6 +49,16 @@ func (s stamp) String() string {
 func stampOf(lastSeq uint64, created time.Time) stamp {
 	return stamp{format: transcriptFormat, lastSeq: lastSeq, created: created.UTC().Format(time.RFC3339Nano)}
 }
+
+// fileStamp is what readStamp read of one transcript.
+type fileStamp struct {
+	s   stamp
+	ok  bool
+	err error
+}
+
+// transcriptPath is the transcript of spore id, relative to the views.
+func transcriptPath(id string) string { return filepath.Join(TranscriptsDir, id+".md") }
 
 // readStamp reads the stamp of the transcript at p; ok is false when the
 // file is missing or does not start with a stamp this version wrote.
@@ -94,8 +105,18 @@ func readStamp(p string) (s stamp, ok bool, err error) {
 func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res reconcile.Result, scope Scope) error {
 	var errs []error
 	keep := map[string]bool{}
+	spores := sorted(res)
+	// The stamps first, read on every core: in a fleet at rest they are
+	// all a projection reads, a file each.
+	stamps := make([]fileStamp, len(spores))
+	parallel.For(len(spores), 256, func(i int) {
+		if state.ValidateID(spores[i].ID) == nil {
+			st := &stamps[i]
+			st.s, st.ok, st.err = readStamp(filepath.Join(c.root, transcriptPath(spores[i].ID)))
+		}
+	})
 	err := st.View(ctx, func(tx state.Tx) error {
-		for _, s := range sorted(res) {
+		for i, s := range spores {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -105,7 +126,7 @@ func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res r
 				continue
 			}
 			keep[s.ID] = true
-			if err := d.transcript(ctx, c, tx, s); err != nil {
+			if err := d.transcript(ctx, c, tx, s, stamps[i]); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -121,12 +142,13 @@ func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res r
 // transcript renders one spore's transcript when its stamp is not that
 // of the pass's result: a different last seq, or another creation time
 // (the spore was deleted and created again under the same id). An
-// unchanged one costs a read of its first line, and nothing of the store.
-func (d *Dir) transcript(ctx context.Context, c *changes, tx state.Tx, s reconcile.SporeHealth) error {
-	rel := filepath.Join(TranscriptsDir, s.ID+".md")
-	old, ok, err := readStamp(filepath.Join(c.root, rel))
-	if err != nil {
-		return err
+// unchanged one costs the read of its first line (have, read before),
+// and nothing of the store.
+func (d *Dir) transcript(ctx context.Context, c *changes, tx state.Tx, s reconcile.SporeHealth, have fileStamp) error {
+	rel := transcriptPath(s.ID)
+	old, ok := have.s, have.ok
+	if have.err != nil {
+		return have.err
 	}
 	if ok && old == stampOf(s.LastSeq, s.Created) {
 		return nil
