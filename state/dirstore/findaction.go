@@ -202,17 +202,10 @@ func (la *logActions) readBack(f *os.File, name string, head logHead, since time
 		if want == 0 {
 			return false, &state.CorruptError{File: name, Line: 1, Offset: -1, Reason: fmt.Sprintf("holds more lines than committed seq %d", head.LastSeq)}
 		}
-		if seq, ok := lineSeq(line); ok && seq == want && isAgentLine(line) {
-			want--
-			return true, nil
-		}
-		e, bad := decodeEventLine(line, want)
-		if bad != "" {
-			return false, &state.CorruptError{File: name, Line: int(want), Offset: -1, Reason: bad}
-		}
+		e, agent, err := nonAgentEvent(line, name, want)
 		want--
-		if e.Kind == state.KindAgent {
-			return true, nil
+		if err != nil || agent {
+			return err == nil, err
 		}
 		if e.At.Before(since) {
 			// The store's writers stamp events in log order: every
@@ -245,21 +238,30 @@ func (la *logActions) readOn(f *os.File, name string, head logHead) error {
 			}
 			return err
 		}
-		if seq, ok := lineSeq(line); ok && seq == next && isAgentLine(line) {
-			next++
-			continue
-		}
-		e, bad := decodeEventLine(line, next)
-		if bad != "" {
-			return &state.CorruptError{File: name, Line: int(next), Offset: -1, Reason: bad}
-		}
+		e, agent, err := nonAgentEvent(line, name, next)
 		next++
-		if e.Kind == state.KindPrompt || e.Kind == state.KindMessage {
+		if err != nil {
+			return err
+		}
+		if !agent && e.Kind == state.KindPrompt || e.Kind == state.KindMessage {
 			la.refs = append(la.refs, actionRef{seq: e.Seq, at: e.At, kind: e.Kind, action: e.Action})
 		}
 	}
 	la.size, la.seq = head.Size, head.LastSeq
 	return nil
+}
+
+// nonAgentEvent decodes the line of log name that must hold seq, unless
+// it is an agent line (agent), which is neither decoded nor checked.
+func nonAgentEvent(line []byte, name string, seq uint64) (e state.Event, agent bool, err error) {
+	if n, ok := lineSeq(line); ok && n == seq && isAgentLine(line) {
+		return state.Event{}, true, nil
+	}
+	e, bad := decodeEventLine(line, seq)
+	if bad != "" {
+		return state.Event{}, false, &state.CorruptError{File: name, Line: int(seq), Offset: -1, Reason: bad}
+	}
+	return e, e.Kind == state.KindAgent, nil
 }
 
 // agentKind is how every agent line this store writes names its kind,
