@@ -220,6 +220,8 @@ func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any))
 		switch {
 		case !e.Type().IsRegular():
 			problem(where, "is not a regular file (%s); the store never follows links among its own files", typeName(e))
+		case e.Name() == unsweptFile:
+			// The sweep marker: the next writer lists events/ (format §4).
 		case named:
 			// checkLog reads it.
 		case isLog:

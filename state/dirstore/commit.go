@@ -172,7 +172,18 @@ func (s *Store) commit(ctx context.Context, l *loaded, t *tx) (err error) {
 		return storeErr("open commit log", err)
 	}
 	defer cf.Close()
-	logs, err := s.prepareLogs(t, rec)
+	// mustSweep: a writer may have left a log no row names (the marker is
+	// there), so this commit lists events/; without the marker the handle
+	// knows there is none and never lists it.
+	mustSweep := false
+	if !s.swept {
+		there, err := s.unsweptExists()
+		if err != nil {
+			return ioErr("commit", err)
+		}
+		mustSweep, s.swept = there, !there
+	}
+	logs, marked, err := s.prepareLogs(t, rec)
 	defer func() {
 		for _, w := range logs {
 			w.f.Close()
@@ -198,6 +209,11 @@ func (s *Store) commit(ctx context.Context, l *loaded, t *tx) (err error) {
 			} else if w.created {
 				s.swept = false
 			}
+		}
+		// Still swept: there was nothing left before this transaction
+		// and it took back all it made.
+		if marked && s.swept {
+			s.clearUnswept()
 		}
 	}()
 	created := false
@@ -236,8 +252,11 @@ func (s *Store) commit(ctx context.Context, l *loaded, t *tx) (err error) {
 			}
 		}
 	}
-	if !s.swept {
+	if !s.swept || mustSweep {
 		s.sweepLogs(m)
+	}
+	if s.swept && (marked || mustSweep) {
+		s.clearUnswept()
 	}
 	if n.logOff >= s.compactThreshold(n) {
 		if err := s.compact(n); err != nil {
@@ -251,45 +270,54 @@ func (s *Store) commit(ctx context.Context, l *loaded, t *tx) (err error) {
 // transaction appends to, and looks at every one it removes, so that a
 // link or a log shorter than its committed size fails the transaction
 // before anything is written. New logs are created here (and removed again
-// if the transaction fails).
-func (s *Store) prepareLogs(t *tx, rec *txRecord) ([]*logWrite, error) {
+// if the transaction fails). marked: the transaction may create a log or
+// removes one, and the sweep marker was made first (unswept.go).
+func (s *Store) prepareLogs(t *tx, rec *txRecord) (_ []*logWrite, marked bool, _ error) {
 	var ids []string
+	creates := false
 	for id, p := range t.pending {
 		if r := rec.Rows[id]; r != nil && len(p.buf) > 0 {
 			ids = append(ids, id)
+			creates = creates || p.committed.Size == 0
 		}
 	}
 	if len(ids) == 0 && len(t.removed) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err := checkDir(s.path(eventsDir), eventsDir); err != nil {
-		return nil, storeErr("commit", err)
+		return nil, false, storeErr("commit", err)
 	}
 	for _, ref := range t.removed {
 		p, name, err := s.logPath(ref.id, ref.file)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		fi, err := os.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, ioErr("commit", err)
+			return nil, false, ioErr("commit", err)
 		}
 		if err := checkRegular(name, fi, false); err != nil {
-			return nil, err
+			return nil, false, err
 		}
+	}
+	if creates || len(t.removed) > 0 {
+		if err := s.markUnswept(len(t.removed) > 0); err != nil {
+			return nil, false, err
+		}
+		marked = true
 	}
 	slices.Sort(ids)
 	var logs []*logWrite
-	fail := func(err error) ([]*logWrite, error) {
+	fail := func(err error) ([]*logWrite, bool, error) {
 		for _, w := range logs {
 			if w.created {
 				_ = os.Remove(w.f.Name())
 			}
 		}
-		return logs, err
+		return logs, marked, err
 	}
 	for _, id := range ids {
 		p := t.pending[id]
@@ -300,7 +328,7 @@ func (s *Store) prepareLogs(t *tx, rec *txRecord) ([]*logWrite, error) {
 		w.buf = p.buf
 		logs = append(logs, w)
 	}
-	return logs, nil
+	return logs, marked, nil
 }
 
 // openLog opens an event log to append to it at its committed end,

@@ -173,6 +173,8 @@ func TestSweepKeepsNamedLogs(t *testing.T) {
 	require.NoError(t, os.WriteFile(stray, []byte("mine\n"), 0o600))
 	orphan := filepath.Join(root, eventsDir, "old.2.log")
 	require.NoError(t, os.WriteFile(orphan, []byte("1 x\n"), 0o600))
+	// As a crashed writer leaves it: the marker says to sweep.
+	require.NoError(t, os.WriteFile(filepath.Join(root, eventsDir, unsweptFile), nil, 0o600))
 	before := mustDump(t, unloaded(root))
 
 	s := unloaded(root)
@@ -200,6 +202,41 @@ func TestSweepKeepsNamedLogs(t *testing.T) {
 	require.Len(t, rep.Notes, 1)
 	require.Equal(t, eventsDir+"/README", rep.Notes[0].Where)
 	require.Contains(t, rep.Notes[0].Message, "left alone")
+}
+
+// TestSweepOnlyWhenMarked: a writer lists events/ only when the sweep
+// marker is there. A log no row names that no writer of the store left
+// (no marker: put there by hand) stays, noted by check, through a fresh
+// handle's commit; with the marker the next fresh handle removes it and
+// the marker. A create or a delete leaves no marker once committed.
+func TestSweepOnlyWhenMarked(t *testing.T) {
+	ctx := context.Background()
+	root := populated(t)
+	orphan := filepath.Join(root, eventsDir, "old.2.log")
+	require.NoError(t, os.WriteFile(orphan, []byte("1 x\n"), 0o600))
+	require.NoError(t, unloaded(root).Update(ctx, appendOne("alpha", "no marker")))
+	require.FileExists(t, orphan)
+	require.Equal(t, []string{eventsDir + "/old.2.log"}, orphanNotes(requireSound(t, root)))
+
+	require.NoError(t, os.WriteFile(filepath.Join(root, eventsDir, unsweptFile), nil, 0o600))
+	require.NoError(t, unloaded(root).Update(ctx, appendOne("alpha", "marked")))
+	require.Equal(t, []string{"alpha.1.log", "beta.1.log", "gamma.1.log"}, eventFiles(t, root), "swept, and the marker gone")
+
+	require.NoError(t, unloaded(root).Update(ctx, func(tx state.Tx) error {
+		if err := tx.DeleteSpore(ctx, "beta"); err != nil {
+			return err
+		}
+		if err := tx.CreateSpore(ctx, storetest.Spore("delta")); err != nil {
+			return err
+		}
+		_, err := tx.Append(ctx, "delta", []state.Event{{Kind: state.KindLifecycle, Action: "created"}})
+		return err
+	}))
+	files := eventFiles(t, root)
+	require.NotContains(t, files, unsweptFile)
+	require.NotContains(t, files, "beta.1.log")
+	require.Len(t, files, 3, "%v", files)
+	require.Empty(t, requireSound(t, root).Notes)
 }
 
 // TestCompactionSweeps: a long-lived writer sweeps on its first commit and
