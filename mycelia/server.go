@@ -15,13 +15,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sporectl/sporectl/internal/share"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
 // Server answers the API over one store. It is an http.Handler; its
 // fields are dependencies, never state: every request starts from the
-// store.
+// store, but for GET /api/spores, whose fleet read is shared by the lists
+// asked within SporesShare of it (a copy of what the store and the fleet
+// said, never written back).
 type Server struct {
 	Store state.Store
 	// Pass delivers messages and observes spores; its Store is Store.
@@ -47,6 +50,15 @@ type Server struct {
 	// Metrics hears of the answers of the routes that send a message
 	// (nil: nobody); serve counts them (reconcile/metrics).
 	Metrics MessageMetrics
+	// SporesShare is how long one fleet read of GET /api/spores (a
+	// read-only pass over the whole fleet and every last event) serves
+	// the lists asked after it, whoever asks: its answer may be that old
+	// (default DefaultSporesShare; negative: only the lists asked while a
+	// read runs share it).
+	SporesShare time.Duration
+
+	// fleet is the shared fleet read of GET /api/spores (spores_list.go).
+	fleet share.Value[*sporesFleet]
 
 	followers sync.WaitGroup
 	followMu  sync.Mutex

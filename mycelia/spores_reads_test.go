@@ -19,6 +19,7 @@ import (
 // reading named spores one by one (reconcile.namedReads, 64).
 func TestSporesListReadsNoSporeAlone(t *testing.T) {
 	h := newHarness(t).colony()
+	h.srv.SporesShare = -1 // each list its own pass: the one counted
 	c := &statetest.Reads{Store: h.st}
 	h.srv.Store, h.srv.Pass.Store = c, c
 	var counts []map[string]int
