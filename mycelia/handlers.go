@@ -192,7 +192,11 @@ func (s *Server) spores(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, f.listFor(c.caller), nil
+	b, err := f.answerFor(c.caller)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, b, nil
 }
 
 // spore: GET /api/spores/{id}?turns=N — the last turns of one spore in

@@ -300,17 +300,27 @@ func writeError(w http.ResponseWriter, e *Error) {
 	writeJSON(w, e.Status, e)
 }
 
+// encodedJSON is an answer encoded already, its newline included,
+// written as it is: never appended to, it may be shared by answers.
+type encodedJSON []byte
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error","code":"internal"}`)
+	var b []byte
+	if e, ok := v.(encodedJSON); ok {
+		b = e
+	} else {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			status, b = http.StatusInternalServerError, []byte(`{"error":"internal error","code":"internal"}`)
+		}
+		b = append(b, '\n')
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // statusWriter remembers the status for the request's log line, and the

@@ -2,6 +2,9 @@ package mycelia
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sporectl/sporectl/reconcile"
@@ -21,6 +24,17 @@ const DefaultSporesShare = time.Second
 type sporesFleet struct {
 	recs []state.Spore
 	rows []SporeInfo
+
+	// answers are the lists encoded, by what decides a caller's reach:
+	// the callers of one reach within SporesShare share its bytes too.
+	mu      sync.Mutex
+	answers map[reachKey]encodedJSON
+}
+
+// reachKey is what Reaches reads of a caller.
+type reachKey struct {
+	id, colony, swarm string
+	rank              state.Rank
 }
 
 func (s *Server) sporesShare() time.Duration {
@@ -80,6 +94,26 @@ func (s *Server) readSporesFleet(ctx context.Context) (*sporesFleet, error) {
 		})
 	}
 	return f, nil
+}
+
+// answerFor is listFor(caller) encoded, once per reach for every caller
+// that shares f.
+func (f *sporesFleet) answerFor(caller state.Spore) (encodedJSON, error) {
+	k := reachKey{id: caller.ID, colony: caller.Colony, swarm: caller.Swarm, rank: caller.Rank}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b, ok := f.answers[k]; ok {
+		return b, nil
+	}
+	b, err := json.Marshal(f.listFor(caller))
+	if err != nil {
+		return nil, fmt.Errorf("encode the spores in the reach of %s: %w", caller.ID, err)
+	}
+	if f.answers == nil {
+		f.answers = map[reachKey]encodedJSON{}
+	}
+	f.answers[k] = append(b, '\n')
+	return f.answers[k], nil
 }
 
 // listFor is the rows of f that caller reaches (Reaches, on the records
