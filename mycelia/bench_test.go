@@ -83,6 +83,7 @@ const (
 
 // benchFleet is one store of benchFleetSize spores and serve over it.
 type benchFleet struct {
+	srv    *Server
 	ts     *httptest.Server
 	client *http.Client
 	token  string   // the [arch]'s
@@ -270,7 +271,8 @@ func buildBenchFleet(b *testing.B, variant string) *benchFleet {
 	if _, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true}); err != nil {
 		b.Fatal(err)
 	}
-	f.ts = httptest.NewServer(&Server{Store: st, Pass: pass, Logger: slog.New(slog.DiscardHandler)})
+	f.srv = &Server{Store: st, Pass: pass, Logger: slog.New(slog.DiscardHandler)}
+	f.ts = httptest.NewServer(f.srv)
 	addCleanup(f.ts.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: 2 * benchClients}
 	addCleanup(tr.CloseIdleConnections)
@@ -370,8 +372,11 @@ func concurrently(b *testing.B, op func(i int) error) {
 // address check, delivered at once to an idle fake bridge over HTTP; a
 // different target each call), tell-force (the same without the address
 // check) and spores (GET /api/spores as the [arch]: 999 spores in reach,
-// one read-only pass over them, then one LastEvents) from benchClients
-// concurrent clients.
+// from one read-only pass over the fleet and one LastEvents, shared by
+// the lists of DefaultSporesShare) from benchClients concurrent clients;
+// spores-overlap the same with SporesShare < 0 (only the lists asked
+// while a pass runs share it: what a list costs when its callers never
+// come within a second of each other).
 // healthz (one read of the store's settings, no token) is the baseline
 // of the same run: what HTTP and one store read cost.
 func BenchmarkServe(b *testing.B) {
@@ -403,12 +408,20 @@ func BenchmarkServe(b *testing.B) {
 					})
 				})
 			}
-			b.Run("spores", func(b *testing.B) {
-				f := buildBenchFleet(b, variant)
-				concurrently(b, func(int) error {
-					return f.call(http.MethodGet, "/api/spores", nil, http.StatusOK, nil)
+			for _, share := range []time.Duration{0, -1} {
+				name := "spores"
+				if share < 0 {
+					name = "spores-overlap"
+				}
+				b.Run(name, func(b *testing.B) {
+					f := buildBenchFleet(b, variant)
+					f.srv.SporesShare = share
+					defer func() { f.srv.SporesShare = 0 }()
+					concurrently(b, func(int) error {
+						return f.call(http.MethodGet, "/api/spores", nil, http.StatusOK, nil)
+					})
 				})
-			})
+			}
 		})
 	}
 }

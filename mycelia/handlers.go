@@ -184,50 +184,19 @@ func (s *Server) swarmCompact(c *call) (int, any, error) {
 }
 
 // spores: GET /api/spores — every spore in reach, with effective health
-// from one read-only pass over them and each one's last event time from
-// one more read.
+// and each one's last event time, from one fleet read shared by the
+// lists of every caller asking within SporesShare (sporesFleet), filtered
+// by this caller's reach.
 func (s *Server) spores(c *call) (int, any, error) {
-	all, err := s.allSpores(c.ctx())
+	f, err := s.sporesFleet(c.ctx())
 	if err != nil {
 		return 0, nil, err
 	}
-	reach := InReach(c.caller, all)
-	list := SporeList{Spores: []SporeInfo{}}
-	if len(reach) == 0 {
-		// An empty IDs would mean the whole fleet.
-		return http.StatusOK, list, nil
-	}
-	ids := make([]string, len(reach))
-	for i, sp := range reach {
-		ids[i] = sp.ID
-	}
-	out, err := s.Pass.Run(c.ctx(), reconcile.Options{IDs: ids})
+	b, err := f.answerFor(c.caller)
 	if err != nil {
 		return 0, nil, err
 	}
-	// Every last event in one read (one query on PostgreSQL); a spore
-	// deleted since the pass is left out of it and shows no time.
-	shown := make([]string, len(out.Spores))
-	for i, sh := range out.Spores {
-		shown[i] = sh.ID
-	}
-	var last map[string]state.Event
-	err = s.Store.View(c.ctx(), func(tx state.Tx) error {
-		var err error
-		last, err = tx.LastEvents(c.ctx(), shown)
-		return err
-	})
-	if err != nil {
-		return 0, nil, err
-	}
-	for _, sh := range out.Spores {
-		list.Spores = append(list.Spores, SporeInfo{
-			ID: sh.ID, Colony: sh.Colony, Rank: string(sh.Rank), Swarm: sh.Swarm, Role: sh.Role,
-			Desired: string(sh.Desired), Effective: string(sh.Effective), Reason: sh.Reason,
-			Activity: string(sh.Observed.Activity), LastSeq: sh.LastSeq, LastEventAt: last[sh.ID].At, Pending: sh.Pending,
-		})
-	}
-	return http.StatusOK, list, nil
+	return http.StatusOK, b, nil
 }
 
 // spore: GET /api/spores/{id}?turns=N — the last turns of one spore in

@@ -15,13 +15,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sporectl/sporectl/internal/share"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
 
 // Server answers the API over one store. It is an http.Handler; its
 // fields are dependencies, never state: every request starts from the
-// store.
+// store, but for GET /api/spores, whose fleet read is shared by the lists
+// asked within SporesShare of it (a copy of what the store and the fleet
+// said, never written back).
 type Server struct {
 	Store state.Store
 	// Pass delivers messages and observes spores; its Store is Store.
@@ -47,6 +50,15 @@ type Server struct {
 	// Metrics hears of the answers of the routes that send a message
 	// (nil: nobody); serve counts them (reconcile/metrics).
 	Metrics MessageMetrics
+	// SporesShare is how long one fleet read of GET /api/spores (a
+	// read-only pass over the whole fleet and every last event) serves
+	// the lists asked after it, whoever asks: its answer may be that old
+	// (default DefaultSporesShare; negative: only the lists asked while a
+	// read runs share it).
+	SporesShare time.Duration
+
+	// fleet is the shared fleet read of GET /api/spores (spores_list.go).
+	fleet share.Value[*sporesFleet]
 
 	followers sync.WaitGroup
 	followMu  sync.Mutex
@@ -288,17 +300,27 @@ func writeError(w http.ResponseWriter, e *Error) {
 	writeJSON(w, e.Status, e)
 }
 
+// encodedJSON is an answer encoded already, its newline included,
+// written as it is: never appended to, it may be shared by answers.
+type encodedJSON []byte
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error","code":"internal"}`)
+	var b []byte
+	if e, ok := v.(encodedJSON); ok {
+		b = e
+	} else {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			status, b = http.StatusInternalServerError, []byte(`{"error":"internal error","code":"internal"}`)
+		}
+		b = append(b, '\n')
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // statusWriter remembers the status for the request's log line, and the

@@ -13,12 +13,15 @@ import (
 
 // TestSporesListReadsNoSporeAlone: GET /api/spores over a fleet that
 // changed nothing reads every last event with one LastEvents call and no
-// Tail, and its reads (the caller's token and record, the pass's whole
+// Tail, the records once (the pass's snapshot, which reach is decided
+// on), and its reads (the caller's token and record, the pass's whole
 // fleet reads, the list's) are as many with 87 spores in reach as with
-// 167: nothing in the pass over them nor in the list is read per spore. Both fleets are above the pass's limit for
-// reading named spores one by one (reconcile.namedReads, 64).
+// 167: nothing in the pass nor in the list is read per spore. The pass
+// runs over the whole fleet (it names no ids), shared by every caller;
+// SporesShare < 0 here so that each list runs its own, the one counted.
 func TestSporesListReadsNoSporeAlone(t *testing.T) {
 	h := newHarness(t).colony()
+	h.srv.SporesShare = -1 // each list its own pass: the one counted
 	c := &statetest.Reads{Store: h.st}
 	h.srv.Store, h.srv.Pass.Store = c, c
 	var counts []map[string]int
@@ -43,6 +46,7 @@ func TestSporesListReadsNoSporeAlone(t *testing.T) {
 		got := c.TakeCalls()
 		require.Equal(t, 1, got["LastEvents"], "%v", got)
 		require.Zero(t, got["Tail"], "%v", got)
+		require.Equal(t, 1, got["Spores"], "the records are read once, by the pass: %v", got)
 		t.Logf("%d spores in reach: %v", len(l.Spores), got)
 		counts = append(counts, got)
 	}

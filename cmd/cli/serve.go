@@ -30,6 +30,10 @@ type serveOptions struct {
 	// woke its target is kept trying in the background after the answer.
 	FollowWatched time.Duration
 	FollowWoken   time.Duration
+	// FleetShare is how long one fleet read (a read-only pass over the
+	// whole fleet) serves the fleet pages and the GET /api/spores lists
+	// asked after it (0: only those asked while it runs).
+	FleetShare time.Duration
 	// RateLimit is how many messages one spore may send a minute.
 	RateLimit int
 	// AddressCheck, AddressModel and AddressTimeout choose the check of
@@ -97,6 +101,7 @@ SIGINT or SIGTERM stops it gracefully.`,
 	fl.StringVar(&o.AddressModel, "address-model", "", "the model of the address check (default $SPORECTL_ADDRESS_MODEL, else "+mycelia.DefaultAddressModel+"); the API is $ANTHROPIC_BASE_URL, else "+mycelia.DefaultAnthropicURL)
 	fl.DurationVar(&o.AddressTimeout, "address-timeout", mycelia.DefaultAddressTimeout, "how long the address check waits for the model; then the fallback decides")
 	fl.DurationVar(&o.FollowWatched, "follow-watched", ui.DefaultFollowEvery, "how often the page takes in the new lines of a spore someone watches live (0: leave it to reconcile)")
+	fl.DurationVar(&o.FleetShare, "fleet-share", ui.DefaultFleetShare, "how long one read of the whole fleet serves the fleet pages and the mycologist spores lists asked after it: their answers may be that old (0: only those asked while a read runs share it)")
 	fl.DurationVar(&o.FollowWoken, "follow-woken", 2*time.Minute, "how long to keep delivering, after answering, a message whose target it woke (0: leave it to reconcile)")
 	return cmd
 }
@@ -120,6 +125,9 @@ func (o *serveOptions) validate() error {
 	}
 	if o.AddressTimeout <= 0 {
 		return usageErrorf("invalid value %s for --address-timeout: must be more than 0", o.AddressTimeout)
+	}
+	if o.FleetShare < 0 {
+		return usageErrorf("invalid value %s for --fleet-share: must be 0 or more", o.FleetShare)
 	}
 	if o.FollowWoken < 0 {
 		return usageErrorf("invalid value %s for --follow-woken: must be 0 or more", o.FollowWoken)
@@ -176,7 +184,17 @@ func (o *serveOptions) newAPI(ctx context.Context, st state.Store, check mycelia
 	o.proc = metrics.NewProcess()
 	o.proc.Now = o.f.Now
 	return &mycelia.Server{Store: st, Pass: o.pass(st), Now: o.f.Now, Logger: o.f.Logger(), Background: ctx, FollowWoken: o.FollowWoken,
-		RateLimit: o.RateLimit, AddressCheck: check, Metrics: o.proc}
+		RateLimit: o.RateLimit, AddressCheck: check, Metrics: o.proc, SporesShare: o.fleetShare()}
+}
+
+// fleetShare is --fleet-share as the page and the API take it: their 0
+// is the default, so the flag's 0 (share only while a read runs) is
+// negative there.
+func (o *serveOptions) fleetShare() time.Duration {
+	if o.FleetShare <= 0 {
+		return -1
+	}
+	return o.FleetShare
 }
 
 func (o *serveOptions) run(ctx context.Context) error {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/mycelia/ui"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -40,6 +41,16 @@ func TestIsLoopback(t *testing.T) {
 		"example.com": false, "localhost.example.com": false, "notlocalhost": false, "localhost:7070": false,
 	} {
 		require.Equal(t, want, isLoopback(host), "%q", host)
+	}
+}
+
+// TestServeFleetShare: one --fleet-share for the page's fleet and the
+// API's list, whose defaults agree; its 0 is "only while a read runs".
+func TestServeFleetShare(t *testing.T) {
+	require.Equal(t, ui.DefaultFleetShare, mycelia.DefaultSporesShare)
+	for flag, want := range map[time.Duration]time.Duration{ui.DefaultFleetShare: ui.DefaultFleetShare, 3 * time.Second: 3 * time.Second, 0: -1} {
+		o := &serveOptions{FleetShare: flag}
+		require.Equal(t, want, o.fleetShare(), "--fleet-share %s", flag)
 	}
 }
 
@@ -62,6 +73,8 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--tls-cert", "c.pem"}, false, "go together"},
 		{[]string{"--addr", "7070"}, false, "want host:port"},
 		{[]string{"--follow-woken", "-1s"}, false, "--follow-woken"},
+		{[]string{"--fleet-share", "-1s"}, false, "--fleet-share"},
+		{[]string{"--fleet-share", "0"}, true, ""},
 		{[]string{"--rate-limit", "-1"}, false, "--rate-limit"},
 		{[]string{"--rate-limit", "0"}, true, ""},
 		{[]string{"extra"}, false, "unknown command"},

@@ -23,7 +23,7 @@ import (
 // the page's.
 func (o *serveOptions) handler(ctx context.Context, api *mycelia.Server, st state.Store) http.Handler {
 	page := &ui.Handler{Store: st, Pass: o.pass(st), Now: o.f.Now, Logger: o.f.Logger(), Shutdown: ctx,
-		FollowEvery: o.FollowWatched}
+		FollowEvery: o.FollowWatched, FleetShare: o.fleetShare()}
 	if o.FollowWatched <= 0 {
 		page.FollowEvery = -1 // the flag's 0: never
 	}

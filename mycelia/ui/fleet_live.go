@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/sporectl/sporectl/internal/share"
 )
 
 // DefaultFleetEvery is how often the fleet's live stream re-reads the
@@ -23,19 +23,15 @@ const DefaultFleetShare = time.Second
 // fleetShared is the last fleet read, kept so that page loads within
 // FleetShare of it, and the live streams within their interval, share
 // one pass rather than each running one; requests that come while a read
-// runs wait for it. It holds a copy of what the store said, nothing per
-// operator or session (pages add those when they render), never state of
-// its own: it is dropped and read again.
+// runs wait for it (internal/share's rule). It holds a copy of what the
+// store said, nothing per operator or session (pages add those when they
+// render), never state of its own: it is dropped and read again.
 type fleetShared struct {
 	// every is the streams' interval (DefaultFleetEvery when 0; tests
 	// shorten it).
 	every time.Duration
 
-	once sync.Once
-	turn chan struct{} // held by the request that reads
-	last *fleetData    // guarded by turn
-	// waiting counts the requests in sharedFleet (tests).
-	waiting atomic.Int32
+	read share.Value[*fleetData]
 }
 
 func (s *fleetShared) interval() time.Duration {
@@ -59,33 +55,10 @@ func (h *Handler) fleetRows() int {
 	return DefaultFleetRows
 }
 
-// sharedFleet returns the kept fleet read when it finished after this
-// request came (a read that ran meanwhile) or is younger than maxAge,
-// else reads it again. One request reads at a time; the others wait for
-// it, or leave when their own context ends. The read runs under the
-// context of the request that runs it: when that request leaves, the
-// next one reads.
+// sharedFleet returns the fleet read running now, else the last one
+// while it is younger than maxAge, else a new one (share.Value.Get).
 func (h *Handler) sharedFleet(ctx context.Context, maxAge time.Duration) (*fleetData, error) {
-	s := &h.fleetLive
-	s.waiting.Add(1)
-	defer s.waiting.Add(-1)
-	asked := time.Now()
-	s.once.Do(func() { s.turn = make(chan struct{}, 1) })
-	select {
-	case s.turn <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	defer func() { <-s.turn }()
-	if d := s.last; d != nil && (d.built.After(asked) || time.Since(d.built) < maxAge) {
-		return d, nil
-	}
-	d, err := h.buildFleet(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.last = d
-	return d, nil
+	return h.fleetLive.read.Get(ctx, maxAge, h.buildFleet)
 }
 
 // fleetEvents is GET /ui/fleet/events?colony=&state=&q=: Server-Sent

@@ -201,7 +201,7 @@ func TestFleetSharesOnePass(t *testing.T) {
 	<-entered // the first load's pass is running
 	get(1)
 	get(2)
-	require.Eventually(t, func() bool { return f.h.fleetLive.waiting.Load() == 3 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return f.h.fleetLive.read.Waiting() == 3 }, 10*time.Second, time.Millisecond,
 		"the later loads wait for the running read")
 	close(release)
 	wg.Wait()
