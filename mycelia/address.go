@@ -305,11 +305,16 @@ func (s *Server) checkAddress(c *call, to state.Spore, text string) (AddressVerd
 	q := AddressQuery{Target: to, Text: text}
 	var seen bool
 	var recent []state.Event
-	err := s.Store.View(c.ctx(), func(tx state.Tx) error {
-		all, err := tx.Spores(c.ctx())
-		if err != nil {
-			return err
-		}
+	// The candidates come from a read of the records shared by the tells
+	// of the last SporesShare: a tell does not read the whole fleet, and
+	// a spore made since is not named, one deleted since may be. The
+	// check guards against a slip, and reach is decided on the caller's
+	// own record, read at login.
+	all, err := s.records.Get(c.ctx(), s.sporesShare(), s.allSpores)
+	if err != nil {
+		return AddressVerdict{}, err
+	}
+	err = s.Store.View(c.ctx(), func(tx state.Tx) error {
 		// Copied once into a list of the right size: a spore record is
 		// large, and an [arch]'s reach is the fleet.
 		n := 0

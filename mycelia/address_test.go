@@ -15,6 +15,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge/fakeapi"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/statetest"
 )
 
 const testKey = "sk-ant-test-0123456789abcdef-SECRET"
@@ -185,6 +186,36 @@ func TestAddressCheckFallback(t *testing.T) {
 	r2.decode(t, &res)
 	require.True(t, res.Duplicate)
 	require.Equal(t, "retry", res.AddressCheck)
+}
+
+// TestAddressCheckSharesItsRead: the tells of one SporesShare name their
+// candidates from one read of the records; a spore created after that
+// read is no candidate until the next one; with SporesShare < 0 each tell
+// reads them itself.
+func TestAddressCheckSharesItsRead(t *testing.T) {
+	h := newHarness(t).colony()
+	h.srv.SporesShare = time.Hour
+	c := &statetest.Reads{Store: h.st}
+	h.srv.Store, h.srv.Pass.Store = c, c
+	requireSent(t, h, tellAs(h, "lab-a", "first", nil), "fallback")
+	c.TakeCalls()
+	requireSent(t, h, tellAs(h, "lab-c", "second", nil), "fallback")
+	require.Zero(t, c.TakeCalls()["Spores"], "the second tell reads no records")
+
+	h.add(state.Spore{Wish: state.Wish{ID: "lab-new", Colony: "lab", Rank: state.RankSpore}}, true)
+	requireSent(t, h, tellAs(h, "lab-lead", "lab-new: this one is yours", nil), "fallback")
+
+
+	// Each its own: a fresh server, where the new spore is a candidate.
+	h = newHarness(t).colony()
+	h.srv.SporesShare = -1
+	h.add(state.Spore{Wish: state.Wish{ID: "lab-new", Colony: "lab", Rank: state.RankSpore}}, true)
+	h.st.updates.Store(0)
+	c = &statetest.Reads{Store: h.st}
+	h.srv.Store, h.srv.Pass.Store = c, c
+	requireRefused(t, h, tellAs(h, "lab-a", "lab-new: this one is yours", nil), "lab-new")
+	requireRefused(t, h, tellAs(h, "lab-a", "lab-new: this one is yours", nil), "lab-new")
+	require.Equal(t, 2, c.TakeCalls()["Spores"], "each tell reads the records once")
 }
 
 func TestNameCheck(t *testing.T) {

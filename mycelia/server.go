@@ -54,11 +54,15 @@ type Server struct {
 	// read-only pass over the whole fleet and every last event) serves
 	// the lists asked after it, whoever asks: its answer may be that old
 	// (default DefaultSporesShare; negative: only the lists asked while a
-	// read runs share it).
+	// read runs share it). The address check's read of the records, whose
+	// candidates it may name, is shared for as long.
 	SporesShare time.Duration
 
 	// fleet is the shared fleet read of GET /api/spores (spores_list.go).
 	fleet share.Value[*sporesFleet]
+	// records is the spore records the address check names its
+	// candidates from, shared for SporesShare as the fleet is (address.go).
+	records share.Value[[]state.Spore]
 
 	followers sync.WaitGroup
 	followMu  sync.Mutex

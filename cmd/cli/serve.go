@@ -101,7 +101,7 @@ SIGINT or SIGTERM stops it gracefully.`,
 	fl.StringVar(&o.AddressModel, "address-model", "", "the model of the address check (default $SPORECTL_ADDRESS_MODEL, else "+mycelia.DefaultAddressModel+"); the API is $ANTHROPIC_BASE_URL, else "+mycelia.DefaultAnthropicURL)
 	fl.DurationVar(&o.AddressTimeout, "address-timeout", mycelia.DefaultAddressTimeout, "how long the address check waits for the model; then the fallback decides")
 	fl.DurationVar(&o.FollowWatched, "follow-watched", ui.DefaultFollowEvery, "how often the page takes in the new lines of a spore someone watches live (0: leave it to reconcile)")
-	fl.DurationVar(&o.FleetShare, "fleet-share", ui.DefaultFleetShare, "how long one read of the whole fleet serves the fleet pages and the mycologist spores lists asked after it: their answers may be that old (0: only those asked while a read runs share it)")
+	fl.DurationVar(&o.FleetShare, "fleet-share", ui.DefaultFleetShare, "how long one read of the whole fleet serves the fleet pages, the mycologist spores lists and the address check's candidates asked after it: their answers may be that old (0: only those asked while a read runs share it)")
 	fl.DurationVar(&o.FollowWoken, "follow-woken", 2*time.Minute, "how long to keep delivering, after answering, a message whose target it woke (0: leave it to reconcile)")
 	return cmd
 }
