@@ -205,7 +205,6 @@ func TestAddressCheckSharesItsRead(t *testing.T) {
 	h.add(state.Spore{Wish: state.Wish{ID: "lab-new", Colony: "lab", Rank: state.RankSpore}}, true)
 	requireSent(t, h, tellAs(h, "lab-lead", "lab-new: this one is yours", nil), "fallback")
 
-
 	// Each its own: a fresh server, where the new spore is a candidate.
 	h = newHarness(t).colony()
 	h.srv.SporesShare = -1
