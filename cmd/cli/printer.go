@@ -79,13 +79,10 @@ func (f *Factory) PrintLine(v any) error {
 func printTo(w io.Writer, format string, noHeaders bool, v Printable) error {
 	switch format {
 	case "json":
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encode json: %w", err)
+		if l, ok := v.(listJSON); ok {
+			return writeListJSON(w, l)
 		}
-		b = append(escapeJSON(b), '\n')
-		_, err = w.Write(b)
-		return err
+		return writeWholeJSON(w, v)
 	case "yaml":
 		b, err := toYAML(v)
 		if err != nil {
