@@ -47,6 +47,8 @@ func TestStatusJSONAsWholeDocument(t *testing.T) {
 		"no spores":    {Result: reconcile.Result{Spores: []reconcile.SporeHealth{}}},
 		"one":          statusFleet(1, ""),
 		"many":         statusFleet(101, "text"),
+		"many blocks":  statusFleet(5*listBlock+7, "esc \x1b[2J"),
+		"whole blocks": statusFleet(4*listBlock, "text"),
 		"escapes":      statusFleet(9, "esc \x1b[2J bidi \u202e <&> \" \\ \u2028 \n"),
 		"orphans":      {Result: reconcile.Result{Spores: statusFleet(3, "").Spores, Orphans: []string{"x", "y"}}},
 		"orphans only": {Result: reconcile.Result{Orphans: []string{"x"}}},
@@ -73,7 +75,7 @@ func FuzzStatusJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, n uint8) {
 		s = strings.ToValidUTF8(s, "\uFFFD")
-		l := statusFleet(int(n%40), s)
+		l := statusFleet(int(n)*3, s)
 		if n%3 == 0 {
 			l.Orphans = []string{s}
 		}
