@@ -57,29 +57,14 @@ func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) 
 			return err
 		}
 		snap.All = all
-		byID := make(map[string]state.Spore, len(all))
 		snap.Known = make([]string, len(all))
 		for i, s := range all {
 			snap.Known[i] = s.ID
-			byID[s.ID] = s
 		}
 		if len(ids) == 0 {
 			snap.Spores = all
 		} else {
-			snap.Named = true
-			seen := map[string]bool{}
-			for _, id := range ids {
-				s, ok := byID[id]
-				switch {
-				case seen[id]:
-					continue
-				case !ok:
-					snap.Missing = append(snap.Missing, state.SporeNotFound(id))
-					continue
-				}
-				seen[id] = true
-				snap.Spores = append(snap.Spores, s)
-			}
+			snap.pick(ids)
 		}
 		if snap.Heads, err = tx.Heads(ctx); err != nil {
 			return err
@@ -100,6 +85,31 @@ func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) 
 		return nil, err
 	}
 	return snap, nil
+}
+
+// pick covers the named spores of snap.All, each once, in the order
+// named. Their index is of positions in All, not copies of the spores: a
+// record is a few hundred bytes, and a copy of the fleet's is what a
+// whole read must not pay twice.
+func (snap *Snapshot) pick(ids []string) {
+	snap.Named = true
+	at := make(map[string]int, len(snap.All))
+	for i, s := range snap.All {
+		at[s.ID] = i
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		i, ok := at[id]
+		switch {
+		case seen[id]:
+			continue
+		case !ok:
+			snap.Missing = append(snap.Missing, state.SporeNotFound(id))
+			continue
+		}
+		seen[id] = true
+		snap.Spores = append(snap.Spores, snap.All[i])
+	}
 }
 
 // loadNamed is Load over a few named spores: each one's record, head and

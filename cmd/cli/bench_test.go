@@ -30,7 +30,7 @@ func benchRun(b *testing.B, store string, args ...string) {
 	}
 }
 
-func buildFleet(b *testing.B, root string, spores int) {
+func buildFleet(b testing.TB, root string, spores int) {
 	ctx := context.Background()
 	s := statetest.DirAt(b, root, state.Settings{Runtime: "local"})
 	// Created in transactions of 100, as a colony grows, so the store is

@@ -219,6 +219,13 @@ func (l statusList) Table(wide bool) ([]string, [][]string) {
 	return h, rows
 }
 
+// jsonList: -o json writes the spores one by one (printer_list.go).
+func (l statusList) jsonList() (any, string, int, func(int) any) {
+	doc := l
+	doc.Spores = nil
+	return doc, "spores", len(l.Spores), func(i int) any { return &l.Spores[i] }
+}
+
 func (l statusList) Names() []string {
 	out := make([]string, len(l.Spores))
 	for i, s := range l.Spores {
