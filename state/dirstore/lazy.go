@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"sync"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
+	"github.com/sporectl/sporectl/internal/parallel"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -167,19 +167,6 @@ func (m *model) decodeAll() error {
 }
 
 // inParallel calls fn for 0…n-1 on up to every core, a worker for each
-// 512 calls, and returns when all are done: row decoding, which a large
-// fleet's whole read is mostly made of.
-func inParallel(n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), 1+n/512)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				fn(i)
-			}
-		}(w)
-	}
-	wg.Wait()
-}
+// 512 calls: row decoding, which a large fleet's whole read is mostly
+// made of.
+func inParallel(n int, fn func(i int)) { parallel.For(n, 512, fn) }
