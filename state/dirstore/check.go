@@ -95,6 +95,16 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 		}
 		return nil, err
 	}
+	// The whole snapshot, checked line by line, before anything else.
+	ids, err := l.m.ids()
+	if err != nil {
+		var ce *state.CorruptError
+		if errors.As(err, &ce) {
+			problem(ce.Where(), "%s", ce.Reason)
+			return rep, nil
+		}
+		return nil, err
+	}
 	if l.torn != "" {
 		note(txlogName(l.m.gen), "torn tail after byte %d (%s): a commit that never finished; the next writer saves it to %s/ and drops it", l.logOff, l.torn, tornDir)
 	}
@@ -107,7 +117,7 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 		problem("settings", "%v", err)
 	}
 
-	for _, id := range l.m.ids() {
+	for _, id := range ids {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -146,7 +156,7 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 		}
 		rep.Events += n
 	}
-	rep.Spores = l.m.count()
+	rep.Spores = len(ids)
 	return rep, nil
 }
 
@@ -215,7 +225,7 @@ func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any))
 	for _, e := range logs {
 		where := eventsDir + "/" + e.Name()
 		id, _, isLog := parseLogName(e.Name())
-		file, live := m.logFile(id)
+		file, live, _ := m.logFile(id) // the snapshot is read whole: no error
 		named := isLog && live && file == e.Name()
 		switch {
 		case !e.Type().IsRegular():

@@ -393,6 +393,11 @@ func (w *logWrite) write() error {
 // else is left for check to report. Its cost is a listing of events/: it
 // runs on a handle's first commit and after each compaction, never more.
 func (s *Store) sweepLogs(m *model) {
+	// Every row's log name: the whole snapshot, read once.
+	if _, err := m.snapContent(); err != nil {
+		s.opts.Logger.Warn("could not read the snapshot to remove unused event logs", "err", err)
+		return
+	}
 	entries, err := os.ReadDir(s.path(eventsDir))
 	if err != nil {
 		s.opts.Logger.Warn("could not list event logs to remove unused ones", "err", err)
@@ -405,7 +410,7 @@ func (s *Store) sweepLogs(m *model) {
 		if !isLog || !e.Type().IsRegular() {
 			continue
 		}
-		if file, live := m.logFile(id); live && file == e.Name() {
+		if file, live, _ := m.logFile(id); live && file == e.Name() {
 			continue
 		}
 		if err := os.Remove(s.path(eventsDir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -629,7 +629,7 @@ func TestSnapshotRowCountBoundsAllocation(t *testing.T) {
 	data := appendFrame(nil, header)
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	_, err := decodeSnapshot(snapshotFile, data)
+	_, err := decodeSnapshotFrom(snapshotFile, data, formatVersion)
 	runtime.ReadMemStats(&ms1)
 	ce := requireCorrupt(t, err, snapshotFile)
 	require.Contains(t, ce.Reason, "header says")

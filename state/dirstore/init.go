@@ -116,8 +116,8 @@ func partialInit(root string, entries []fs.DirEntry) bool {
 				return false
 			}
 			// An older binary's dead init counts too.
-			m, err := decodeSnapshotFrom(snapshotFile, data, oldestFormat)
-			if err != nil || m.count() > 0 || m.txid != 0 {
+			c, err := decodeSnapshotFrom(snapshotFile, data, oldestFormat)
+			if err != nil || len(c.sorted) > 0 || c.header.TxID != 0 {
 				return false
 			}
 		default:

@@ -3,8 +3,6 @@ package dirstore
 import (
 	"bytes"
 	"fmt"
-	"maps"
-	"slices"
 	"sync"
 
 	jsonv1 "github.com/go-json-experiment/json/v1"
@@ -22,9 +20,13 @@ import (
 type lazyRow struct {
 	id   string
 	file string // for errors: state.json
-	line int
+	line int    // its line number, 0 when found by bisection (snapRows)
+	off  int64  // where its line begins when found by bisection, else -1
 	atTx uint64 // the snapshot's transaction, for checkRow
 	data []byte // kept: a compaction writes an undecoded row as it is
+	// eager: decoded when the snapshot was read, since its line is not
+	// of this format's shape; a compaction encodes it anew.
+	eager bool
 
 	// What the line's shape said: its event log's name, whether its
 	// outbox holds anything. The decoded row must agree.
@@ -108,7 +110,7 @@ func (l *lazyRow) get() (*row, error) {
 			bad = "row's outbox is not what its line says"
 		}
 		if bad != "" {
-			l.err = &state.CorruptError{File: l.file, Line: l.line, Offset: -1, Reason: bad}
+			l.err = &state.CorruptError{File: l.file, Line: l.line, Offset: l.off, Reason: bad}
 			return
 		}
 		l.r = r
@@ -145,14 +147,20 @@ func decodeRow(p []byte, format int, atTx uint64) (*row, string) {
 	return r, ""
 }
 
-// decodeAll decodes every row not decoded yet, on every core, and returns
-// the corruption of the first line that does not decode: what check and
-// a test that wants the whole model read pay for.
+// decodeAll decodes every row of the snapshot not decoded yet, on every
+// core, and returns the corruption of the first line that does not
+// decode: what a read of the whole fleet and check pay for.
 func (m *model) decodeAll() error {
-	if len(m.lazy) == 0 {
-		return nil
+	c, err := m.snapContent()
+	if err != nil {
+		return err
 	}
-	lazy := slices.Collect(maps.Values(m.lazy))
+	var lazy []*lazyRow
+	for id, l := range c.lazy {
+		if _, replaced := m.rows[id]; !replaced {
+			lazy = append(lazy, l)
+		}
+	}
 	inParallel(len(lazy), func(i int) { _, _ = lazy[i].get() })
 	var first *lazyRow
 	for _, l := range lazy {

@@ -13,11 +13,19 @@ import (
 	"github.com/sporectl/sporectl/state/storetest"
 )
 
-// decodedRows counts the rows of l's model that have been decoded.
+// decodedRows counts the rows of m's snapshot that have been decoded,
+// and the rows committed since.
 func decodedRows(m *model) int {
 	n := len(m.rows)
-	for _, l := range m.lazy {
-		if l.r != nil || l.err != nil {
+	s := m.snap
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rows := s.found
+	if s.loaded {
+		rows = s.all.lazy
+	}
+	for _, l := range rows {
+		if l != nil && (l.r != nil || l.err != nil) {
 			n++
 		}
 	}
@@ -49,7 +57,7 @@ func TestRowsAreDecodedOnFirstRead(t *testing.T) {
 	defer st.Close()
 	m := st.cache.m
 	require.Zero(t, decodedRows(m), "opening decodes nothing")
-	require.Len(t, m.sorted, 500, "the ids, sorted, from the file")
+	require.NotNil(t, m.snap.f, "a snapshot of %d bytes is not read whole at open", m.snap.size)
 	require.NoError(t, st.View(ctx, func(tx state.Tx) error {
 		sp, err := tx.Spore(ctx, "s-042")
 		require.NoError(t, err)
@@ -60,6 +68,7 @@ func TestRowsAreDecodedOnFirstRead(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, 2, decodedRows(m), "s-042 read, s-007's outbox read")
+	require.True(t, m.snap.loaded, "Pending read the lines of the whole snapshot")
 	require.NoError(t, st.View(ctx, func(tx state.Tx) error {
 		all, err := tx.Spores(ctx)
 		require.Len(t, all, 500)

@@ -85,26 +85,36 @@ func (j *rowJSON) toRow(r *row, format int) string {
 	return ""
 }
 
-// model is the committed state as of one commit-log position. A model is
-// never modified once published; commits build a new one.
+// model is the committed state as of one commit-log position: the rows
+// of its snapshot (snapRows: found by id, or read whole when a read needs
+// every row) under the rows committed since. A model is never modified
+// once published; commits build a new one.
 type model struct {
 	gen      uint64 // snapshot generation; the live log is txlog.<gen>
 	format   int    // format of the snapshot it was read from (format §10)
 	base     uint64 // the snapshot's last transaction: txlog.<gen> follows it
 	txid     uint64 // last committed transaction
 	settings state.Settings
-	// rows are the decoded rows; lazy those of state.json not decoded
-	// yet (lazy.go). An id is in one of them, never both. Read them
-	// through get, has, logFile and count.
+	// snap is the rows of state.json as read; nil for a model made in
+	// memory (init). rows are the rows committed since, which replace
+	// the snapshot's: a nil row is a deleted spore. Read them through
+	// get, has, logFile and ids.
+	snap *snapRows
 	rows map[string]*row
-	lazy map[string]*lazyRow
 	// sorted is the ids in order, built lazily by ids(). Readers of a
 	// published model build it concurrently, hence mu.
 	mu     sync.Mutex
 	sorted []string
-	// queued holds the ids whose row has a non-empty outbox, kept up to
+	// queued holds the ids of rows whose outbox is not empty, kept up to
 	// date by setRow, so Pending costs what is queued, not the fleet.
+	// The snapshot's rows add theirs (snapContent.queued).
 	queued map[string]struct{}
+}
+
+// newModel is the state as of snapshot snap, before its commit log.
+func newModel(snap *snapRows) *model {
+	h := snap.header
+	return &model{gen: h.Gen, format: h.Format, base: h.TxID, txid: h.TxID, settings: h.Settings, snap: snap, rows: map[string]*row{}}
 }
 
 // keepSortedUpTo is how many rows a transaction may touch and setRow
@@ -115,21 +125,16 @@ const keepSortedUpTo = 16
 // setRow replaces (r != nil) or deletes (r == nil) the row of id in a
 // model that is not published yet, keeping the indexes.
 func (m *model) setRow(id string, r *row) {
-	had := m.has(id)
-	delete(m.lazy, id)
-	if r == nil {
-		delete(m.rows, id)
-	} else {
-		m.rows[id] = r
-	}
-	if had != (r != nil) && m.sorted != nil {
+	m.rows[id] = r
+	if m.sorted != nil {
 		// Kept sorted rather than rebuilt: a commit of a few creates or
 		// deletes costs a copy of the ids, not a sort. The slice may be a
 		// published model's (clone shares it): a new one is made.
-		i, _ := slices.BinarySearch(m.sorted, id)
-		if r != nil {
+		i, had := slices.BinarySearch(m.sorted, id)
+		switch {
+		case r != nil && !had:
 			m.sorted = slices.Insert(slices.Clip(m.sorted), i, id)
-		} else {
+		case r == nil && had:
 			m.sorted = append(slices.Clip(m.sorted[:i]), m.sorted[i+1:]...)
 		}
 	}
@@ -143,52 +148,115 @@ func (m *model) setRow(id string, r *row) {
 	}
 }
 
-func (m *model) ids() []string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.sorted == nil || len(m.sorted) != m.count() {
-		ids := slices.AppendSeq(slices.Collect(maps.Keys(m.rows)), maps.Keys(m.lazy))
-		slices.Sort(ids)
-		m.sorted = ids
+// snapContent is the whole snapshot under the model (read on first call;
+// empty for a model made in memory).
+func (m *model) snapContent() (*snapContent, error) {
+	if m.snap == nil {
+		return &snapContent{}, nil
 	}
-	return m.sorted
+	return m.snap.content()
 }
 
-// count is how many spores the model holds.
-func (m *model) count() int { return len(m.rows) + len(m.lazy) }
+// ids is every spore's id, sorted: it reads the whole snapshot.
+func (m *model) ids() ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sorted != nil {
+		return m.sorted, nil
+	}
+	c, err := m.snapContent()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(c.sorted)+len(m.rows))
+	for _, id := range c.sorted {
+		if r, ok := m.rows[id]; !ok || r != nil {
+			ids = append(ids, id)
+		}
+	}
+	added := false
+	for id, r := range m.rows {
+		if _, ok := c.lazy[id]; !ok && r != nil {
+			ids = append(ids, id)
+			added = true
+		}
+	}
+	if added {
+		slices.Sort(ids)
+	}
+	m.sorted = ids
+	return ids, nil
+}
+
+// count is how many spores the model holds: it reads the whole snapshot.
+func (m *model) count() (int, error) {
+	ids, err := m.ids()
+	return len(ids), err
+}
+
+// find is id's row in the snapshot, nil when it has none.
+func (m *model) find(id string) (*lazyRow, error) {
+	if m.snap == nil {
+		return nil, nil
+	}
+	return m.snap.find(id)
+}
 
 // has reports whether spore id has a row, without decoding it.
-func (m *model) has(id string) bool {
-	if _, ok := m.rows[id]; ok {
-		return true
+func (m *model) has(id string) (bool, error) {
+	if r, ok := m.rows[id]; ok {
+		return r != nil, nil
 	}
-	_, ok := m.lazy[id]
-	return ok
+	l, err := m.find(id)
+	return l != nil, err
 }
 
 // get returns id's row, decoding it if it was not yet; a row that does
 // not decode is a *state.CorruptError naming its line.
 func (m *model) get(id string) (*row, bool, error) {
 	if r, ok := m.rows[id]; ok {
-		return r, true, nil
+		return r, r != nil, nil
 	}
-	l, ok := m.lazy[id]
-	if !ok {
-		return nil, false, nil
+	l, err := m.find(id)
+	if l == nil || err != nil {
+		return nil, false, err
 	}
 	r, err := l.get()
 	return r, true, err
 }
 
 // logFile is the name of id's event log, without decoding its row.
-func (m *model) logFile(id string) (string, bool) {
+func (m *model) logFile(id string) (string, bool, error) {
 	if r, ok := m.rows[id]; ok {
-		return r.Log.File, true
+		if r == nil {
+			return "", false, nil
+		}
+		return r.Log.File, true, nil
 	}
-	if l, ok := m.lazy[id]; ok {
-		return l.log, true
+	l, err := m.find(id)
+	if l == nil || err != nil {
+		return "", false, err
 	}
-	return "", false
+	return l.log, true, nil
+}
+
+// queuedIDs is every spore whose outbox is not empty: it reads the whole
+// snapshot (its lines, not its rows).
+func (m *model) queuedIDs() (map[string]struct{}, error) {
+	c, err := m.snapContent()
+	if err != nil {
+		return nil, err
+	}
+	out := maps.Clone(m.queued)
+	if out == nil {
+		out = map[string]struct{}{}
+	}
+	for id := range c.queued {
+		if _, replaced := m.rows[id]; !replaced {
+			out[id] = struct{}{}
+		}
+	}
+	return out, nil
 }
 
 // txRecord is one committed transaction: the new value of every row it
@@ -214,7 +282,7 @@ func (m *model) clone() *model {
 	m.mu.Lock()
 	sorted := m.sorted
 	m.mu.Unlock()
-	n := &model{gen: m.gen, format: m.format, base: m.base, txid: m.txid, settings: m.settings, rows: maps.Clone(m.rows), lazy: maps.Clone(m.lazy), sorted: sorted, queued: maps.Clone(m.queued)}
+	n := &model{gen: m.gen, format: m.format, base: m.base, txid: m.txid, settings: m.settings, snap: m.snap, rows: maps.Clone(m.rows), sorted: sorted, queued: maps.Clone(m.queued)}
 	if n.rows == nil {
 		n.rows = map[string]*row{}
 	}

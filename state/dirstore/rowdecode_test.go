@@ -31,7 +31,7 @@ func rowLines(t testing.TB) [][]byte {
 	var out [][]byte
 	for _, id := range []string{"a", "spore", "x-1"} {
 		m := fuzzModel(3, 7, 3, id, "text \u00e9 \u202e <&>", "local")
-		for _, rid := range m.ids() {
+		for _, rid := range idsOf(m) {
 			b, err := json.Marshal(m.rows[rid])
 			require.NoError(t, err)
 			out = append(out, b)

@@ -47,21 +47,38 @@ type snapHeader struct {
 	Settings state.Settings `json:"settings"`
 }
 
-// encodeSnapshot renders m as state.json.
+// encodeSnapshot renders m as state.json: every row, sorted by id (which
+// is what lets a reader find one by bisection, snapRows).
 func encodeSnapshot(m *model) ([]byte, error) {
+	ids, err := m.ids()
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.snapContent()
+	if err != nil {
+		return nil, err
+	}
 	var buf []byte
-	h, err := json.Marshal(snapHeader{Format: formatVersion, Gen: m.gen, TxID: m.txid, Rows: m.count(), Settings: m.settings})
+	h, err := json.Marshal(snapHeader{Format: formatVersion, Gen: m.gen, TxID: m.txid, Rows: len(ids), Settings: m.settings})
 	if err != nil {
 		return nil, fmt.Errorf("encode snapshot header: %w", err)
 	}
 	buf = appendFrame(buf, h)
-	for _, id := range m.ids() {
-		if l, ok := m.lazy[id]; ok {
-			// Never decoded: its line, as read (this format's, checked).
-			buf = appendFrame(buf, l.data)
-			continue
+	for _, id := range ids {
+		r, ok := m.rows[id]
+		if !ok {
+			l := c.lazy[id]
+			if !l.eager {
+				// Never changed since it was read: its line, as read (this
+				// format's, checked).
+				buf = appendFrame(buf, l.data)
+				continue
+			}
+			if r, err = l.get(); err != nil {
+				return nil, err
+			}
 		}
-		b, err := json.Marshal(m.rows[id])
+		b, err := json.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("encode row %s: %w", id, err)
 		}
@@ -87,16 +104,27 @@ func writeSnapshot(root string, m *model) error {
 	return nil
 }
 
-// decodeSnapshot parses state.json; name is used in errors. Checksums are
-// verified line by line; rows are then decoded in parallel, since a large
-// fleet's snapshot is what every command reads first (format §9).
-func decodeSnapshot(name string, data []byte) (*model, error) {
-	return decodeSnapshotFrom(name, data, formatVersion)
+// decodeHeader parses state.json's first line, accepting a format from
+// oldest to formatVersion; only the upgrade reads older ones.
+func decodeHeader(name string, payload []byte, oldest int) (snapHeader, error) {
+	var h snapHeader
+	if err := strictUnmarshal(payload, &h); err != nil {
+		return h, &state.CorruptError{File: name, Line: 1, Offset: -1, Reason: "header: " + err.Error()}
+	}
+	if h.Format < oldest || h.Format > formatVersion {
+		return h, &state.IncompatibleError{Where: name, Found: h.Format, Newest: formatVersion}
+	}
+	return h, nil
 }
 
-// decodeSnapshotFrom is decodeSnapshot accepting a header of any format
-// from oldest to formatVersion; only the upgrade reads older ones.
-func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
+// decodeSnapshotFrom parses the whole of state.json; name is used in
+// errors. Checksums are verified line by line, and the rows' order: a
+// snapshot's rows are sorted by id, which bisection relies on. A row of
+// this format is decoded when first read (lazy.go): here only its id, its
+// log's name and whether it has an outbox are read from its line. One of
+// another shape, or of an older format (which only the upgrade reads), is
+// decoded now.
+func decodeSnapshotFrom(name string, data []byte, oldest int) (*snapContent, error) {
 	var lines [][]byte
 	for n := 1; len(data) > 0; n++ {
 		nl := bytes.IndexByte(data, '\n')
@@ -115,28 +143,17 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 	if len(lines) == 0 {
 		return nil, &state.CorruptError{File: name, Line: 1, Offset: -1, Reason: "empty snapshot (no header)"}
 	}
-	var h snapHeader
-	if err := strictUnmarshal(lines[0], &h); err != nil {
-		return nil, &state.CorruptError{File: name, Line: 1, Offset: -1, Reason: "header: " + err.Error()}
-	}
-	if h.Format < oldest || h.Format > formatVersion {
-		return nil, &state.IncompatibleError{Where: name, Found: h.Format, Newest: formatVersion}
+	h, err := decodeHeader(name, lines[0], oldest)
+	if err != nil {
+		return nil, err
 	}
 	rows := lines[1:]
 	if len(rows) != h.Rows {
 		return nil, &state.CorruptError{File: name, Line: len(lines), Offset: -1, Reason: fmt.Sprintf("header says %d rows, found %d", h.Rows, len(rows))}
 	}
-	m := &model{gen: h.Gen, format: h.Format, base: h.TxID, txid: h.TxID, settings: h.Settings, rows: map[string]*row{}, lazy: make(map[string]*lazyRow, h.Rows)}
-	// A row of this format is decoded when first read (lazy.go): here
-	// only its id, its log's name and whether it has an outbox are read
-	// from its line. One of another shape, or of an older format (which
-	// only the upgrade reads), is decoded now.
-	var eager []int
-	// One allocation for the rows; and the ids in the order the file has
-	// them, which encodeSnapshot writes sorted: kept as the model's sorted
-	// ids unless a line breaks the order.
+	c := &snapContent{header: h, lazy: make(map[string]*lazyRow, h.Rows), sorted: make([]string, 0, len(rows))}
+	// One allocation for the rows.
 	slots := make([]lazyRow, len(rows))
-	sorted := make([]string, 0, len(rows))
 	peeked := make([]bool, len(rows))
 	if h.Format == formatVersion {
 		// Each line is read on its own: on every core, as decoding was.
@@ -145,29 +162,10 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 			l.id, l.log, l.queued, peeked[i] = peekRow(rows[i], h.TxID)
 		})
 	}
-	for i, p := range rows {
-		line := i + 2
+	var eager []int
+	for i := range rows {
 		if !peeked[i] {
 			eager = append(eager, i)
-			continue
-		}
-		l := &slots[i]
-		id, queued := l.id, l.queued
-		if m.has(id) {
-			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", id)}
-		}
-		l.file, l.line, l.atTx, l.data = name, line, h.TxID, p
-		m.lazy[id] = l
-		if sorted != nil && (len(sorted) == 0 || sorted[len(sorted)-1] < id) {
-			sorted = append(sorted, id)
-		} else {
-			sorted = nil
-		}
-		if queued {
-			if m.queued == nil {
-				m.queued = map[string]struct{}{}
-			}
-			m.queued[id] = struct{}{}
 		}
 	}
 	decoded := make([]*row, len(eager))
@@ -177,42 +175,60 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*model, error) {
 		decoded[k], errs[k] = decodeRow(rows[eager[k]], h.Format, h.TxID)
 	})
 	for k, i := range eager {
-		line := i + 2
 		if errs[k] != "" {
-			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: errs[k]}
+			return nil, &state.CorruptError{File: name, Line: i + 2, Offset: -1, Reason: errs[k]}
 		}
-		r := decoded[k]
-		if m.has(r.Spore.ID) {
-			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", r.Spore.ID)}
+		l, r := &slots[i], decoded[k]
+		l.id, l.log, l.queued, l.eager = r.Spore.ID, r.Log.File, len(r.Outbox) > 0, true
+		l.once.Do(func() { l.r = r })
+	}
+	for i, p := range rows {
+		line := i + 2
+		l := &slots[i]
+		l.file, l.line, l.off, l.atTx, l.data = name, line, -1, h.TxID, p
+		if _, dup := c.lazy[l.id]; dup {
+			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", l.id)}
 		}
-		m.setRow(r.Spore.ID, r)
+		if n := len(c.sorted); n > 0 && c.sorted[n-1] > l.id {
+			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q is out of order (rows are sorted by id; %q comes before it)", l.id, c.sorted[n-1])}
+		}
+		c.lazy[l.id] = l
+		c.sorted = append(c.sorted, l.id)
+		if l.queued {
+			if c.queued == nil {
+				c.queued = map[string]struct{}{}
+			}
+			c.queued[l.id] = struct{}{}
+		}
 	}
-	if len(eager) == 0 && sorted != nil {
-		m.sorted = sorted
-	}
-	return m, nil
+	return c, nil
 }
 
 func readSnapshot(root string) (*model, os.FileInfo, error) {
 	return readSnapshotFrom(root, formatVersion)
 }
 
+// readSnapshotFrom opens state.json and reads its header (and, if it is
+// small or of an older format, all of it; openRows). The file stays open
+// for the rows found later.
 func readSnapshotFrom(root string, oldest int) (*model, os.FileInfo, error) {
 	f, err := openFile(filepath.Join(root, snapshotFile), snapshotFile, os.O_RDONLY, false)
 	if err != nil {
 		return nil, nil, storeErr("read snapshot", err)
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, nil, ioErr("read snapshot", err)
 	}
-	data := make([]byte, fi.Size())
-	if _, err := readFull(f, data); err != nil {
-		return nil, nil, ioErr("read snapshot", err)
+	snap, err := openRows(f, fi.Size(), oldest)
+	if err != nil || snap.f == nil {
+		f.Close()
 	}
-	m, err := decodeSnapshotFrom(snapshotFile, data, oldest)
-	return m, fi, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return newModel(snap), fi, nil
 }
 
 func readFull(f *os.File, b []byte) (int, error) {

@@ -103,7 +103,9 @@ func (s *Store) Info() state.Info {
 	return state.Info{Backend: "dir", Location: s.root, FormatVersion: formatVersion}
 }
 
-// Close releases nothing: a dir store holds no open files between calls.
+// Close releases nothing: between calls a dir store holds open only the
+// snapshot whose rows it finds one by one (snapRows), which is closed
+// once read whole or when no model uses it any more.
 func (s *Store) Close() error { return nil }
 
 // View runs fn over the latest committed state without taking any lock.

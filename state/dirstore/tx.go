@@ -58,9 +58,9 @@ func (t *tx) get(id string) (*row, bool, error) {
 }
 
 // has reports whether id has a row, without decoding it.
-func (t *tx) has(id string) bool {
+func (t *tx) has(id string) (bool, error) {
 	if r, ok := t.rows[id]; ok {
-		return r != nil
+		return r != nil, nil
 	}
 	return t.base.has(id)
 }
@@ -116,25 +116,23 @@ func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
 	return r.Spore, nil
 }
 
-func (t *tx) ids() []string {
-	if len(t.rows) == 0 {
-		return t.base.ids()
+// ids is every spore's id as this transaction sees them, sorted.
+func (t *tx) ids() ([]string, error) {
+	base, err := t.base.ids()
+	if err != nil || len(t.rows) == 0 {
+		return base, err
 	}
-	ids := slices.Clone(t.base.ids())
+	ids := slices.Clone(base)
 	for id, r := range t.rows {
-		inBase := t.base.has(id)
+		i, inBase := slices.BinarySearch(ids, id)
 		switch {
 		case r == nil && inBase:
-			if i, ok := slices.BinarySearch(ids, id); ok {
-				ids = slices.Delete(ids, i, i+1)
-			}
+			ids = slices.Delete(ids, i, i+1)
 		case r != nil && !inBase:
-			if i, ok := slices.BinarySearch(ids, id); !ok {
-				ids = slices.Insert(ids, i, id)
-			}
+			ids = slices.Insert(ids, i, id)
 		}
 	}
-	return ids
+	return ids, nil
 }
 
 func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
@@ -142,7 +140,10 @@ func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 	if err := t.base.decodeAll(); err != nil {
 		return nil, err
 	}
-	ids := t.ids()
+	ids, err := t.ids()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]state.Spore, 0, len(ids))
 	for _, id := range ids {
 		r, _, err := t.get(id)
@@ -162,7 +163,11 @@ func (t *tx) CreateSpore(ctx context.Context, s state.Spore) error {
 		return err
 	}
 	s = s.Stamped()
-	if t.has(s.ID) {
+	exists, err := t.has(s.ID)
+	if err != nil {
+		return err
+	}
+	if exists {
 		return fmt.Errorf("spore %s: %w", s.ID, state.ErrExists)
 	}
 	// The log file carries the creating transaction's id, so a spore
@@ -223,7 +228,11 @@ func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 	}
 	// Its committed log goes once the deletion is committed — even an
 	// empty one (a file a failed append left behind).
-	if file, ok := t.base.logFile(id); ok && !slices.Contains(t.removed, logRef{id, file}) {
+	file, ok, err := t.base.logFile(id)
+	if err != nil {
+		return err
+	}
+	if ok && !slices.Contains(t.removed, logRef{id, file}) {
 		t.removed = append(t.removed, logRef{id, file})
 	}
 	if t.rows == nil {
@@ -246,7 +255,10 @@ func (t *tx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
 	if err := t.base.decodeAll(); err != nil {
 		return nil, err
 	}
-	ids := t.ids()
+	ids, err := t.ids()
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]state.SporeHead, len(ids))
 	for _, id := range ids {
 		r, _, err := t.get(id)
@@ -360,13 +372,18 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 
 // Pending reads the queued ids index of the base model and the rows this
 // transaction replaced, so its cost is what is queued plus what the
-// transaction touched, never the whole fleet.
+// transaction touched, never the decoding of the whole fleet (the index
+// of the snapshot's rows comes from their lines, read once).
 func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	out := make(map[string][]state.OutboxEntry, len(t.base.queued))
-	for id := range t.base.queued {
+	queued, err := t.base.queuedIDs()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]state.OutboxEntry, len(queued))
+	for id := range queued {
 		if _, replaced := t.rows[id]; !replaced {
 			r, _, err := t.base.get(id)
 			if err != nil {
