@@ -39,6 +39,7 @@ var coreCodecs = lazy.New("kube.coreScheme", func() coreScheme {
 	return coreScheme{codecs: serializer.NewCodecFactory(s), params: runtime.NewParameterCodec(s), scheme: s}
 })
 
+// coreScheme is the scheme and the codecs built from it.
 type coreScheme struct {
 	scheme *runtime.Scheme
 	codecs serializer.CodecFactory
@@ -51,7 +52,8 @@ func newCoreClient(cfg *rest.Config, namespace string) (*coreClient, error) {
 	c := rest.CopyConfig(cfg)
 	cs := coreCodecs()
 	c.APIPath = "/api"
-	c.GroupVersion = &corev1.SchemeGroupVersion
+	gv := corev1.SchemeGroupVersion // a copy: the config must not point into k8s.io/api
+	c.GroupVersion = &gv
 	c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(cs.scheme, cs.codecs).WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
