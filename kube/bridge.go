@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/sporectl/sporectl/bridge"
@@ -55,7 +54,7 @@ func (r *Runtime) Bridge(ctx context.Context, id string) (reconcile.BridgeEndpoi
 func (r *Runtime) bridgeToken(ctx context.Context, id string) (string, error) {
 	var s *corev1.Secret
 	err := retryTransient(ctx, func() (err error) {
-		s, err = r.client.CoreV1().Secrets(r.opts.Namespace).Get(ctx, ObjectName(id), metav1.GetOptions{})
+		s, err = r.core.secrets().get(ctx, ObjectName(id))
 		return err
 	})
 	if err != nil {
@@ -74,7 +73,7 @@ func (r *Runtime) bridgeToken(ctx context.Context, id string) (string, error) {
 func (r *Runtime) direct(ctx context.Context, id string, port int) (reconcile.BridgeEndpoint, error) {
 	var p *corev1.Pod
 	err := retryTransient(ctx, func() (err error) {
-		p, err = r.client.CoreV1().Pods(r.opts.Namespace).Get(ctx, ObjectName(id), metav1.GetOptions{})
+		p, err = r.core.pods().get(ctx, ObjectName(id))
 		return err
 	})
 	if err != nil {

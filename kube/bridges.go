@@ -7,7 +7,6 @@ import (
 	"net/url"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/sporectl/sporectl/reconcile"
@@ -22,7 +21,7 @@ import (
 func (r *Runtime) BridgeEndpoints(ctx context.Context, ids []string) (map[string]reconcile.BridgeEndpoint, error) {
 	out := make(map[string]reconcile.BridgeEndpoint, len(ids))
 	secrets, err := listWithRetry(ctx, func() (map[string]string, error) {
-		l, err := r.client.CoreV1().Secrets(r.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: fleetSelector()})
+		l, err := r.core.secrets().list(ctx, fleetSelector())
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +52,7 @@ func (r *Runtime) BridgeEndpoints(ctx context.Context, ids []string) (map[string
 	}
 	if r.opts.InCluster {
 		ips, err := listWithRetry(ctx, func() (map[string]string, error) {
-			l, err := r.client.CoreV1().Pods(r.opts.Namespace).List(ctx, metav1.ListOptions{LabelSelector: fleetSelector()})
+			l, err := r.core.pods().list(ctx, fleetSelector())
 			if err != nil {
 				return nil, err
 			}

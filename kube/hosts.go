@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -42,10 +40,9 @@ const (
 // metrics API when it is there. The metrics API failing never fails the
 // list: Metrics says why the figures are absent.
 func (r *Runtime) Hosts(ctx context.Context) (reconcile.HostList, error) {
-	sel := metav1.ListOptions{LabelSelector: fleetSelector()}
 	var pods *corev1.PodList
 	err := retryTransient(ctx, func() (err error) {
-		pods, err = r.client.CoreV1().Pods(r.opts.Namespace).List(ctx, sel)
+		pods, err = r.core.pods().list(ctx, fleetSelector())
 		return err
 	})
 	if err != nil {
@@ -102,16 +99,12 @@ type podUsage struct {
 }
 
 // podMetrics GETs /apis/metrics.k8s.io/v1beta1/namespaces/NS/pods (with
-// the fleet's selector) through the client's REST client: no client of
-// the metrics API is needed. It says where the figures come from, or why
+// the fleet's selector) through the core client's REST client: no client
+// of the metrics API is needed. It says where the figures come from, or why
 // there are none (the map is nil then). A pod metrics-server has not
 // scraped twice yet is not in its answer at all (not a 404).
 func (r *Runtime) podMetrics(ctx context.Context) (map[string]podUsage, string) {
-	rc := r.client.CoreV1().RESTClient()
-	if c, ok := rc.(*rest.RESTClient); rc == nil || (ok && c == nil) {
-		return nil, "metrics API not reachable with this client: no CPU or memory figures"
-	}
-	raw, err := rc.Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", r.opts.Namespace, "pods").
+	raw, err := r.core.rest.Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", r.opts.Namespace, "pods").
 		Param("labelSelector", fleetSelector()).
 		SetHeader("Accept", "application/json").
 		Do(ctx).Raw()
@@ -171,8 +164,8 @@ func (r *Runtime) HostLogs(ctx context.Context, name string, tail int) (string, 
 	if state.ValidateID(id) != nil {
 		return "", fmt.Errorf("host %q: %w", name, state.ErrNotFound)
 	}
-	pods := r.client.CoreV1().Pods(r.opts.Namespace)
-	p, err := pods.Get(ctx, ObjectName(id), metav1.GetOptions{})
+	pods := r.core.pods()
+	p, err := pods.get(ctx, ObjectName(id))
 	if apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("logs of spore %s: %w", id, state.ErrNotFound)
 	}
@@ -183,7 +176,7 @@ func (r *Runtime) HostLogs(ctx context.Context, name string, tail int) (string, 
 		return "", fmt.Errorf("logs of spore %s: %w (%w)", id, state.ErrNotFound, &NotOwnedError{Kind: "Pod", Namespace: p.Namespace, Name: p.Name})
 	}
 	lines, limit := int64(tail), int64(reconcile.MaxHostLogBytes)
-	b, err := pods.GetLogs(p.Name, &corev1.PodLogOptions{Container: containerName, TailLines: &lines, LimitBytes: &limit}).DoRaw(ctx)
+	b, err := r.core.podLogs(p.Name, &corev1.PodLogOptions{Container: containerName, TailLines: &lines, LimitBytes: &limit}).DoRaw(ctx)
 	if err != nil {
 		return "", fmt.Errorf("logs of spore %s: %w", id, err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -19,8 +18,8 @@ import (
 // Tail lines, following until ctx ends. Only a pod of ours is read; the
 // spore's tokens (from its Secret, when it can be read) never reach w.
 func (r *Runtime) Logs(ctx context.Context, id string, opt reconcile.LogOptions, w io.Writer) error {
-	pods := r.client.CoreV1().Pods(r.opts.Namespace)
-	p, err := pods.Get(ctx, ObjectName(id), metav1.GetOptions{})
+	pods := r.core.pods()
+	p, err := pods.get(ctx, ObjectName(id))
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("logs of spore %s: no pod (it is not awake): %w", id, state.ErrNotFound)
 	}
@@ -30,7 +29,7 @@ func (r *Runtime) Logs(ctx context.Context, id string, opt reconcile.LogOptions,
 	if !Owned(p.ObjectMeta, id) {
 		return fmt.Errorf("logs of spore %s: %w", id, &NotOwnedError{Kind: "Pod", Namespace: p.Namespace, Name: p.Name})
 	}
-	rc, err := pods.GetLogs(p.Name, logOptions(opt)).Stream(ctx)
+	rc, err := r.core.podLogs(p.Name, logOptions(opt)).Stream(ctx)
 	if err != nil {
 		return fmt.Errorf("logs of spore %s: %w", id, err)
 	}
@@ -64,7 +63,7 @@ func logOptions(opt reconcile.LogOptions) *corev1.PodLogOptions {
 // secrets are the spore's tokens from its Secret; none when it cannot be
 // read (the logs are copied all the same: the bridge writes no token).
 func (r *Runtime) secrets(ctx context.Context, id string) []string {
-	s, err := r.client.CoreV1().Secrets(r.opts.Namespace).Get(ctx, ObjectName(id), metav1.GetOptions{})
+	s, err := r.core.secrets().get(ctx, ObjectName(id))
 	if err != nil || !Owned(s.ObjectMeta, id) {
 		return nil
 	}

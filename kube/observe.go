@@ -6,7 +6,6 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sporectl/sporectl/reconcile"
 )
@@ -17,10 +16,9 @@ import (
 // marked object is reported, including those whose spore the store no
 // longer has: the caller, who knows the store, calls them orphans.
 func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
-	sel := metav1.ListOptions{LabelSelector: fleetSelector()}
 	var pods *corev1.PodList
 	err := retryTransient(ctx, func() (err error) {
-		pods, err = r.client.CoreV1().Pods(r.opts.Namespace).List(ctx, sel)
+		pods, err = r.core.pods().list(ctx, fleetSelector())
 		return err
 	})
 	if err != nil {
@@ -28,7 +26,7 @@ func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, erro
 	}
 	var claims *corev1.PersistentVolumeClaimList
 	err = retryTransient(ctx, func() (err error) {
-		claims, err = r.client.CoreV1().PersistentVolumeClaims(r.opts.Namespace).List(ctx, sel)
+		claims, err = r.core.claims().list(ctx, fleetSelector())
 		return err
 	})
 	if err != nil {

@@ -62,9 +62,9 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) 
 }
 
 func (r *Runtime) ensureClaim(ctx context.Context, id string, want *corev1.PersistentVolumeClaim) error {
-	claims := r.client.CoreV1().PersistentVolumeClaims(r.opts.Namespace)
+	claims := r.core.claims()
 	err := withRetry(ctx, transient, func() error {
-		_, err := claims.Create(ctx, want, metav1.CreateOptions{})
+		_, err := claims.create(ctx, want)
 		return err
 	})
 	if !apierrors.IsAlreadyExists(err) {
@@ -72,7 +72,7 @@ func (r *Runtime) ensureClaim(ctx context.Context, id string, want *corev1.Persi
 	}
 	var got *corev1.PersistentVolumeClaim
 	err = withRetry(ctx, transient, func() (err error) {
-		got, err = claims.Get(ctx, want.Name, metav1.GetOptions{})
+		got, err = claims.get(ctx, want.Name)
 		return err
 	})
 	if err != nil {
@@ -92,9 +92,9 @@ func (r *Runtime) ensureClaim(ctx context.Context, id string, want *corev1.Persi
 // to date: tokens rotate, and a pod started after the rotation must read
 // the new ones.
 func (r *Runtime) ensureSecret(ctx context.Context, id string, want *corev1.Secret) error {
-	secrets := r.client.CoreV1().Secrets(r.opts.Namespace)
+	secrets := r.core.secrets()
 	err := withRetry(ctx, transient, func() error {
-		_, err := secrets.Create(ctx, want, metav1.CreateOptions{})
+		_, err := secrets.create(ctx, want)
 		return err
 	})
 	if !apierrors.IsAlreadyExists(err) {
@@ -103,7 +103,7 @@ func (r *Runtime) ensureSecret(ctx context.Context, id string, want *corev1.Secr
 	err = retry.RetryOnConflict(backoff, func() error {
 		var got *corev1.Secret
 		err := retryTransient(ctx, func() (err error) {
-			got, err = secrets.Get(ctx, want.Name, metav1.GetOptions{})
+			got, err = secrets.get(ctx, want.Name)
 			return err
 		})
 		if err != nil {
@@ -117,7 +117,7 @@ func (r *Runtime) ensureSecret(ctx context.Context, id string, want *corev1.Secr
 		}
 		got.Data, got.Labels = want.Data, want.Labels
 		return retryTransient(ctx, func() error {
-			_, err := secrets.Update(ctx, got, metav1.UpdateOptions{})
+			_, err := secrets.update(ctx, got)
 			return err
 		})
 	})
@@ -128,9 +128,9 @@ func (r *Runtime) ensureSecret(ctx context.Context, id string, want *corev1.Secr
 // if its spec differs: replacing a running spore would cut off the step it
 // is on, so a changed spec takes effect at the next sleep and wake.
 func (r *Runtime) ensurePod(ctx context.Context, id string, want *corev1.Pod) error {
-	pods := r.client.CoreV1().Pods(r.opts.Namespace)
+	pods := r.core.pods()
 	err := withRetry(ctx, transient, func() error {
-		_, err := pods.Create(ctx, want, metav1.CreateOptions{})
+		_, err := pods.create(ctx, want)
 		return err
 	})
 	if !apierrors.IsAlreadyExists(err) {
@@ -138,7 +138,7 @@ func (r *Runtime) ensurePod(ctx context.Context, id string, want *corev1.Pod) er
 	}
 	var got *corev1.Pod
 	err = retryTransient(ctx, func() (err error) {
-		got, err = pods.Get(ctx, want.Name, metav1.GetOptions{})
+		got, err = pods.get(ctx, want.Name)
 		return err
 	})
 	if err != nil {
@@ -159,7 +159,7 @@ func (r *Runtime) ensurePod(ctx context.Context, id string, want *corev1.Pod) er
 func (r *Runtime) podRunning(ctx context.Context, id string) (bool, error) {
 	var got *corev1.Pod
 	err := retryTransient(ctx, func() (err error) {
-		got, err = r.client.CoreV1().Pods(r.opts.Namespace).Get(ctx, ObjectName(id), metav1.GetOptions{})
+		got, err = r.core.pods().get(ctx, ObjectName(id))
 		return err
 	})
 	switch {
@@ -177,7 +177,7 @@ func (r *Runtime) podRunning(ctx context.Context, id string) (bool, error) {
 		// node lets it go.
 		uid := got.UID
 		err := retryTransient(ctx, func() error {
-			return r.client.CoreV1().Pods(r.opts.Namespace).Delete(ctx, got.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+			return r.core.pods().delete(ctx, got.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("remove %s pod %s: %w", got.Status.Phase, got.Name, err)

@@ -33,41 +33,41 @@ func (r *Runtime) Delete(ctx context.Context, id string, purgeHome bool) error {
 }
 
 func (r *Runtime) deletePod(ctx context.Context, id string) error {
-	pods := r.client.CoreV1().Pods(r.opts.Namespace)
+	pods := r.core.pods()
 	return r.deleteOwned(ctx, "Pod", id, func() (metav1.ObjectMeta, error) {
-		p, err := pods.Get(ctx, ObjectName(id), metav1.GetOptions{})
+		p, err := pods.get(ctx, ObjectName(id))
 		if err != nil {
 			return metav1.ObjectMeta{}, err
 		}
 		return p.ObjectMeta, nil
 	}, func(o metav1.DeleteOptions) error {
-		return pods.Delete(ctx, ObjectName(id), o)
+		return pods.delete(ctx, ObjectName(id), o)
 	})
 }
 
 func (r *Runtime) deleteSecret(ctx context.Context, id string) error {
-	secrets := r.client.CoreV1().Secrets(r.opts.Namespace)
+	secrets := r.core.secrets()
 	return r.deleteOwned(ctx, "Secret", id, func() (metav1.ObjectMeta, error) {
-		s, err := secrets.Get(ctx, ObjectName(id), metav1.GetOptions{})
+		s, err := secrets.get(ctx, ObjectName(id))
 		if err != nil {
 			return metav1.ObjectMeta{}, err
 		}
 		return s.ObjectMeta, nil
 	}, func(o metav1.DeleteOptions) error {
-		return secrets.Delete(ctx, ObjectName(id), o)
+		return secrets.delete(ctx, ObjectName(id), o)
 	})
 }
 
 func (r *Runtime) deleteClaim(ctx context.Context, id string) error {
-	claims := r.client.CoreV1().PersistentVolumeClaims(r.opts.Namespace)
+	claims := r.core.claims()
 	return r.deleteOwned(ctx, "PersistentVolumeClaim", id, func() (metav1.ObjectMeta, error) {
-		c, err := claims.Get(ctx, ObjectName(id), metav1.GetOptions{})
+		c, err := claims.get(ctx, ObjectName(id))
 		if err != nil {
 			return metav1.ObjectMeta{}, err
 		}
 		return c.ObjectMeta, nil
 	}, func(o metav1.DeleteOptions) error {
-		return claims.Delete(ctx, ObjectName(id), o)
+		return claims.delete(ctx, ObjectName(id), o)
 	})
 }
 

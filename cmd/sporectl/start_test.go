@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,6 +62,48 @@ func TestStartInitCost(t *testing.T) {
 			require.LessOrEqual(t, own, int64(maxOwnInitBytes), "sporectl's packages allocate %d B at init: build costly values on first use (package lazy)", own)
 		})
 	}
+}
+
+// unlinked are the packages (and those under them) the binary must not
+// link: client-go's typed clientset and its scheme register every API
+// group of k8s.io/api at init, and its generated machinery (gentype,
+// applyconfigurations) brings client-go's testing fakes, discovery and the
+// OpenAPI packages with it. The kube runtime has a core/v1 client of its
+// own (kube/core.go); tests may link these, the binary must not.
+var unlinked = []string{
+	"k8s.io/client-go/kubernetes",
+	"k8s.io/client-go/gentype",
+	"k8s.io/client-go/testing",
+	"k8s.io/client-go/applyconfigurations",
+	"k8s.io/client-go/discovery",
+	"k8s.io/client-go/openapi",
+}
+
+// TestStartLinksNoClientset lists the binary's packages (`go list -deps`,
+// test files excluded) and names each one of unlinked it finds.
+func TestStartLinksNoClientset(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	require.NoError(t, err, "go list -deps: %s", stderrOf(err))
+	deps := strings.Fields(string(out))
+	require.Contains(t, deps, "k8s.io/client-go/rest", "go list -deps answered without the packages the kube runtime links: %q", out)
+	var found []string
+	for _, d := range deps {
+		for _, u := range unlinked {
+			if d == u || strings.HasPrefix(d, u+"/") {
+				found = append(found, d)
+			}
+		}
+	}
+	require.Empty(t, found, "the binary links %d packages it must not (go mod why PKG says what imports one)", len(found))
+}
+
+// stderrOf is what a failed command printed on stderr, if it says.
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(ee.Stderr)
+	}
+	return ""
 }
 
 // parseInitTrace reads inittrace's lines: "init PKG @T ms, C ms clock, B
