@@ -86,17 +86,12 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 	}
 	// Check reads everything afresh: a cached state would hide damage done
 	// to bytes this handle has already read.
+	// The whole snapshot too, checked line by line, before anything else.
+	var ids []string
 	l, err := s.loadUncached(ctx)
-	if err != nil {
-		var ce *state.CorruptError
-		if errors.As(err, &ce) {
-			problem(ce.Where(), "%s", ce.Reason)
-			return rep, nil
-		}
-		return nil, err
+	if err == nil {
+		ids, err = l.m.ids()
 	}
-	// The whole snapshot, checked line by line, before anything else.
-	ids, err := l.m.ids()
 	if err != nil {
 		var ce *state.CorruptError
 		if errors.As(err, &ce) {
