@@ -26,7 +26,6 @@ import (
 type snapRows struct {
 	name   string     // state.json, for errors
 	header snapHeader // its first line
-	atTx   uint64     // the snapshot's transaction, for checkRow
 
 	mu    sync.Mutex
 	f     *os.File // nil once the whole file is read
@@ -66,7 +65,7 @@ var errOddLine = errors.New("a row of another shape")
 
 // fullRows makes the snapRows of a snapshot already read whole.
 func fullRows(c *snapContent) *snapRows {
-	s := &snapRows{name: snapshotFile, header: c.header, atTx: c.header.TxID, all: c, loaded: true}
+	s := &snapRows{name: snapshotFile, header: c.header, all: c, loaded: true}
 	s.allOnce.Do(func() {})
 	return s
 }
@@ -280,14 +279,14 @@ func (s *snapRows) rowAt(off int64, line []byte) (*lazyRow, error) {
 	if bad != "" {
 		return nil, &state.CorruptError{File: s.name, Offset: off, Reason: bad}
 	}
-	id, log, queued, ok := peekRow(payload, s.atTx)
+	id, log, queued, ok := peekRow(payload, s.header.TxID)
 	if !ok {
 		return nil, errOddLine
 	}
 	if l, ok := s.found[id]; ok && l != nil {
 		return l, nil
 	}
-	l := &lazyRow{id: id, file: s.name, off: off, atTx: s.atTx, data: bytes.Clone(payload), log: log, queued: queued}
+	l := &lazyRow{id: id, file: s.name, off: off, atTx: s.header.TxID, data: bytes.Clone(payload), log: log, queued: queued}
 	s.remember(id, l)
 	return l, nil
 }
@@ -327,7 +326,7 @@ func openRows(f *os.File, size int64, oldest int) (*snapRows, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapRows{name: snapshotFile, header: h, atTx: h.TxID, f: f, size: size, start: int64(len(line)) + 1}
+	s := &snapRows{name: snapshotFile, header: h, f: f, size: size, start: int64(len(line)) + 1}
 	return s, nil
 }
 
