@@ -48,19 +48,26 @@ type fleetObserved struct {
 	Reason   reconcile.Reason      `json:"reason"`
 }
 
-// sorted returns res's spores sorted by id, whatever order they came in.
+// sorted returns res's spores sorted by id, whatever order they came in:
+// res.Spores itself when it is sorted already (a pass's result is), so
+// callers must not change it.
 func sorted(res reconcile.Result) []reconcile.SporeHealth {
+	byID := func(a, b reconcile.SporeHealth) int { return strings.Compare(a.ID, b.ID) }
+	if slices.IsSortedFunc(res.Spores, byID) {
+		return res.Spores
+	}
 	s := slices.Clone(res.Spores)
-	slices.SortStableFunc(s, func(a, b reconcile.SporeHealth) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortStableFunc(s, byID)
 	return s
 }
 
-// fleetJSON renders fleet.json: indented, spores sorted by id, orphans
-// sorted and unique, HTML characters escaped (\u003c) so that the file is
-// inert even where it is served as HTML, and a final newline.
-func fleetJSON(res reconcile.Result) ([]byte, error) {
-	f := fleetFile{Version: fleetVersion, Spores: []fleetSpore{}, Orphans: []string{}}
-	for _, s := range sorted(res) {
+// fleetOf is what fleet.json and STATUS.md say of res: spores sorted by
+// id, orphans sorted and unique. Both files are rendered from it alone,
+// so its digest says when either would change.
+func fleetOf(res reconcile.Result) fleetFile {
+	spores := sorted(res)
+	f := fleetFile{Version: fleetVersion, Spores: make([]fleetSpore, 0, len(spores)), Orphans: []string{}}
+	for _, s := range spores {
 		f.Spores = append(f.Spores, fleetSpore{
 			ID: s.ID, Colony: s.Colony, Rank: s.Rank, Swarm: s.Swarm, Role: s.Role, Desired: s.Desired,
 			Observed: fleetObserved{Pod: s.Observed.Pod, Bridge: s.Observed.Bridge, Activity: s.Observed.Activity,
@@ -71,6 +78,13 @@ func fleetJSON(res reconcile.Result) ([]byte, error) {
 	f.Orphans = append(f.Orphans, res.Orphans...)
 	slices.Sort(f.Orphans)
 	f.Orphans = slices.Compact(f.Orphans)
+	return f
+}
+
+// fleetJSON renders fleet.json: indented, HTML characters escaped
+// (\u003c) so that the file is inert even where it is served as HTML, and
+// a final newline.
+func fleetJSON(f fleetFile) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")

@@ -22,21 +22,21 @@ var effectiveOrder = []reconcile.Effective{
 // ⚠, then the orphans. Every value from the store or the pass is escaped
 // for Markdown (a "|" cannot add a column, a newline cannot end a row,
 // "<" cannot open HTML).
-func statusMarkdown(res reconcile.Result) []byte {
+func statusMarkdown(f fleetFile) []byte {
 	var b strings.Builder
-	spores := sorted(res)
+	spores := f.Spores
 	b.WriteString("# Fleet status\n\n")
 	b.WriteString("Projected by sporectl from its last pass over the whole fleet; it is rebuilt, never edited.\n\n")
-	b.WriteString(countLine(spores, len(res.Orphans)) + "\n")
+	b.WriteString(countLine(spores, len(f.Orphans)) + "\n")
 
-	byColony := map[string][]reconcile.SporeHealth{}
+	byColony := map[string][]fleetSpore{}
 	for _, s := range spores {
 		byColony[s.Colony] = append(byColony[s.Colony], s)
 	}
 	for _, colony := range sortedKeys(byColony) {
 		group := byColony[colony]
 		// Needs attention first; then by id (the group is sorted already).
-		slices.SortStableFunc(group, func(a, b reconcile.SporeHealth) int {
+		slices.SortStableFunc(group, func(a, b fleetSpore) int {
 			return boolCmp(!reconcile.OK(a.Effective), !reconcile.OK(b.Effective))
 		})
 		name := "(no colony)"
@@ -66,11 +66,9 @@ func statusMarkdown(res reconcile.Result) []byte {
 			b.WriteString("| " + strings.Join(cells, " | ") + " |\n")
 		}
 	}
-	if len(res.Orphans) > 0 {
+	if len(f.Orphans) > 0 {
 		b.WriteString("\n## Orphans\n\nRuntime objects marked as sporectl's with no spore in the store (`sporectl delete --orphan ID` removes one):\n\n")
-		orphans := slices.Clone(res.Orphans)
-		slices.Sort(orphans)
-		for _, o := range slices.Compact(orphans) {
+		for _, o := range f.Orphans {
 			b.WriteString("- " + cell(o) + "\n")
 		}
 	}
@@ -78,7 +76,7 @@ func statusMarkdown(res reconcile.Result) []byte {
 }
 
 // countLine: "3 Healthy · 1 Dead · 2 Paused".
-func countLine(spores []reconcile.SporeHealth, orphans int) string {
+func countLine(spores []fleetSpore, orphans int) string {
 	if len(spores) == 0 {
 		s := "No spores."
 		if orphans > 0 {
@@ -114,7 +112,7 @@ func cell(s string) string {
 	return transcript.EscapeMarkdown(s)
 }
 
-func swarmOf(s reconcile.SporeHealth) string {
+func swarmOf(s fleetSpore) string {
 	if s.Swarm == "" {
 		return ""
 	}
@@ -125,7 +123,7 @@ func swarmOf(s reconcile.SporeHealth) string {
 	return w + ")"
 }
 
-func observed(o reconcile.Observed) string {
+func observed(o fleetObserved) string {
 	act := string(o.Activity)
 	if act == "" {
 		act = "–"
@@ -135,7 +133,7 @@ func observed(o reconcile.Observed) string {
 
 // reason: the sentence, then the stable code and the observed reason
 // where they say something the sentence does not.
-func reason(s reconcile.SporeHealth) string {
+func reason(s fleetSpore) string {
 	var extra []string
 	if s.Code != "" && string(s.Code) != s.Reason {
 		extra = append(extra, string(s.Code))

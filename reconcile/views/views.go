@@ -62,12 +62,13 @@ func (d *Dir) Project(ctx context.Context, st state.Store, res reconcile.Result,
 	}
 	errs = append(errs, d.transcripts(ctx, c, st, res, scope))
 	if scope == Full && ctx.Err() == nil {
-		if b, err := fleetJSON(res); err != nil {
+		f := fleetOf(res)
+		if b, err := fleetJSON(f); err != nil {
 			errs = append(errs, err)
 		} else {
 			errs = append(errs, c.put(FleetFile, b))
 		}
-		errs = append(errs, c.put(StatusFile, statusMarkdown(res)))
+		errs = append(errs, c.put(StatusFile, statusMarkdown(f)))
 	}
 	errs = append(errs, ctx.Err(), c.sync())
 	slices.Sort(c.written)

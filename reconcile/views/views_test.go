@@ -418,10 +418,10 @@ func goldenResult() reconcile.Result {
 
 func TestGoldenFleetAndStatus(t *testing.T) {
 	res := goldenResult()
-	fleet, err := fleetJSON(res)
+	fleet, err := fleetJSON(fleetOf(res))
 	require.NoError(t, err)
 	golden(t, "fleet.json", fleet)
-	status := statusMarkdown(res)
+	status := statusMarkdown(fleetOf(res))
 	golden(t, "STATUS.md", status)
 
 	require.NotContains(t, string(fleet), "<", "fleet.json escapes HTML")
