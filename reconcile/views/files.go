@@ -23,7 +23,7 @@ func (d *Dir) Put(files map[string][]byte, prune map[string]string) (written []s
 	if d.Path == "" {
 		return nil, errors.New("put views: no directory")
 	}
-	c := &changes{root: d.Path, dirs: map[string]bool{}}
+	c := newChanges(d.Path)
 	var errs []error
 	for _, rel := range sortedKeys(files) {
 		if err := checkRel(rel); err != nil {
@@ -79,7 +79,7 @@ func checkRel(rel string) error {
 		return fmt.Errorf("put views: %q is not a path inside the views directory", rel)
 	}
 	switch first, _, _ := strings.Cut(rel, "/"); first {
-	case FleetFile, StatusFile, TranscriptsDir:
+	case FleetFile, StatusFile, TranscriptsDir, StampsFile:
 		return fmt.Errorf("put views: %q is one of the views' own files", rel)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -56,6 +57,8 @@ var (
 		}
 		return nil
 	}
+	// openView opens a view to read it.
+	openView   = os.Open
 	renameFile = os.Rename
 	removeFile = os.Remove
 	syncDir    = syncFile
@@ -85,23 +88,51 @@ type changes struct {
 	written []string
 	dirs    map[string]bool
 	staged  []stagedFile
+	// ids are the files (by rel) found holding what they should, and
+	// those renamed into place, for the stamps.
+	ids map[string]fileID
+}
+
+func newChanges(root string) *changes {
+	return &changes{root: root, dirs: map[string]bool{}, ids: map[string]fileID{}}
 }
 
 // stagedFile is a view's new content written beside it (tmp), not yet
-// renamed over it (path, rel under root).
-type stagedFile struct{ tmp, path, rel string }
+// renamed over it (path, rel under root); id is tmp's, which the rename
+// keeps, when known.
+type stagedFile struct {
+	tmp, path, rel string
+	id             fileID
+	hasID          bool
+}
 
 // put writes data to rel (under root) unless the file holds it already.
 func (c *changes) put(rel string, data []byte) error {
 	p := filepath.Join(c.root, rel)
-	old, err := os.ReadFile(p)
+	old, id, err := readFileID(p)
 	switch {
 	case err == nil && bytes.Equal(old, data):
+		c.ids[rel] = id
 		return nil
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("read view %s: %w", p, err)
 	}
 	return c.replace(rel, data)
+}
+
+// readFileID reads the file at p, and says which version of it it read.
+func readFileID(p string) ([]byte, fileID, error) {
+	f, err := openView(p)
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return nil, fileID{}, err
+	}
+	b, err := io.ReadAll(f)
+	return b, idOf(&st), err
 }
 
 // replace writes data to rel (under root): for a caller that knows the
@@ -113,7 +144,8 @@ func (c *changes) replace(rel string, data []byte) error {
 	if err != nil {
 		return viewErr("write view", p, err)
 	}
-	c.staged = append(c.staged, stagedFile{tmp: tmp, path: p, rel: rel})
+	id, ok, err := lstatID(tmp)
+	c.staged = append(c.staged, stagedFile{tmp: tmp, path: p, rel: rel, id: id, hasID: ok && err == nil})
 	return nil
 }
 
@@ -176,6 +208,9 @@ func (c *changes) sync() error {
 		}
 		c.written = append(c.written, f.rel)
 		c.dirs[filepath.Dir(f.path)] = true
+		if f.hasID {
+			c.ids[f.rel] = f.id
+		}
 	}
 	c.staged = nil
 	for _, d := range sortedKeys(c.dirs) {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sporectl/sporectl/internal/parallel"
@@ -50,27 +52,52 @@ func stampOf(lastSeq uint64, created time.Time) stamp {
 	return stamp{format: transcriptFormat, lastSeq: lastSeq, created: created.UTC().Format(time.RFC3339Nano)}
 }
 
-// fileStamp is what readStamp read of one transcript.
+// fileStamp is what a projection found of one transcript: the stamp it
+// starts with (ok false when none, or no file) and which file that is.
 type fileStamp struct {
 	s   stamp
 	ok  bool
+	id  fileID
 	err error
 }
 
 // transcriptPath is the transcript of spore id, relative to the views.
 func transcriptPath(id string) string { return filepath.Join(TranscriptsDir, id+".md") }
 
-// readStamp reads the stamp of the transcript at p; ok is false when the
-// file is missing or does not start with a stamp this version wrote.
-func readStamp(p string) (s stamp, ok bool, err error) {
-	f, err := os.Open(p)
+// stampAt is the stamp of the transcript at p: the one the stamps file
+// recorded (known) when p is still that file, which costs one lstat, else
+// what its first line says.
+func stampAt(p string, recorded transcriptStamp, known bool) fileStamp {
+	if known && isFile(p, recorded.id) {
+		return fileStamp{s: recorded.s, ok: true, id: recorded.id}
+	}
+	var fst fileStamp
+	fst.s, fst.ok, fst.id, fst.err = readStamp(p)
+	return fst
+}
+
+// readStamp reads the stamp of the transcript at p, and which file it
+// read; ok is false when the file is missing or does not start with a
+// stamp this version wrote.
+func readStamp(p string) (s stamp, ok bool, id fileID, err error) {
+	f, err := openView(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return stamp{}, false, nil
+		return stamp{}, false, fileID{}, nil
 	}
 	if err != nil {
-		return stamp{}, false, fmt.Errorf("read view %s: %w", p, err)
+		return stamp{}, false, fileID{}, fmt.Errorf("read view %s: %w", p, err)
 	}
 	defer f.Close()
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return stamp{}, false, fileID{}, fmt.Errorf("read view %s: %w", p, err)
+	}
+	s, ok, err = parseStampOf(f, p)
+	return s, ok, idOf(&st), err
+}
+
+// parseStampOf reads the first line of the transcript f (at p).
+func parseStampOf(f io.Reader, p string) (s stamp, ok bool, err error) {
 	head := make([]byte, 256)
 	n, err := io.ReadFull(f, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
@@ -100,19 +127,22 @@ func readStamp(p string) (s stamp, ok bool, err error) {
 
 // transcripts projects the transcript of every spore in res, and on a full
 // pass removes those of spores no longer in it. All reads happen in one
-// read-only transaction, so that a no-op projection costs one snapshot and
-// one event per spore, not one snapshot per spore.
-func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res reconcile.Result, scope Scope) error {
+// read-only transaction, so that a projection costs one snapshot, not one
+// per spore. It notes in next the stamps of the transcripts found
+// unchanged (on a full pass dropping those of spores no longer there),
+// and in rendered those of the ones written (known once they are renamed
+// into place).
+func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res reconcile.Result, scope Scope, old, next stamps, rendered map[string]stamp) error {
 	var errs []error
 	keep := map[string]bool{}
 	spores := sorted(res)
-	// The stamps first, read on every core: in a fleet at rest they are
-	// all a projection reads, a file each.
+	// The stamps first, checked on every core: in a fleet at rest they
+	// are all a projection looks at, an lstat each.
 	stamps := make([]fileStamp, len(spores))
 	parallel.For(len(spores), 256, func(i int) {
-		if state.ValidateID(spores[i].ID) == nil {
-			st := &stamps[i]
-			st.s, st.ok, st.err = readStamp(filepath.Join(c.root, transcriptPath(spores[i].ID)))
+		if id := spores[i].ID; state.ValidateID(id) == nil {
+			recorded, known := old.transcripts[id]
+			stamps[i] = stampAt(filepath.Join(c.root, transcriptPath(id)), recorded, known)
 		}
 	})
 	err := st.View(ctx, func(tx state.Tx) error {
@@ -126,8 +156,14 @@ func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res r
 				continue
 			}
 			keep[s.ID] = true
-			if err := d.transcript(ctx, c, tx, s, stamps[i]); err != nil {
+			made, err := d.transcript(ctx, c, tx, s, stamps[i])
+			switch {
+			case err != nil:
 				errs = append(errs, err)
+			case made != nil:
+				rendered[s.ID] = *made
+			case stamps[i].ok:
+				next.transcripts[s.ID] = transcriptStamp{s: stamps[i].s, id: stamps[i].id}
 			}
 		}
 		return nil
@@ -135,50 +171,53 @@ func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res r
 	errs = append(errs, err)
 	if scope == Full && err == nil {
 		errs = append(errs, removeDeleted(c, keep))
+		maps.DeleteFunc(next.transcripts, func(id string, _ transcriptStamp) bool { return !keep[id] })
 	}
 	return errors.Join(errs...)
 }
 
 // transcript renders one spore's transcript when its stamp is not that
 // of the pass's result: a different last seq, or another creation time
-// (the spore was deleted and created again under the same id). An
-// unchanged one costs the read of its first line (have, read before),
-// and nothing of the store.
-func (d *Dir) transcript(ctx context.Context, c *changes, tx state.Tx, s reconcile.SporeHealth, have fileStamp) error {
+// (the spore was deleted and created again under the same id), and
+// returns the stamp it rendered (nil when it rendered none). An unchanged
+// one costs what finding its stamp did (have, found before), and nothing
+// of the store.
+func (d *Dir) transcript(ctx context.Context, c *changes, tx state.Tx, s reconcile.SporeHealth, have fileStamp) (*stamp, error) {
 	rel := transcriptPath(s.ID)
 	old, ok := have.s, have.ok
 	if have.err != nil {
-		return have.err
+		return nil, have.err
 	}
 	if ok && old == stampOf(s.LastSeq, s.Created) {
-		return nil
+		return nil, nil
 	}
-	b, err := d.render(ctx, tx, s)
+	b, made, err := d.render(ctx, tx, s)
 	if errors.Is(err, state.ErrNotFound) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("transcript of %s: %w", s.ID, err)
+		return nil, fmt.Errorf("transcript of %s: %w", s.ID, err)
 	}
 	// The file's stamp is not the one the pass asked for; unless it is
 	// the one rendered (the log fell short of the pass's last seq), the
 	// bytes differ, and the file need not be read to say so.
-	if ok && bytes.HasPrefix(b, []byte(old.String())) {
-		return c.put(rel, b)
+	if ok && old == made {
+		return &made, c.put(rel, b)
 	}
-	return c.replace(rel, b)
+	return &made, c.replace(rel, b)
 }
 
 // render reads the spore's log a page at a time, up to the pass's last
-// seq (what fleet.json says), and renders it after its stamp.
-func (d *Dir) render(ctx context.Context, tx state.Tx, s reconcile.SporeHealth) ([]byte, error) {
+// seq (what fleet.json says), and renders it after its stamp, which it
+// returns too.
+func (d *Dir) render(ctx context.Context, tx state.Tx, s reconcile.SporeHealth) ([]byte, stamp, error) {
 	var md bytes.Buffer
 	w := transcript.NewMarkdown(&md, s.ID)
 	var lastSeq uint64
 	for after := uint64(0); after < s.LastSeq; {
 		evs, err := tx.Events(ctx, s.ID, after, d.pageSize())
 		if err != nil {
-			return nil, err
+			return nil, stamp{}, err
 		}
 		if len(evs) == 0 {
 			break
@@ -193,15 +232,16 @@ func (d *Dir) render(ctx context.Context, tx state.Tx, s reconcile.SporeHealth) 
 			break
 		}
 		if err := w.Events(evs); err != nil {
-			return nil, err
+			return nil, stamp{}, err
 		}
 		last := evs[len(evs)-1]
 		lastSeq, after = last.Seq, last.Seq
 	}
 	if err := w.Close(); err != nil {
-		return nil, err
+		return nil, stamp{}, err
 	}
-	return append([]byte(stampOf(lastSeq, s.Created).String()), md.Bytes()...), nil
+	made := stampOf(lastSeq, s.Created)
+	return append([]byte(made.String()), md.Bytes()...), made, nil
 }
 
 // removeDeleted removes the transcripts of spores not in keep. Only files

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 
@@ -55,27 +56,52 @@ func (d *Dir) Project(ctx context.Context, st state.Store, res reconcile.Result,
 	if d.Path == "" {
 		return nil, errors.New("project views: no directory")
 	}
-	c := &changes{root: d.Path, dirs: map[string]bool{}}
+	c := newChanges(d.Path)
 	var errs []error
 	if err := c.mkdir(filepath.Join(d.Path, TranscriptsDir)); err != nil {
 		return nil, fmt.Errorf("project views: %w", err)
 	}
-	errs = append(errs, d.transcripts(ctx, c, st, res, scope))
+	// A stamp stays true of its file as long as that file is there (an
+	// edit or a rename over it makes another), so what the last
+	// projection recorded is kept unless this one learns better.
+	old, oldRaw := readStamps(d.Path)
+	kept := stamps{fleet: old.fleet, transcripts: maps.Clone(old.transcripts)}
+	rendered := map[string]stamp{}
+	errs = append(errs, d.transcripts(ctx, c, st, res, scope, old, kept, rendered))
+	var digest string
 	if scope == Full && ctx.Err() == nil {
-		f := fleetOf(res)
-		if b, err := fleetJSON(f); err != nil {
-			errs = append(errs, err)
-		} else {
-			errs = append(errs, c.put(FleetFile, b))
-		}
-		errs = append(errs, c.put(StatusFile, statusMarkdown(f)))
+		errs = append(errs, d.fleet(c, res, old.fleet, &digest))
 	}
-	errs = append(errs, ctx.Err(), c.sync())
+	errs = append(errs, ctx.Err())
+	if err := c.sync(); err != nil {
+		errs = append(errs, err)
+	} else if ctx.Err() == nil {
+		errs = append(errs, writeStamps(d.Path, stampsFor(c, kept, rendered, digest), oldRaw))
+	}
 	slices.Sort(c.written)
 	if err := errors.Join(errs...); err != nil {
 		return c.written, fmt.Errorf("project views: %w", err)
 	}
 	return c.written, nil
+}
+
+// fleet projects fleet.json and STATUS.md, unless the stamps say both
+// files are still those rendered from a fleet with f's digest: a fleet at
+// rest costs its digest and two lstats, not a rendering of each. It sets
+// digest when it rendered them (the stamps are then those of the files
+// renamed into place).
+func (d *Dir) fleet(c *changes, res reconcile.Result, have fleetStamp, digest *string) error {
+	f := fleetOf(res)
+	dg := f.digest()
+	if have.digest == dg && isFile(filepath.Join(c.root, FleetFile), have.fleet) && isFile(filepath.Join(c.root, StatusFile), have.status) {
+		return nil
+	}
+	*digest = dg
+	b, err := fleetJSON(f)
+	if err != nil {
+		return err
+	}
+	return errors.Join(c.put(FleetFile, b), c.put(StatusFile, statusMarkdown(f)))
 }
 
 func (d *Dir) pageSize() int {
