@@ -45,7 +45,7 @@ func (d *Dir) Put(files map[string][]byte, prune map[string]string) (written []s
 			errs = append(errs, err)
 			continue
 		}
-		ents, err := os.ReadDir(filepath.Join(d.Path, filepath.FromSlash(dir)))
+		names, err := listNames(filepath.Join(d.Path, filepath.FromSlash(dir)))
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
@@ -53,9 +53,9 @@ func (d *Dir) Put(files map[string][]byte, prune map[string]string) (written []s
 			errs = append(errs, fmt.Errorf("list views in %s: %w", dir, err))
 			continue
 		}
-		for _, e := range ents {
-			rel := path.Join(dir, e.Name())
-			if _, keep := files[rel]; keep || !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), prune[dir]) {
+		for _, name := range names {
+			rel := path.Join(dir, name)
+			if _, keep := files[rel]; keep || !strings.HasSuffix(name, prune[dir]) || !isRegular(filepath.Join(d.Path, filepath.FromSlash(rel))) {
 				continue
 			}
 			errs = append(errs, c.remove(filepath.FromSlash(rel)))
@@ -70,6 +70,24 @@ func (d *Dir) Put(files map[string][]byte, prune map[string]string) (written []s
 		return c.written, fmt.Errorf("put views: %w", err)
 	}
 	return c.written, nil
+}
+
+// listNames lists the names in dir, without their types: a directory of
+// 10,000 views is listed by every projection, and most names are kept
+// (isRegular asks about the others).
+func listNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// isRegular says whether p is a regular file (not followed if a link).
+func isRegular(p string) bool {
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // checkRel refuses a path that is not a clean relative one inside the

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -249,17 +248,17 @@ func (d *Dir) render(ctx context.Context, tx state.Tx, s reconcile.SporeHealth) 
 // left alone.
 func removeDeleted(c *changes, keep map[string]bool) error {
 	dir := filepath.Join(c.root, TranscriptsDir)
-	ents, err := os.ReadDir(dir)
+	names, err := listNames(dir)
 	if err != nil {
 		return fmt.Errorf("list transcripts in %s: %w", dir, err)
 	}
 	var errs []error
-	for _, e := range ents {
-		id, isMD := strings.CutSuffix(e.Name(), ".md")
-		if !isMD || !e.Type().IsRegular() || state.ValidateID(id) != nil || keep[id] {
+	for _, name := range names {
+		id, isMD := strings.CutSuffix(name, ".md")
+		if !isMD || keep[id] || state.ValidateID(id) != nil || !isRegular(filepath.Join(dir, name)) {
 			continue
 		}
-		errs = append(errs, c.remove(filepath.Join(TranscriptsDir, e.Name())))
+		errs = append(errs, c.remove(filepath.Join(TranscriptsDir, name)))
 	}
 	return errors.Join(errs...)
 }
