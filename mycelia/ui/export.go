@@ -8,14 +8,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
@@ -86,24 +90,24 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	// for, made on every core: in a fleet at rest they are most of what
 	// an export costs.
 	pageStamps := make([]string, len(res.Spores))
+	// The index shows the pass's result and each spore's record and last
+	// events, as of hour: each spore's line of it is stamped here too,
+	// from the spore's health and its page's stamp (or, for a spore
+	// without a page, an id that is not one, its record), so that the
+	// index's stamp is a digest of 10,000 short stamps, not an encoding
+	// of the whole result on one core.
+	lineStamps := make([]string, len(res.Spores))
 	parallel.For(len(res.Spores), 256, func(i int) {
 		s := res.Spores[i]
-		if rec := recs[s.ID]; state.ValidateID(s.ID) == nil && rec != nil {
+		rec := recs[s.ID]
+		if state.ValidateID(s.ID) == nil && rec != nil {
 			pageStamps[i] = stampOf(rec, hour, s.LastSeq)
+			lineStamps[i] = stampOf(s, hiddenOf(s), pageStamps[i])
+		} else {
+			lineStamps[i] = stampOf(s, hiddenOf(s), rec)
 		}
 	})
-	// The index shows the pass's result and each spore's record and last
-	// events, as of hour: the spores' page stamps say the last two, and a
-	// spore without a page (an id that is not one) adds its record.
-	index := []any{res, hour}
-	for i, s := range res.Spores {
-		if pageStamps[i] != "" {
-			index = append(index, pageStamps[i])
-		} else {
-			index = append(index, recs[s.ID])
-		}
-	}
-	stamps[ExportIndex] = stampOf(index...)
+	stamps[ExportIndex] = stampOf(res.Orphans, hour, lineStamps)
 	if prev[ExportIndex] == stamps[ExportIndex] {
 		files[ExportIndex] = nil
 	} else {
@@ -151,11 +155,18 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		}
 		files[rel] = b
 	}
-	b, err := json.MarshalIndent(stamps, "", " ")
-	if err != nil {
-		return nil, err
+	if maps.Equal(stamps, prev) {
+		// Every page is still there and made from what it was: the file
+		// says so already (an entry it has for a page gone is one that
+		// ReadExportStamps drops).
+		files[ExportStamps] = nil
+	} else {
+		b, err := json.MarshalIndent(stamps, "", " ")
+		if err != nil {
+			return nil, err
+		}
+		files[ExportStamps] = append(b, '\n')
 	}
-	files[ExportStamps] = append(b, '\n')
 
 	css, err := fs.Sub(staticFS, "static")
 	if err != nil {
@@ -207,16 +218,21 @@ func WriteExport(d ExportDir, files map[string][]byte) ([]string, error) {
 func ReadExportStamps(dir string) map[string]string {
 	var stamps map[string]string
 	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ExportStamps)))
-	if err != nil || json.Unmarshal(b, &stamps) != nil {
+	if err != nil || jsonv1.Unmarshal(b, &stamps) != nil {
 		return nil
 	}
 	have := map[string]bool{}
 	if _, err := os.Stat(filepath.Join(dir, ExportIndex)); err == nil {
 		have[ExportIndex] = true
 	}
-	ents, _ := os.ReadDir(filepath.Join(dir, ExportSpores))
-	for _, e := range ents {
-		have[ExportSpores+"/"+e.Name()] = true
+	// Names only: the entries' types would cost a stat each here.
+	var names []string
+	if d, err := os.Open(filepath.Join(dir, ExportSpores)); err == nil {
+		names, _ = d.Readdirnames(-1)
+		d.Close()
+	}
+	for _, name := range names {
+		have[ExportSpores+"/"+name] = true
 	}
 	for rel := range stamps {
 		if !have[rel] {
@@ -229,14 +245,52 @@ func ReadExportStamps(dir string) map[string]string {
 // stampOf is a short digest of what a page is made from. The format
 // version changes whenever the pages would render differently.
 func stampOf(v ...any) string {
-	hash := sha256.New()
-	enc := json.NewEncoder(hash)
-	_ = enc.Encode(exportFormat())
+	s := stampers.Get().(*stamper)
+	defer stampers.Put(s)
+	s.buf.Reset()
+	s.hash.Reset()
+	_ = s.enc.Encode(exportFormat())
 	for _, x := range v {
-		_ = enc.Encode(x) // plain data: cannot fail
+		_ = s.enc.Encode(x) // plain data: cannot fail
 	}
-	return hex.EncodeToString(hash.Sum(nil)[:16])
+	s.hash.Write(s.buf.Bytes())
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(s.hash.Sum(sum[:0])[:16])
 }
+
+// hiddenHealth is what a SporeHealth's JSON leaves out, which the fleet
+// page shows (the pending count, the swarm, the code): a spore's line
+// stamp has it too, or a change of it alone would keep the index as it
+// was (TestLineStampsHaveTheWholeHealth).
+type hiddenHealth struct {
+	Swarm, Role  string
+	Code         reconcile.Reason
+	Pending      int
+	PendingSince time.Time
+	Held         int
+	Image        string
+	Created      time.Time
+}
+
+func hiddenOf(s reconcile.SporeHealth) hiddenHealth {
+	return hiddenHealth{Swarm: s.Swarm, Role: s.Role, Code: s.Code, Pending: s.Pending, PendingSince: s.PendingSince,
+		Held: s.Held, Image: s.Image, Created: s.Created}
+}
+
+// stamper is what stampOf reuses: a fleet at rest stamps every spore's
+// page on every export, and a hash and an encoder each time were a
+// third of it.
+type stamper struct {
+	hash hash.Hash
+	buf  bytes.Buffer
+	enc  *json.Encoder
+}
+
+var stampers = sync.Pool{New: func() any {
+	s := &stamper{hash: sha256.New()}
+	s.enc = json.NewEncoder(&s.buf)
+	return s
+}}
 
 // exportFormat names the pages' rendering; bump it with any change to
 // the templates or how pages are made, so older exports are redone. It
