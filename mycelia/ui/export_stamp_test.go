@@ -3,8 +3,8 @@ package ui
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
