@@ -33,9 +33,25 @@ type AddressQuery struct {
 	// Candidates are the other spores the sender reaches: the only ones a
 	// verdict may name, so that a refusal never tells the sender of a
 	// spore outside its reach.
-	Candidates []state.Spore
+	Candidates []Candidate
 	// Text is the message as the sender wrote it (without the mark).
 	Text string
+}
+
+// Candidate is what a check is told of a spore a message may be meant
+// for instead: its names, not its whole record (an [arch]'s tell has the
+// fleet for candidates).
+type Candidate struct {
+	ID     string
+	Rank   state.Rank
+	Colony string
+	Swarm  string
+	Role   string
+}
+
+// candidateOf is what a check is told of s.
+func candidateOf(s *state.Spore) Candidate {
+	return Candidate{ID: s.ID, Rank: s.Rank, Colony: s.Colony, Swarm: s.Swarm, Role: s.Role}
 }
 
 // AddressVerdict is an AddressCheck's answer.
@@ -282,7 +298,7 @@ func parseVerdict(s string, q AddressQuery) (AddressVerdict, error) {
 	if strings.EqualFold(id, "unknown") {
 		return v, nil
 	}
-	if id == q.Target.ID || !slices.ContainsFunc(q.Candidates, func(c state.Spore) bool { return c.ID == id }) {
+	if id == q.Target.ID || !slices.ContainsFunc(q.Candidates, func(c Candidate) bool { return c.ID == id }) {
 		return AddressVerdict{}, &ModelError{Reason: "the reply names no other spore in the sender's reach"}
 	}
 	v.MeantFor = id
@@ -314,21 +330,12 @@ func (s *Server) checkAddress(c *call, to state.Spore, text string) (AddressVerd
 	if err != nil {
 		return AddressVerdict{}, err
 	}
+	for i := range all {
+		if all[i].ID != to.ID && reaches(&c.caller, &all[i]) {
+			q.Candidates = append(q.Candidates, candidateOf(&all[i]))
+		}
+	}
 	err = s.Store.View(c.ctx(), func(tx state.Tx) error {
-		// Copied once into a list of the right size: a spore record is
-		// large, and an [arch]'s reach is the fleet.
-		n := 0
-		for i := range all {
-			if all[i].ID != to.ID && Reaches(c.caller, all[i]) {
-				n++
-			}
-		}
-		q.Candidates = make([]state.Spore, 0, n)
-		for i := range all {
-			if all[i].ID != to.ID && Reaches(c.caller, all[i]) {
-				q.Candidates = append(q.Candidates, all[i])
-			}
-		}
 		out, err := tx.Outbox(c.ctx(), to.ID)
 		if err != nil {
 			return err

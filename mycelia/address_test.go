@@ -218,7 +218,7 @@ func TestAddressCheckSharesItsRead(t *testing.T) {
 }
 
 func TestNameCheck(t *testing.T) {
-	cands := []state.Spore{{Wish: state.Wish{ID: "lab-b"}}, {Wish: state.Wish{ID: "lab-c"}}, {Wish: state.Wish{ID: "web"}}}
+	cands := []Candidate{{ID: "lab-b"}, {ID: "lab-c"}, {ID: "web"}}
 	for text, want := range map[string]string{
 		"hello":                   "",
 		"LAB-B please":            "lab-b",

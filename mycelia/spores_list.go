@@ -121,7 +121,7 @@ func (f *sporesFleet) answerFor(caller state.Spore) (encodedJSON, error) {
 func (f *sporesFleet) listFor(caller state.Spore) SporeList {
 	list := SporeList{Spores: []SporeInfo{}}
 	for i := range f.recs {
-		if Reaches(caller, f.recs[i]) {
+		if reaches(&caller, &f.recs[i]) {
 			list.Spores = append(list.Spores, f.rows[i])
 		}
 	}
