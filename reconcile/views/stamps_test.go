@@ -218,40 +218,13 @@ func TestEveryFleetFieldIsInTheDigest(t *testing.T) {
 	base := fleetFile{Version: fleetVersion, Spores: []fleetSpore{{}}, Orphans: []string{}}
 	seen := map[string]bool{base.digest(): true}
 	var fields []string
-	var walk func(v reflect.Value, path string)
-	walk = func(v reflect.Value, path string) {
-		switch v.Kind() {
-		case reflect.Struct:
-			for i := range v.NumField() {
-				walk(v.Field(i), path+"."+v.Type().Field(i).Name)
-			}
-			return
-		case reflect.String:
-			v.SetString("x")
-		case reflect.Int:
-			v.SetInt(7)
-		case reflect.Uint64:
-			v.SetUint(7)
-		default:
-			t.Fatalf("%s: a %s, which this test cannot set", path, v.Kind())
-		}
+	leaves(t, reflect.ValueOf(&fleetSpore{}).Elem(), "fleetSpore", func(path string, _ reflect.Value) {
 		fields = append(fields, path)
-	}
-	walk(reflect.ValueOf(&fleetSpore{}).Elem(), "fleetSpore")
+	})
+	require.GreaterOrEqual(t, len(fields), 16)
 	for _, field := range fields {
 		f := fleetFile{Version: fleetVersion, Spores: []fleetSpore{{}}, Orphans: []string{}}
-		var done bool
-		var set func(v reflect.Value, path string)
-		set = func(v reflect.Value, path string) {
-			if done {
-				return
-			}
-			if v.Kind() == reflect.Struct {
-				for i := range v.NumField() {
-					set(v.Field(i), path+"."+v.Type().Field(i).Name)
-				}
-				return
-			}
+		leaves(t, reflect.ValueOf(&f.Spores[0]).Elem(), "fleetSpore", func(path string, v reflect.Value) {
 			if path != field {
 				return
 			}
@@ -263,15 +236,11 @@ func TestEveryFleetFieldIsInTheDigest(t *testing.T) {
 			case reflect.Uint64:
 				v.SetUint(7)
 			}
-			done = true
-		}
-		set(reflect.ValueOf(&f.Spores[0]).Elem(), "fleetSpore")
-		require.True(t, done, field)
+		})
 		dg := f.digest()
 		require.False(t, seen[dg], "%s is not in the digest", field)
 		seen[dg] = true
 	}
-	require.GreaterOrEqual(t, len(fields), 16)
 	orphan := base
 	orphan.Orphans = []string{"x"}
 	require.False(t, seen[orphan.digest()], "the orphans are in the digest")
@@ -280,6 +249,24 @@ func TestEveryFleetFieldIsInTheDigest(t *testing.T) {
 	a.Spores = []fleetSpore{{ID: "ab", Colony: "c"}}
 	b.Spores = []fleetSpore{{ID: "a", Colony: "bc"}}
 	require.NotEqual(t, a.digest(), b.digest())
+}
+
+// leaves calls fn with each field of the struct v that is not a struct,
+// named by its path; a kind the digest test cannot set fails it.
+func leaves(t *testing.T, v reflect.Value, path string, fn func(path string, v reflect.Value)) {
+	t.Helper()
+	if v.Kind() == reflect.Struct {
+		for i := range v.NumField() {
+			leaves(t, v.Field(i), path+"."+v.Type().Field(i).Name, fn)
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.String, reflect.Int, reflect.Uint64:
+		fn(path, v)
+	default:
+		t.Fatalf("%s: a %s, which this test cannot set", path, v.Kind())
+	}
 }
 
 // fleet.json and STATUS.md rendered from goldenResult, for each
