@@ -86,8 +86,8 @@ func listNames(dir string) ([]string, error) {
 
 // isRegular says whether p is a regular file (not followed if a link).
 func isRegular(p string) bool {
-	fi, err := os.Lstat(p)
-	return err == nil && fi.Mode().IsRegular()
+	_, ok, err := lstatID(p)
+	return err == nil && ok
 }
 
 // checkRel refuses a path that is not a clean relative one inside the

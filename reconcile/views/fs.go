@@ -18,25 +18,11 @@ import (
 // Test seams (like the dir store's): the calls that change the directory,
 // so tests can count them or make them fail.
 var (
-	// stageFile writes data to a new temporary file beside path (mode
-	// 0600, os.CreateTemp's, which is filePerm) and returns its name; sync makes it durable and renames it over path.
-	// It is not fsynced here: sync makes every staged file durable at
-	// once (syncFiles).
-	stageFile = func(path string, data []byte) (string, error) {
-		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-		if err != nil {
-			return "", err
-		}
-		_, err = f.Write(data)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			_ = os.Remove(f.Name())
-			return "", err
-		}
-		return f.Name(), nil
-	}
+	// stageFile writes data to a new temporary file beside path
+	// (writeTemp) and returns its name; sync renames it over path. It is
+	// not fsynced here: sync makes every staged file durable at once
+	// (syncFiles).
+	stageFile = writeTemp
 	// syncFiles makes the staged files' data durable before any is
 	// renamed: one syncfs(2) of the filesystem holding root, which is one
 	// call for the 20,000 files of a first projection where an fsync
@@ -63,6 +49,24 @@ var (
 	removeFile = os.Remove
 	syncDir    = syncFile
 )
+
+// writeTemp writes data to a new temporary file beside path (mode 0600,
+// os.CreateTemp's, which is filePerm) and returns its name.
+func writeTemp(path string, data []byte) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
 
 // syncFile fsyncs the file or directory name.
 func syncFile(name string) error {
@@ -122,17 +126,28 @@ func (c *changes) put(rel string, data []byte) error {
 
 // readFileID reads the file at p, and says which version of it it read.
 func readFileID(p string) ([]byte, fileID, error) {
-	f, err := openView(p)
+	f, id, err := openID(p)
 	if err != nil {
 		return nil, fileID{}, err
 	}
 	defer f.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+	b, err := io.ReadAll(f)
+	return b, id, err
+}
+
+// openID opens the view at p to read it, and says which version of the
+// file it opened.
+func openID(p string) (*os.File, fileID, error) {
+	f, err := openView(p)
+	if err != nil {
 		return nil, fileID{}, err
 	}
-	b, err := io.ReadAll(f)
-	return b, idOf(&st), err
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, fileID{}, err
+	}
+	return f, idOf(&st), nil
 }
 
 // replace writes data to rel (under root): for a caller that knows the

@@ -218,19 +218,13 @@ func writeStamps(root string, s stamps, old []byte) error {
 		return nil
 	}
 	p := filepath.Join(root, StampsFile)
-	f, err := os.CreateTemp(root, "."+StampsFile+".tmp")
-	if err != nil {
-		return viewErr("write views stamps", p, err)
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	tmp, err := writeTemp(p, b)
 	if err == nil {
-		err = os.Rename(f.Name(), p)
+		if err = os.Rename(tmp, p); err != nil {
+			_ = os.Remove(tmp)
+		}
 	}
 	if err != nil {
-		_ = os.Remove(f.Name())
 		return viewErr("write views stamps", p, err)
 	}
 	return nil

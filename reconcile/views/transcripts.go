@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/sporectl/sporectl/internal/parallel"
@@ -79,7 +78,7 @@ func stampAt(p string, recorded transcriptStamp, known bool) fileStamp {
 // read; ok is false when the file is missing or does not start with a
 // stamp this version wrote.
 func readStamp(p string) (s stamp, ok bool, id fileID, err error) {
-	f, err := openView(p)
+	f, id, err := openID(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return stamp{}, false, fileID{}, nil
 	}
@@ -87,12 +86,8 @@ func readStamp(p string) (s stamp, ok bool, id fileID, err error) {
 		return stamp{}, false, fileID{}, fmt.Errorf("read view %s: %w", p, err)
 	}
 	defer f.Close()
-	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		return stamp{}, false, fileID{}, fmt.Errorf("read view %s: %w", p, err)
-	}
 	s, ok, err = parseStampOf(f, p)
-	return s, ok, idOf(&st), err
+	return s, ok, id, err
 }
 
 // parseStampOf reads the first line of the transcript f (at p).

@@ -70,7 +70,9 @@ func (d *Dir) Project(ctx context.Context, st state.Store, res reconcile.Result,
 	errs = append(errs, d.transcripts(ctx, c, st, res, scope, old, kept, rendered))
 	var digest string
 	if scope == Full && ctx.Err() == nil {
-		errs = append(errs, d.fleet(c, res, old.fleet, &digest))
+		var err error
+		digest, err = d.fleet(c, res, old.fleet)
+		errs = append(errs, err)
 	}
 	errs = append(errs, ctx.Err())
 	if err := c.sync(); err != nil {
@@ -87,21 +89,20 @@ func (d *Dir) Project(ctx context.Context, st state.Store, res reconcile.Result,
 
 // fleet projects fleet.json and STATUS.md, unless the stamps say both
 // files are still those rendered from a fleet with f's digest: a fleet at
-// rest costs its digest and two lstats, not a rendering of each. It sets
-// digest when it rendered them (the stamps are then those of the files
-// renamed into place).
-func (d *Dir) fleet(c *changes, res reconcile.Result, have fleetStamp, digest *string) error {
+// rest costs its digest and two lstats, not a rendering of each. It
+// returns the digest when it rendered them ("" when it did not): the
+// stamps are then those of the files renamed into place.
+func (d *Dir) fleet(c *changes, res reconcile.Result, have fleetStamp) (string, error) {
 	f := fleetOf(res)
-	dg := f.digest()
-	if have.digest == dg && isFile(filepath.Join(c.root, FleetFile), have.fleet) && isFile(filepath.Join(c.root, StatusFile), have.status) {
-		return nil
+	digest := f.digest()
+	if have.digest == digest && isFile(filepath.Join(c.root, FleetFile), have.fleet) && isFile(filepath.Join(c.root, StatusFile), have.status) {
+		return "", nil
 	}
-	*digest = dg
 	b, err := fleetJSON(f)
 	if err != nil {
-		return err
+		return digest, err
 	}
-	return errors.Join(c.put(FleetFile, b), c.put(StatusFile, statusMarkdown(f)))
+	return digest, errors.Join(c.put(FleetFile, b), c.put(StatusFile, statusMarkdown(f)))
 }
 
 func (d *Dir) pageSize() int {
