@@ -243,7 +243,7 @@ func (la *logActions) readOn(f *os.File, name string, head logHead) error {
 		if err != nil {
 			return err
 		}
-		if !agent && e.Kind == state.KindPrompt || e.Kind == state.KindMessage {
+		if !agent && (e.Kind == state.KindPrompt || e.Kind == state.KindMessage) {
 			la.refs = append(la.refs, actionRef{seq: e.Seq, at: e.At, kind: e.Kind, action: e.Action})
 		}
 	}
@@ -288,13 +288,13 @@ func isAgentLine(line []byte) bool {
 }
 
 // linesBack calls fn with each line of the first size bytes of f (which
-// must end with an LF; name is f's in errors), from the last to the first, without its LF, until fn
-// returns false or an error. It reads backward in blocks, so it reads
-// only as far back as fn goes.
+// must end with a line feed), newest first, without it, until fn says no
+// more or returns an error. A line passed to fn is valid only until fn
+// returns: the blocks are read into one buffer, reused.
 func linesBack(f *os.File, name string, size int64, fn func(line []byte) (bool, error)) error {
 	const block = 64 << 10
-	pos := size // data holds the bytes [pos, end) of the file
-	var data []byte
+	pos := size // data holds the bytes [pos, end) of the file, at buf's end
+	var buf, data []byte
 	for {
 		if n := len(data); n > 0 {
 			if data[n-1] != '\n' {
@@ -311,15 +311,21 @@ func linesBack(f *os.File, name string, size int64, fn func(line []byte) (bool, 
 		} else if pos == 0 {
 			return nil
 		}
-		// The line's start is before pos: read the block before it.
-		k := min(int64(block), pos)
-		grown := make([]byte, int(k)+len(data))
-		if _, err := f.ReadAt(grown[:k], pos-k); errors.Is(err, io.EOF) {
+		// The line's start is before pos: read the block before it, into
+		// buf ahead of what is left of data (a line longer than a block
+		// grows buf).
+		k := int(min(int64(block), pos))
+		if need := k + len(data); need > len(buf) {
+			buf = make([]byte, max(need, 2*len(buf), block))
+		}
+		rest := buf[len(buf)-len(data):]
+		copy(rest, data)
+		start := len(buf) - len(data) - k
+		if _, err := f.ReadAt(buf[start:start+k], pos-int64(k)); errors.Is(err, io.EOF) {
 			return &state.CorruptError{File: name, Line: -1, Offset: -1, Reason: fmt.Sprintf("log is shorter than its committed %d bytes", size)}
 		} else if err != nil {
 			return err
 		}
-		copy(grown[k:], data)
-		data, pos = grown, pos-k
+		data, pos = buf[start:], pos-int64(k)
 	}
 }
