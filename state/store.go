@@ -100,6 +100,16 @@ type Tx interface {
 	// agent lines carry their bridge's). Events the transaction appended
 	// count. Another kind is an *InvalidError.
 	FindAction(ctx context.Context, id string, kind EventKind, action string, since time.Time) (ev Event, found bool, err error)
+	// Revision names the committed state a View reads: two Views of one
+	// store with the same revision read the same settings, rows, heads,
+	// outboxes and events, and a commit that changes any of them makes
+	// another. It is opaque (only equality means anything) and reads no
+	// row: a reader that kept what it made of one revision knows, from
+	// the revision alone, that it would make the same again. A revision
+	// may change with nothing changed (a restart of the PostgreSQL
+	// server does; a compaction of the directory store does not). Inside
+	// an Update, whose reads see no fixed state, it is "".
+	Revision(ctx context.Context) (string, error)
 
 	// Outbox lists the spore's undelivered messages in the order queued.
 	Outbox(ctx context.Context, id string) ([]OutboxEntry, error)

@@ -114,6 +114,11 @@ func (t *readsTx) LastEvents(ctx context.Context, ids []string) (map[string]stat
 	return t.Tx.LastEvents(ctx, ids)
 }
 
+func (t *readsTx) Revision(ctx context.Context) (string, error) {
+	t.r.call("Revision")
+	return t.Tx.Revision(ctx)
+}
+
 func (t *readsTx) FindAction(ctx context.Context, id string, kind state.EventKind, action string, since time.Time) (state.Event, bool, error) {
 	t.r.call("FindAction")
 	return t.Tx.FindAction(ctx, id, kind, action, since)

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Tail", testTail},
 		{"LastEvents", testLastEvents},
 		{"FindAction", testFindAction},
+		{"Revision", testRevision},
 		{"ReadYourWrites", testReadYourWrites},
 		{"HostileText", testHostileText},
 		{"Outbox", testOutbox},
