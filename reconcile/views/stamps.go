@@ -2,18 +2,16 @@ package views
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/sporectl/sporectl/internal/digest"
 )
 
 // StampsFile is the views' record of what each view was last made from
@@ -234,60 +232,33 @@ func writeStamps(root string, s stamps, old []byte) error {
 // from: equal digests, equal files. Every field of fleetSpore is in it
 // (TestEveryFleetFieldIsInTheDigest).
 func (f fleetFile) digest() string {
-	d := digester{h: sha256.New(), b: make([]byte, 0, 64<<10)}
-	d.num(fleetStampFormat)
-	d.num(uint64(f.Version))
-	d.num(uint64(len(f.Spores)))
+	d := digest.New()
+	d.Uint(fleetStampFormat)
+	d.Uint(uint64(f.Version))
+	d.Uint(uint64(len(f.Spores)))
 	for _, s := range f.Spores {
-		d.str(s.ID)
-		d.str(s.Colony)
-		d.str(string(s.Rank))
-		d.str(s.Swarm)
-		d.str(s.Role)
-		d.str(string(s.Desired))
-		d.str(string(s.Observed.Pod))
-		d.str(string(s.Observed.Bridge))
-		d.str(string(s.Observed.Activity))
-		d.num(uint64(s.Observed.Restarts))
-		d.str(string(s.Observed.Reason))
-		d.str(string(s.Effective))
-		d.str(s.Reason)
-		d.str(string(s.Code))
-		d.num(s.LastSeq)
-		d.num(uint64(s.Pending))
+		d.Str(s.ID)
+		d.Str(s.Colony)
+		d.Str(string(s.Rank))
+		d.Str(s.Swarm)
+		d.Str(s.Role)
+		d.Str(string(s.Desired))
+		d.Str(string(s.Observed.Pod))
+		d.Str(string(s.Observed.Bridge))
+		d.Str(string(s.Observed.Activity))
+		d.Int(int64(s.Observed.Restarts))
+		d.Str(string(s.Observed.Reason))
+		d.Str(string(s.Effective))
+		d.Str(s.Reason)
+		d.Str(string(s.Code))
+		d.Uint(s.LastSeq)
+		d.Int(int64(s.Pending))
 	}
-	d.num(uint64(len(f.Orphans)))
+	d.Uint(uint64(len(f.Orphans)))
 	for _, o := range f.Orphans {
-		d.str(o)
+		d.Str(o)
 	}
-	return d.sum()
-}
-
-// digester hashes values each written with its length, so that no two
-// sequences of values hash the same bytes.
-type digester struct {
-	h hash.Hash
-	b []byte
-}
-
-func (d *digester) num(v uint64) { d.b = binary.AppendUvarint(d.b, v); d.flush(false) }
-
-func (d *digester) str(s string) {
-	d.b = binary.AppendUvarint(d.b, uint64(len(s)))
-	d.b = append(d.b, s...)
-	d.flush(false)
-}
-
-func (d *digester) flush(all bool) {
-	if all || len(d.b) >= cap(d.b)/2 {
-		d.h.Write(d.b)
-		d.b = d.b[:0]
-	}
-}
-
-func (d *digester) sum() string {
-	d.flush(true)
-	return hex.EncodeToString(d.h.Sum(nil)[:16])
+	return d.Sum()
 }
 
 // stampsFor is the stamps of the views a projection left: those it found
