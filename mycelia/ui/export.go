@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
+	"github.com/sporectl/sporectl/internal/digest"
 	"github.com/sporectl/sporectl/internal/parallel"
 	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/reconcile"
@@ -50,6 +51,37 @@ const exportCSP = "default-src 'none'; style-src 'self' file:; img-src 'none'; s
 // keeps what each page was made from (see Export).
 const ExportStamps = ExportSpores + "/stamps.json"
 
+// The stamps that name no file (no file's path begins with a dot): the
+// store's revision the records were read at, and each record's digest
+// (recordStamp + its id).
+const (
+	revisionStamp = ".revision"
+	recordStamp   = ".record/"
+)
+
+// knowsRecords says whether prev has a digest of every spore's record.
+func knowsRecords(prev map[string]string, res reconcile.Result) bool {
+	for _, s := range res.Spores {
+		if prev[recordStamp+s.ID] == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// readRecords is every spore's record, by id.
+func readRecords(ctx context.Context, tx state.Tx) (map[string]*state.Spore, error) {
+	sps, err := tx.Spores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recs := make(map[string]*state.Spore, len(sps))
+	for i := range sps {
+		recs[sps[i].ID] = &sps[i]
+	}
+	return recs, nil
+}
+
 // Export renders the static copy of the page (docs/page.md "Static
 // export") for the spores of res: the fleet as index.html, each spore's
 // newest ExportLimit events as spores/<id>.html, and the stylesheets, from
@@ -65,30 +97,45 @@ const ExportStamps = ExportSpores + "/stamps.json"
 // the file": a page whose stamp in prev (what the previous export wrote
 // to ExportStamps, with entries only for files still there) equals what
 // it would be made from now is not rendered again, so an export of an
-// unchanged fleet reads the spores' records once and renders nothing.
+// unchanged fleet renders nothing, and one of a store at the revision
+// prev was made at reads no record either.
 // Spores whose id is not one (a hand-edited store) appear in the index as
 // text and get no page.
 func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.Time, prev map[string]string) (map[string][]byte, error) {
 	hour := now.UTC().Truncate(time.Hour)
 	h := &Handler{Store: st, Now: func() time.Time { return hour }}
 	files := map[string][]byte{}
-	recs := map[string]*state.Spore{}
+	// The records are read, and each digested, only when the store has
+	// changed since the export that wrote prev: a store at rest costs its
+	// revision, not a read and an encoding of every record.
+	var rev string
+	var recs map[string]*state.Spore
 	err := st.View(ctx, func(tx state.Tx) error {
-		sps, err := tx.Spores(ctx)
-		for i := range sps {
-			recs[sps[i].ID] = &sps[i]
+		var err error
+		if rev, err = tx.Revision(ctx); err != nil {
+			return err
 		}
+		if rev != "" && rev == prev[revisionStamp] && knowsRecords(prev, res) {
+			return nil
+		}
+		recs, err = readRecords(ctx, tx)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export: read the spores: %w", err)
 	}
 	stamps := map[string]string{}
+	if rev != "" {
+		stamps[revisionStamp] = rev
+	}
 
 	// A spore's page shows its record and its last events (its LastSeq
 	// says which), as of hour. The stamps are hashes of what they stand
 	// for, made on every core: in a fleet at rest they are most of what
-	// an export costs.
+	// an export costs. A record's digest is the one prev has when the
+	// store is at the revision prev was made at ("" for a spore deleted
+	// since the pass, which gets no page).
+	recDigests := make([]string, len(res.Spores))
 	pageStamps := make([]string, len(res.Spores))
 	// The index shows the pass's result and each spore's record and last
 	// events, as of hour: each spore's line of it is stamped here too,
@@ -99,18 +146,39 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	lineStamps := make([]string, len(res.Spores))
 	parallel.For(len(res.Spores), 256, func(i int) {
 		s := res.Spores[i]
-		rec := recs[s.ID]
-		if state.ValidateID(s.ID) == nil && rec != nil {
-			pageStamps[i] = stampOf(rec, hour, s.LastSeq)
-			lineStamps[i] = stampOf(s, hiddenOf(s), pageStamps[i])
+		d := prev[recordStamp+s.ID]
+		if recs != nil {
+			d = ""
+			if rec := recs[s.ID]; rec != nil {
+				d = stampOf(rec)
+			}
+		}
+		recDigests[i] = d
+		if state.ValidateID(s.ID) == nil && d != "" {
+			pageStamps[i] = pageStamp(d, hour, s.LastSeq)
+			lineStamps[i] = lineStamp(&s, pageStamps[i])
 		} else {
-			lineStamps[i] = stampOf(s, hiddenOf(s), rec)
+			lineStamps[i] = lineStamp(&s, d)
 		}
 	})
-	stamps[ExportIndex] = stampOf(res.Orphans, hour, lineStamps)
+	for i, s := range res.Spores {
+		if recDigests[i] != "" {
+			stamps[recordStamp+s.ID] = recDigests[i]
+		}
+	}
+	stamps[ExportIndex] = indexStamp(res.Orphans, hour, lineStamps)
 	if prev[ExportIndex] == stamps[ExportIndex] {
 		files[ExportIndex] = nil
 	} else {
+		if recs == nil {
+			if err := st.View(ctx, func(tx state.Tx) error {
+				var err error
+				recs, err = readRecords(ctx, tx)
+				return err
+			}); err != nil {
+				return nil, fmt.Errorf("export: read the spores: %w", err)
+			}
+		}
 		// The whole fleet on one page: a file has no ?page=.
 		page, err := h.fleetPageOf(ctx, fleetOf(res, recs, hour), fleetFilter{}, "", 0)
 		if err != nil {
@@ -213,7 +281,8 @@ func WriteExport(d ExportDir, files map[string][]byte) ([]string, error) {
 }
 
 // ReadExportStamps reads what the export in dir last wrote to
-// ExportStamps, keeping only entries whose file is still there. Anything
+// ExportStamps, keeping only entries whose file is still there (and
+// those that name no file: the revision and the records'). Anything
 // unreadable counts as no stamps (every page is rendered again).
 func ReadExportStamps(dir string) map[string]string {
 	var stamps map[string]string
@@ -235,7 +304,7 @@ func ReadExportStamps(dir string) map[string]string {
 		have[ExportSpores+"/"+name] = true
 	}
 	for rel := range stamps {
-		if !have[rel] {
+		if !have[rel] && !strings.HasPrefix(rel, ".") {
 			delete(stamps, rel)
 		}
 	}
@@ -258,24 +327,93 @@ func stampOf(v ...any) string {
 	return hex.EncodeToString(s.hash.Sum(sum[:0])[:16])
 }
 
-// hiddenHealth is what a SporeHealth's JSON leaves out, which the fleet
-// page shows (the pending count, the swarm, the code): a spore's line
-// stamp has it too, or a change of it alone would keep the index as it
-// was (TestLineStampsHaveTheWholeHealth).
-type hiddenHealth struct {
-	Swarm, Role  string
-	Code         reconcile.Reason
-	Pending      int
-	PendingSince time.Time
-	Held         int
-	Image        string
-	Created      time.Time
+// pageStamp is the stamp of a spore's page: its record (by digest), its
+// last sequence number and the hour.
+func pageStamp(record string, hour time.Time, lastSeq uint64) string {
+	d := digests.Get().(*digest.Digest)
+	defer digests.Put(d)
+	d.Reset()
+	d.Str(exportFormat())
+	d.Str(record)
+	d.Time(hour)
+	d.Uint(lastSeq)
+	return d.Sum()
 }
 
-func hiddenOf(s reconcile.SporeHealth) hiddenHealth {
-	return hiddenHealth{Swarm: s.Swarm, Role: s.Role, Code: s.Code, Pending: s.Pending, PendingSince: s.PendingSince,
-		Held: s.Held, Image: s.Image, Created: s.Created}
+// lineStamp is the stamp of a spore's line of the index: every field of
+// its health in the pass's result but the bridge's error, whose text may
+// change with nothing else (TestLineStampsHaveTheWholeHealth), and page,
+// its page's stamp (for a spore with no page, its record's digest).
+func lineStamp(s *reconcile.SporeHealth, page string) string {
+	d := digests.Get().(*digest.Digest)
+	defer digests.Put(d)
+	d.Reset()
+	d.Str(exportFormat())
+	d.Str(s.ID)
+	d.Str(s.Colony)
+	d.Str(string(s.Rank))
+	d.Str(s.Swarm)
+	d.Str(s.Role)
+	d.Str(string(s.Desired))
+	o := &s.Observed
+	d.Str(string(o.Pod))
+	d.Str(string(o.Bridge))
+	d.Str(string(o.Activity))
+	d.Int(int64(o.Restarts))
+	d.Str(string(o.Reason))
+	d.Str(o.Message)
+	d.Int(int64(o.Pods))
+	d.Str(string(o.LastTermination))
+	d.Bool(o.Exited)
+	d.Str(string(o.BridgeProblem))
+	d.Uint(o.BridgeLastSeq)
+	d.Int(int64(o.Queue))
+	d.Str(o.SessionID)
+	d.Str(string(o.Ingest))
+	d.Bool(o.Unknown)
+	d.Str(string(s.Effective))
+	d.Str(s.Reason)
+	d.Str(string(s.Code))
+	d.Str(s.SleptBy)
+	d.Bool(s.Spend != nil)
+	if s.Spend != nil {
+		d.Int(s.Spend.Tokens)
+		d.Int(s.Spend.CostMicros)
+	}
+	d.Bool(s.Budget != nil)
+	if s.Budget != nil {
+		d.Int(s.Budget.TokensPerDay)
+		d.Int(s.Budget.CostPerDayMicros)
+	}
+	d.Str(s.OverBudget)
+	d.Uint(s.LastSeq)
+	d.Int(int64(s.Pending))
+	d.Time(s.PendingSince)
+	d.Int(int64(s.Held))
+	d.Str(s.Image)
+	d.Time(s.Created)
+	d.Str(page)
+	return d.Sum()
 }
+
+// indexStamp is the stamp of the index: the orphans, the hour and each
+// spore's line.
+func indexStamp(orphans []string, hour time.Time, lines []string) string {
+	d := digest.New()
+	d.Str(exportFormat())
+	d.Uint(uint64(len(orphans)))
+	for _, o := range orphans {
+		d.Str(o)
+	}
+	d.Time(hour)
+	d.Uint(uint64(len(lines)))
+	for _, l := range lines {
+		d.Str(l)
+	}
+	return d.Sum()
+}
+
+var digests = sync.Pool{New: func() any { return digest.New() }}
 
 // stamper is what stampOf reuses: a fleet at rest stamps every spore's
 // page on every export, and a hash and an encoder each time were a

@@ -158,7 +158,8 @@ func TestExportIntoViews(t *testing.T) {
 	require.Empty(t, written, "nothing changed, nothing written")
 	// From its stamps: nothing rendered, nothing written, nothing removed.
 	stamps := ReadExportStamps(dir.Path)
-	require.Len(t, stamps, 6, "the index and five spore pages")
+	require.Len(t, stamps, 12, "the index and five spore pages, the revision and five records")
+	require.Contains(t, stamps, revisionStamp)
 	written, err = WriteExport(dir, f.export(t0, stamps))
 	require.NoError(t, err)
 	require.Empty(t, written)
