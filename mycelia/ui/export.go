@@ -340,58 +340,15 @@ func pageStamp(record string, hour time.Time, lastSeq uint64) string {
 	return d.Sum()
 }
 
-// lineStamp is the stamp of a spore's line of the index: every field of
-// its health in the pass's result but the bridge's error, whose text may
-// change with nothing else (TestLineStampsHaveTheWholeHealth), and page,
-// its page's stamp (for a spore with no page, its record's digest).
+// lineStamp is the stamp of a spore's line of the index: its health in
+// the pass's result (SporeHealth.AddTo) and page, its page's stamp (for a
+// spore with no page, its record's digest).
 func lineStamp(s *reconcile.SporeHealth, page string) string {
 	d := digests.Get().(*digest.Digest)
 	defer digests.Put(d)
 	d.Reset()
 	d.Str(exportFormat())
-	d.Str(s.ID)
-	d.Str(s.Colony)
-	d.Str(string(s.Rank))
-	d.Str(s.Swarm)
-	d.Str(s.Role)
-	d.Str(string(s.Desired))
-	o := &s.Observed
-	d.Str(string(o.Pod))
-	d.Str(string(o.Bridge))
-	d.Str(string(o.Activity))
-	d.Int(int64(o.Restarts))
-	d.Str(string(o.Reason))
-	d.Str(o.Message)
-	d.Int(int64(o.Pods))
-	d.Str(string(o.LastTermination))
-	d.Bool(o.Exited)
-	d.Str(string(o.BridgeProblem))
-	d.Uint(o.BridgeLastSeq)
-	d.Int(int64(o.Queue))
-	d.Str(o.SessionID)
-	d.Str(string(o.Ingest))
-	d.Bool(o.Unknown)
-	d.Str(string(s.Effective))
-	d.Str(s.Reason)
-	d.Str(string(s.Code))
-	d.Str(s.SleptBy)
-	d.Bool(s.Spend != nil)
-	if s.Spend != nil {
-		d.Int(s.Spend.Tokens)
-		d.Int(s.Spend.CostMicros)
-	}
-	d.Bool(s.Budget != nil)
-	if s.Budget != nil {
-		d.Int(s.Budget.TokensPerDay)
-		d.Int(s.Budget.CostPerDayMicros)
-	}
-	d.Str(s.OverBudget)
-	d.Uint(s.LastSeq)
-	d.Int(int64(s.Pending))
-	d.Time(s.PendingSince)
-	d.Int(int64(s.Held))
-	d.Str(s.Image)
-	d.Time(s.Created)
+	s.AddTo(d)
 	d.Str(page)
 	return d.Sum()
 }

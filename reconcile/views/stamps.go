@@ -7,11 +7,13 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/sporectl/sporectl/internal/digest"
+	"github.com/sporectl/sporectl/reconcile"
 )
 
 // StampsFile is the views' record of what each view was last made from
@@ -228,34 +230,23 @@ func writeStamps(root string, s stamps, old []byte) error {
 	return nil
 }
 
-// digest is a digest of everything fleet.json and STATUS.md are rendered
-// from: equal digests, equal files. Every field of fleetSpore is in it
-// (TestEveryFleetFieldIsInTheDigest).
-func (f fleetFile) digest() string {
+// fleetDigest is a digest of everything fleet.json and STATUS.md are
+// rendered from, fleetOf(res): equal digests, equal files. It is made of
+// res's spores in fleetOf's order, each whole (SporeHealth.AddTo, which
+// has every field fleetOf takes and some it does not), and its orphans
+// as fleetOf keeps them.
+func fleetDigest(res reconcile.Result) string {
 	d := digest.New()
 	d.Uint(fleetStampFormat)
-	d.Uint(uint64(f.Version))
-	d.Uint(uint64(len(f.Spores)))
-	for _, s := range f.Spores {
-		d.Str(s.ID)
-		d.Str(s.Colony)
-		d.Str(string(s.Rank))
-		d.Str(s.Swarm)
-		d.Str(s.Role)
-		d.Str(string(s.Desired))
-		d.Str(string(s.Observed.Pod))
-		d.Str(string(s.Observed.Bridge))
-		d.Str(string(s.Observed.Activity))
-		d.Int(int64(s.Observed.Restarts))
-		d.Str(string(s.Observed.Reason))
-		d.Str(string(s.Effective))
-		d.Str(s.Reason)
-		d.Str(string(s.Code))
-		d.Uint(s.LastSeq)
-		d.Int(int64(s.Pending))
+	d.Uint(fleetVersion)
+	spores := sorted(res)
+	d.Uint(uint64(len(spores)))
+	for i := range spores {
+		spores[i].AddTo(d)
 	}
-	d.Uint(uint64(len(f.Orphans)))
-	for _, o := range f.Orphans {
+	orphans := slices.Compact(slices.Sorted(slices.Values(res.Orphans)))
+	d.Uint(uint64(len(orphans)))
+	for _, o := range orphans {
 		d.Str(o)
 	}
 	return d.Sum()

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -212,60 +211,27 @@ func TestConcurrentProjectionsLeaveStampsTheNextCanTrust(t *testing.T) {
 	}
 }
 
-// The fleet's digest covers every field fleet.json and STATUS.md are
-// rendered from: a change of any one of them changes it.
-func TestEveryFleetFieldIsInTheDigest(t *testing.T) {
-	base := fleetFile{Version: fleetVersion, Spores: []fleetSpore{{}}, Orphans: []string{}}
-	seen := map[string]bool{base.digest(): true}
-	var fields []string
-	leaves(t, reflect.ValueOf(&fleetSpore{}).Elem(), "fleetSpore", func(path string, _ reflect.Value) {
-		fields = append(fields, path)
-	})
-	require.GreaterOrEqual(t, len(fields), 16)
-	for _, field := range fields {
-		f := fleetFile{Version: fleetVersion, Spores: []fleetSpore{{}}, Orphans: []string{}}
-		leaves(t, reflect.ValueOf(&f.Spores[0]).Elem(), "fleetSpore", func(path string, v reflect.Value) {
-			if path != field {
-				return
-			}
-			switch v.Kind() {
-			case reflect.String:
-				v.SetString("x")
-			case reflect.Int:
-				v.SetInt(7)
-			case reflect.Uint64:
-				v.SetUint(7)
-			}
-		})
-		dg := f.digest()
-		require.False(t, seen[dg], "%s is not in the digest", field)
-		seen[dg] = true
-	}
-	orphan := base
-	orphan.Orphans = []string{"x"}
-	require.False(t, seen[orphan.digest()], "the orphans are in the digest")
-	// Lengths are in it: two values cannot trade bytes.
-	a, b := base, base
-	a.Spores = []fleetSpore{{ID: "ab", Colony: "c"}}
-	b.Spores = []fleetSpore{{ID: "a", Colony: "bc"}}
-	require.NotEqual(t, a.digest(), b.digest())
-}
+// The fleet's digest is of what fleetOf keeps: another spore, a change
+// of one (any field: reconcile's TestHealthDigestHasEveryField), another
+// orphan change it; the order the pass listed them in and a repeated
+// orphan do not.
+func TestFleetDigestIsOfWhatFleetOfKeeps(t *testing.T) {
+	res := reconcile.Result{Spores: []reconcile.SporeHealth{{ID: "a"}, {ID: "b"}}, Orphans: []string{"x", "y"}}
+	base := fleetDigest(res)
+	same := reconcile.Result{Spores: []reconcile.SporeHealth{{ID: "b"}, {ID: "a"}}, Orphans: []string{"y", "x", "y"}}
+	require.Equal(t, base, fleetDigest(same), "another order, a repeated orphan")
+	require.Equal(t, fleetOf(res), fleetOf(same), "fleetOf keeps them alike")
 
-// leaves calls fn with each field of the struct v that is not a struct,
-// named by its path; a kind the digest test cannot set fails it.
-func leaves(t *testing.T, v reflect.Value, path string, fn func(path string, v reflect.Value)) {
-	t.Helper()
-	if v.Kind() == reflect.Struct {
-		for i := range v.NumField() {
-			leaves(t, v.Field(i), path+"."+v.Type().Field(i).Name, fn)
-		}
-		return
-	}
-	switch v.Kind() {
-	case reflect.String, reflect.Int, reflect.Uint64:
-		fn(path, v)
-	default:
-		t.Fatalf("%s: a %s, which this test cannot set", path, v.Kind())
+	seen := map[string]bool{base: true}
+	for name, changed := range map[string]reconcile.Result{
+		"another spore":  {Spores: []reconcile.SporeHealth{{ID: "a"}, {ID: "b"}, {ID: "c"}}, Orphans: res.Orphans},
+		"a spore's code": {Spores: []reconcile.SporeHealth{{ID: "a"}, {ID: "b", Code: "x"}}, Orphans: res.Orphans},
+		"another orphan": {Spores: res.Spores, Orphans: []string{"x", "y", "z"}},
+		"no orphans":     {Spores: res.Spores},
+	} {
+		d := fleetDigest(changed)
+		require.False(t, seen[d], "%s: the digest did not change", name)
+		seen[d] = true
 	}
 }
 

@@ -93,11 +93,11 @@ func (d *Dir) Project(ctx context.Context, st state.Store, res reconcile.Result,
 // returns the digest when it rendered them ("" when it did not): the
 // stamps are then those of the files renamed into place.
 func (d *Dir) fleet(c *changes, res reconcile.Result, have fleetStamp) (string, error) {
-	f := fleetOf(res)
-	digest := f.digest()
+	digest := fleetDigest(res)
 	if have.digest == digest && isFile(filepath.Join(c.root, FleetFile), have.fleet) && isFile(filepath.Join(c.root, StatusFile), have.status) {
 		return "", nil
 	}
+	f := fleetOf(res)
 	b, err := fleetJSON(f)
 	if err != nil {
 		return digest, err
