@@ -26,6 +26,9 @@ import (
 type snapRows struct {
 	name   string     // state.json, for errors
 	header snapHeader // its first line
+	// file is which state.json it is: its inode, size and modification
+	// time when it was opened, for Revision.
+	file string
 
 	mu    sync.Mutex
 	f     *os.File // nil once the whole file is read

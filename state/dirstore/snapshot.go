@@ -228,6 +228,7 @@ func readSnapshotFrom(root string, oldest int) (*model, os.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	snap.file = fileIdentity(fi)
 	return newModel(snap), fi, nil
 }
 
