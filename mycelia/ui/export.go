@@ -330,43 +330,46 @@ func stampOf(v ...any) string {
 // pageStamp is the stamp of a spore's page: its record (by digest), its
 // last sequence number and the hour.
 func pageStamp(record string, hour time.Time, lastSeq uint64) string {
-	d := digests.Get().(*digest.Digest)
-	defer digests.Put(d)
-	d.Reset()
-	d.Str(exportFormat())
-	d.Str(record)
-	d.Time(hour)
-	d.Uint(lastSeq)
-	return d.Sum()
+	return stampWith(func(d *digest.Digest) {
+		d.Str(record)
+		d.Time(hour)
+		d.Uint(lastSeq)
+	})
 }
 
 // lineStamp is the stamp of a spore's line of the index: its health in
 // the pass's result (SporeHealth.AddTo) and page, its page's stamp (for a
 // spore with no page, its record's digest).
 func lineStamp(s *reconcile.SporeHealth, page string) string {
-	d := digests.Get().(*digest.Digest)
-	defer digests.Put(d)
-	d.Reset()
-	d.Str(exportFormat())
-	s.AddTo(d)
-	d.Str(page)
-	return d.Sum()
+	return stampWith(func(d *digest.Digest) {
+		s.AddTo(d)
+		d.Str(page)
+	})
 }
 
 // indexStamp is the stamp of the index: the orphans, the hour and each
 // spore's line.
 func indexStamp(orphans []string, hour time.Time, lines []string) string {
-	d := digest.New()
+	return stampWith(func(d *digest.Digest) {
+		d.Uint(uint64(len(orphans)))
+		for _, o := range orphans {
+			d.Str(o)
+		}
+		d.Time(hour)
+		d.Uint(uint64(len(lines)))
+		for _, l := range lines {
+			d.Str(l)
+		}
+	})
+}
+
+// stampWith is the digest of the pages' format and what add adds.
+func stampWith(add func(d *digest.Digest)) string {
+	d := digests.Get().(*digest.Digest)
+	defer digests.Put(d)
+	d.Reset()
 	d.Str(exportFormat())
-	d.Uint(uint64(len(orphans)))
-	for _, o := range orphans {
-		d.Str(o)
-	}
-	d.Time(hour)
-	d.Uint(uint64(len(lines)))
-	for _, l := range lines {
-		d.Str(l)
-	}
+	add(d)
 	return d.Sum()
 }
 
