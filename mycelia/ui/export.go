@@ -150,7 +150,7 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		if recs != nil {
 			d = ""
 			if rec := recs[s.ID]; rec != nil {
-				d = stampOf(rec)
+				d = recordDigest(rec)
 			}
 		}
 		recDigests[i] = d
@@ -311,17 +311,15 @@ func ReadExportStamps(dir string) map[string]string {
 	return stamps
 }
 
-// stampOf is a short digest of what a page is made from. The format
-// version changes whenever the pages would render differently.
-func stampOf(v ...any) string {
+// recordDigest is a short digest of a spore's record: of its JSON, the
+// pages' format first, so that any field of it counts.
+func recordDigest(rec *state.Spore) string {
 	s := stampers.Get().(*stamper)
 	defer stampers.Put(s)
 	s.buf.Reset()
 	s.hash.Reset()
 	_ = s.enc.Encode(exportFormat())
-	for _, x := range v {
-		_ = s.enc.Encode(x) // plain data: cannot fail
-	}
+	_ = s.enc.Encode(rec) // plain data: cannot fail
 	s.hash.Write(s.buf.Bytes())
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(s.hash.Sum(sum[:0])[:16])
@@ -375,9 +373,9 @@ func stampWith(add func(d *digest.Digest)) string {
 
 var digests = sync.Pool{New: func() any { return digest.New() }}
 
-// stamper is what stampOf reuses: a fleet at rest stamps every spore's
-// page on every export, and a hash and an encoder each time were a
-// third of it.
+// stamper is what recordDigest reuses: an export of a store that
+// changed digests every record, and a hash and an encoder each time were
+// a third of it.
 type stamper struct {
 	hash hash.Hash
 	buf  bytes.Buffer
