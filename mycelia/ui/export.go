@@ -110,6 +110,10 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	// revision, not a read and an encoding of every record.
 	var rev string
 	var recs map[string]*state.Spore
+	read := func(tx state.Tx) (err error) {
+		recs, err = readRecords(ctx, tx)
+		return err
+	}
 	err := st.View(ctx, func(tx state.Tx) error {
 		var err error
 		if rev, err = tx.Revision(ctx); err != nil {
@@ -118,8 +122,7 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		if rev != "" && rev == prev[revisionStamp] && knowsRecords(prev, res) {
 			return nil
 		}
-		recs, err = readRecords(ctx, tx)
-		return err
+		return read(tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("export: read the spores: %w", err)
@@ -171,11 +174,7 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		files[ExportIndex] = nil
 	} else {
 		if recs == nil {
-			if err := st.View(ctx, func(tx state.Tx) error {
-				var err error
-				recs, err = readRecords(ctx, tx)
-				return err
-			}); err != nil {
+			if err := st.View(ctx, read); err != nil {
 				return nil, fmt.Errorf("export: read the spores: %w", err)
 			}
 		}
