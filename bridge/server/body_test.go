@@ -27,6 +27,12 @@ func TestStrictBodies(t *testing.T) {
 	h.prompt("known", "hi")
 	h.until(0, 10*time.Second, hasType("result", "", 1))
 	journal := filepath.Join(stateDir(h.home), queueName)
+	// The journal records the prompt done after its result line: wait for
+	// that, so the cases compare a journal at rest.
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(journal)
+		return err == nil && strings.Contains(string(b), `{"op":"done","id":"known"}`)
+	}, 10*time.Second, 10*time.Millisecond, "the first prompt is not recorded done")
 	cases := []struct {
 		name, path, id, body, msg string
 	}{
