@@ -15,33 +15,20 @@ import (
 func testBudgets(t *testing.T, s state.Store) {
 	ctx := t.Context()
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, Spore("one")) }))
-	get := func() state.Spore {
-		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
-	}
-	update := func(fn func(*state.Spore)) error {
-		return s.Update(ctx, func(tx state.Tx) error {
-			cur, err := tx.Spore(ctx, "one")
-			if err != nil {
-				return err
-			}
-			fn(&cur)
-			_, err = Put(ctx, tx, cur)
-			return err
-		})
-	}
+	get := func() state.Spore { return spore(t, s, "one") }
 	require.Zero(t, get().Budget)
 	b := state.Budget{TokensPerDay: 20, CostPerDayMicros: 2_500_000}
-	require.NoError(t, update(func(sp *state.Spore) { sp.Budget = b }))
+	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.Budget = b }))
 	require.Equal(t, b, get().Budget)
 	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
 	require.Equal(t, b, spores[0].Budget)
 
-	err := update(func(sp *state.Spore) { sp.Budget.TokensPerDay = -1 })
+	err := update(ctx, s, "one", func(sp *state.Spore) { sp.Budget.TokensPerDay = -1 })
 	var inv *state.InvalidError
 	require.ErrorAs(t, err, &inv)
 	require.Equal(t, "budget.tokens_per_day", inv.Field)
 	require.Equal(t, b, get().Budget, "nothing written")
-	require.NoError(t, update(func(sp *state.Spore) { sp.Budget = state.Budget{} }))
+	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.Budget = state.Budget{} }))
 	require.Zero(t, get().Budget)
 
 	settings := view(t, s, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })

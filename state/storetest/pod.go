@@ -30,9 +30,7 @@ func testPodOptions(t *testing.T, s state.Store) {
 	sp := Spore("one")
 	sp.Spec.Pod = pod
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, sp) }))
-	get := func() state.Spore {
-		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
-	}
+	get := func() state.Spore { return spore(t, s, "one") }
 	require.Equal(t, pod, get().Spec.Pod)
 	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
 	require.Equal(t, pod, spores[0].Spec.Pod)

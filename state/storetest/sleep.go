@@ -18,27 +18,14 @@ import (
 func testIdleSleep(t *testing.T, s state.Store) {
 	ctx := t.Context()
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, Spore("one")) }))
-	get := func() state.Spore {
-		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
-	}
-	update := func(fn func(*state.Spore)) error {
-		return s.Update(ctx, func(tx state.Tx) error {
-			cur, err := tx.Spore(ctx, "one")
-			if err != nil {
-				return err
-			}
-			fn(&cur)
-			_, err = Put(ctx, tx, cur)
-			return err
-		})
-	}
+	get := func() state.Spore { return spore(t, s, "one") }
 	got := get()
 	require.Zero(t, got.SleepAfter)
 	require.Empty(t, got.DesiredBy)
 	require.True(t, got.ActiveAt.IsZero())
 
 	active := time.Date(2026, 11, 1, 12, 30, 0, 123456789, time.UTC)
-	require.NoError(t, update(func(sp *state.Spore) {
+	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) {
 		sp.SleepAfter, sp.DesiredBy, sp.ActiveAt = state.Duration(90*time.Minute), state.ByIdle, active
 	}))
 	got = get()
@@ -49,7 +36,7 @@ func testIdleSleep(t *testing.T, s state.Store) {
 	require.Equal(t, state.ByIdle, spores[0].DesiredBy)
 	require.Equal(t, state.Duration(90*time.Minute), spores[0].SleepAfter)
 
-	require.NoError(t, update(func(sp *state.Spore) { sp.SleepAfter, sp.DesiredBy, sp.ActiveAt = 0, state.ByPerson, time.Time{} }))
+	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.SleepAfter, sp.DesiredBy, sp.ActiveAt = 0, state.ByPerson, time.Time{} }))
 	got = get()
 	require.Zero(t, got.SleepAfter)
 	require.Empty(t, got.DesiredBy)
@@ -61,7 +48,7 @@ func testIdleSleep(t *testing.T, s state.Store) {
 		"unknown desired by":         func(sp *state.Spore) { sp.DesiredBy = "cron" },
 		"idle while desired running": func(sp *state.Spore) { sp.Desired, sp.DesiredBy = state.Running, state.ByIdle },
 	} {
-		err := update(fn)
+		err := update(ctx, s, "one", fn)
 		var inv *state.InvalidError
 		require.ErrorAs(t, err, &inv, name)
 		require.Equal(t, got.Wish, get().Wish, "%s: nothing written", name)

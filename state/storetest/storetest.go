@@ -130,6 +130,12 @@ func view[T any](t *testing.T, s state.Store, fn func(context.Context, state.Tx)
 	return v
 }
 
+// spore reads one spore in a View of its own.
+func spore(t *testing.T, s state.Store, id string) state.Spore {
+	t.Helper()
+	return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, id) })
+}
+
 func testEmpty(t *testing.T, s state.Store) {
 	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
 	require.Empty(t, spores)
@@ -232,9 +238,7 @@ func update(ctx context.Context, s state.Store, id string, fn func(*state.Spore)
 func testPutWishAndStatus(t *testing.T, s state.Store) {
 	ctx := t.Context()
 	create(t, s, "one")
-	get := func() state.Spore {
-		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
-	}
+	get := func() state.Spore { return spore(t, s, "one") }
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
 		sp, err := tx.Spore(ctx, "one")
 		if err != nil {
@@ -292,9 +296,7 @@ func testPutWishAndStatus(t *testing.T, s state.Store) {
 func testStaleWrites(t *testing.T, s state.Store) {
 	ctx := t.Context()
 	create(t, s, "one")
-	get := func() state.Spore {
-		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
-	}
+	get := func() state.Spore { return spore(t, s, "one") }
 	// A pass reads generation 0; a person wakes the spore (generation 1).
 	observed := get()
 	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.Desired = state.Running }))
@@ -925,9 +927,7 @@ func testBookkeeping(t *testing.T, s state.Store) {
 	sp := Spore("one")
 	sp.Generation, sp.Health, sp.HealthReason = 7, "Dead", "OOMKilled"
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, sp) }))
-	get := func() state.Spore {
-		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
-	}
+	get := func() state.Spore { return spore(t, s, "one") }
 	got := get()
 	require.Equal(t, uint64(7), got.Generation)
 	require.Equal(t, state.Health("Dead"), got.Health)
@@ -1058,33 +1058,20 @@ func testSwarmLoop(t *testing.T, s state.Store) {
 	ctx := t.Context()
 	sp := Spore("one")
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, sp) }))
-	get := func() state.Spore {
-		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
-	}
+	get := func() state.Spore { return spore(t, s, "one") }
 	got := get()
 	require.Zero(t, got.Loop)
 	require.True(t, got.LoopDue.IsZero())
 
 	due := time.Date(2026, 11, 1, 12, 30, 0, 123456789, time.UTC)
-	update := func(fn func(*state.Spore)) error {
-		return s.Update(ctx, func(tx state.Tx) error {
-			cur, err := tx.Spore(ctx, "one")
-			if err != nil {
-				return err
-			}
-			fn(&cur)
-			_, err = Put(ctx, tx, cur)
-			return err
-		})
-	}
-	require.NoError(t, update(func(sp *state.Spore) { sp.Loop, sp.LoopDue = state.Duration(90*time.Minute), due }))
+	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.Loop, sp.LoopDue = state.Duration(90*time.Minute), due }))
 	got = get()
 	require.Equal(t, state.Duration(90*time.Minute), got.Loop)
 	require.True(t, got.LoopDue.Equal(state.Stamp(due)), "%s", got.LoopDue)
 	spores := view(t, s, func(ctx context.Context, tx state.Tx) ([]state.Spore, error) { return tx.Spores(ctx) })
 	require.Equal(t, state.Duration(90*time.Minute), spores[0].Loop)
 
-	require.NoError(t, update(func(sp *state.Spore) { sp.Loop, sp.LoopDue = 0, time.Time{} }))
+	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.Loop, sp.LoopDue = 0, time.Time{} }))
 	got = get()
 	require.Zero(t, got.Loop)
 	require.True(t, got.LoopDue.IsZero())
@@ -1094,7 +1081,7 @@ func testSwarmLoop(t *testing.T, s state.Store) {
 		"over a day":     state.MaxLoop + 1,
 		"negative":       -state.MinLoop,
 	} {
-		err := update(func(sp *state.Spore) { sp.Loop = loop })
+		err := update(ctx, s, "one", func(sp *state.Spore) { sp.Loop = loop })
 		var inv *state.InvalidError
 		require.ErrorAs(t, err, &inv, name)
 		require.Zero(t, get().Loop, name)
@@ -1108,20 +1095,7 @@ func testSwarmLoop(t *testing.T, s state.Store) {
 func testActivityAndIncidents(t *testing.T, s state.Store) {
 	ctx := t.Context()
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, Spore("one")) }))
-	get := func() state.Spore {
-		return view(t, s, func(ctx context.Context, tx state.Tx) (state.Spore, error) { return tx.Spore(ctx, "one") })
-	}
-	update := func(fn func(*state.Spore)) error {
-		return s.Update(ctx, func(tx state.Tx) error {
-			cur, err := tx.Spore(ctx, "one")
-			if err != nil {
-				return err
-			}
-			fn(&cur)
-			_, err = Put(ctx, tx, cur)
-			return err
-		})
-	}
+	get := func() state.Spore { return spore(t, s, "one") }
 	got := get()
 	require.Empty(t, got.Activity)
 	require.Empty(t, got.Incidents)
@@ -1132,7 +1106,7 @@ func testActivityAndIncidents(t *testing.T, s state.Store) {
 		{Hour: h.Add(3 * time.Hour), Turns: 1},
 	}
 	inc := []state.Incident{{Key: "collision:src/a.go:s1,s2", At: state.Stamp(h.Add(90 * time.Second))}}
-	require.NoError(t, update(func(sp *state.Spore) { sp.Activity, sp.Incidents = act, inc }))
+	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.Activity, sp.Incidents = act, inc }))
 	got = get()
 	require.Equal(t, act, got.Activity)
 	require.Len(t, got.Incidents, 1)
@@ -1153,13 +1127,13 @@ func testActivityAndIncidents(t *testing.T, s state.Store) {
 		"empty key":      func(sp *state.Spore) { sp.Incidents = []state.Incident{{At: h}} },
 		"control char":   func(sp *state.Spore) { sp.Incidents = []state.Incident{{Key: "a\nb", At: h}} },
 	} {
-		err := update(fn)
+		err := update(ctx, s, "one", fn)
 		var inv *state.InvalidError
 		require.ErrorAs(t, err, &inv, name)
 		require.Equal(t, act, get().Activity, name)
 	}
 
-	require.NoError(t, update(func(sp *state.Spore) { sp.Activity, sp.Incidents = nil, nil }))
+	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.Activity, sp.Incidents = nil, nil }))
 	got = get()
 	require.Empty(t, got.Activity)
 	require.Empty(t, got.Incidents)
