@@ -78,19 +78,29 @@ func parseSleepAfter(what, s string) (time.Duration, error) {
 }
 
 func (o *setSleepAfterOptions) run(ctx context.Context) error {
-	st, err := o.f.Store(ctx)
+	return setEach(ctx, o.f, o.IDs, func(ctx context.Context, tx state.Tx, id, from string, now time.Time) (bool, error) {
+		_, wrote, err := wish.SetSleepAfter(ctx, tx, id, o.After, from, now)
+		return wrote, err
+	})
+}
+
+// setEach changes each spore's wish with set, as the user who runs the
+// command, and prints what became of each: configured, or unchanged
+// when set wrote nothing.
+func setEach(ctx context.Context, f *Factory, ids []string, set func(ctx context.Context, tx state.Tx, id, from string, now time.Time) (bool, error)) error {
+	st, err := f.Store(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	now := o.f.Now().UTC()
-	from := "user:" + userName(o.f.Getenv)
+	now := f.Now().UTC()
+	from := "user:" + userName(f.Getenv)
 	res := actionResults{}
 	// One transaction: all the spores or, if one is refused, none.
 	err = st.Update(ctx, func(tx state.Tx) error {
 		res.Results = res.Results[:0]
-		for _, id := range o.IDs {
-			_, wrote, err := wish.SetSleepAfter(ctx, tx, id, o.After, from, now)
+		for _, id := range ids {
+			wrote, err := set(ctx, tx, id, from, now)
 			if err != nil {
 				return err
 			}
@@ -105,5 +115,5 @@ func (o *setSleepAfterOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.f.Print(res)
+	return f.Print(res)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -64,32 +65,8 @@ func parseBudget(tokens int64, cost, tokensFlag, costFlag string) (state.Budget,
 }
 
 func (o *setBudgetOptions) run(ctx context.Context) error {
-	st, err := o.f.Store(ctx)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	now := o.f.Now().UTC()
-	from := "user:" + userName(o.f.Getenv)
-	res := actionResults{}
-	// One transaction: all the spores or, if one is refused, none.
-	err = st.Update(ctx, func(tx state.Tx) error {
-		res.Results = res.Results[:0]
-		for _, id := range o.IDs {
-			_, wrote, err := wish.SetBudget(ctx, tx, id, o.Budget, from, now)
-			if err != nil {
-				return err
-			}
-			action := "unchanged"
-			if wrote {
-				action = "configured"
-			}
-			res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: action})
-		}
-		return nil
+	return setEach(ctx, o.f, o.IDs, func(ctx context.Context, tx state.Tx, id, from string, now time.Time) (bool, error) {
+		_, wrote, err := wish.SetBudget(ctx, tx, id, o.Budget, from, now)
+		return wrote, err
 	})
-	if err != nil {
-		return err
-	}
-	return o.f.Print(res)
 }
