@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -164,50 +163,18 @@ func ColonyBudgetKey(colony string, day time.Time) string {
 // snapshot is left alone), and the summons of each sleep. Each slept
 // spore's plan then stops it, each woken one's starts it.
 func (ps *Pass) recordBudget(ctx context.Context, plans []*SporePlan, in PlanInput) error {
-	var todo []*SporePlan
-	for _, p := range plans {
-		if p.SleepBudget || p.WakeBudget {
-			todo = append(todo, p)
-		}
-	}
+	todo := plansWhere(plans, func(p *SporePlan) bool { return p.SleepBudget || p.WakeBudget })
 	if len(todo) == 0 {
 		return nil
 	}
 	now := in.Now
-	done := map[*SporePlan]state.Spore{}
-	err := ps.Store.Update(ctx, func(tx state.Tx) error {
-		clear(done)
-		var slept []*SporePlan
-		for _, p := range todo {
-			id := p.Spore.ID
-			cur, err := tx.Spore(ctx, id)
-			if errors.Is(err, state.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if cur.Generation != p.Spore.Generation {
-				continue
-			}
-			var sp state.Spore
-			var wrote bool
-			if p.SleepBudget {
-				sp, wrote, err = wish.SleepBy(ctx, tx, id, state.ByBudget, ": over budget ("+p.OverText+")", now)
-			} else {
-				sp, wrote, err = wish.WakeAfterBudget(ctx, tx, id, ": within budget again, to deliver what is queued", now)
-			}
-			if err != nil {
-				return err
-			}
-			if wrote {
-				done[p] = sp
-				if p.SleepBudget {
-					slept = append(slept, p)
-				}
-			}
+	done, err := ps.wishAsRead(ctx, todo, func(tx state.Tx, p *SporePlan) (state.Spore, bool, error) {
+		if p.SleepBudget {
+			return wish.SleepBy(ctx, tx, p.Spore.ID, state.ByBudget, ": over budget ("+p.OverText+")", now)
 		}
-		return budgetSummons(ctx, tx, slept, now)
+		return wish.WakeAfterBudget(ctx, tx, p.Spore.ID, ": within budget again, to deliver what is queued", now)
+	}, func(tx state.Tx, written []*SporePlan) error {
+		return budgetSummons(ctx, tx, plansWhere(written, func(p *SporePlan) bool { return p.SleepBudget }), now)
 	})
 	if err != nil {
 		return fmt.Errorf("record budget sleeps and wakes: %w", err)

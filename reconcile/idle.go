@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -60,40 +59,13 @@ func idleText(idle time.Duration) string {
 // person acted, another pass slept it) is left alone and not stopped.
 // Each slept spore's plan then stops it, on the record as written.
 func (ps *Pass) recordIdleSleeps(ctx context.Context, plans []*SporePlan, now time.Time) error {
-	var todo []*SporePlan
-	for _, p := range plans {
-		if p.SleepIdle {
-			todo = append(todo, p)
-		}
-	}
+	todo := plansWhere(plans, func(p *SporePlan) bool { return p.SleepIdle })
 	if len(todo) == 0 {
 		return nil
 	}
-	slept := map[*SporePlan]state.Spore{}
-	err := ps.Store.Update(ctx, func(tx state.Tx) error {
-		clear(slept)
-		for _, p := range todo {
-			id := p.Spore.ID
-			cur, err := tx.Spore(ctx, id)
-			if errors.Is(err, state.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if cur.Generation != p.Spore.Generation {
-				continue
-			}
-			sp, wrote, err := wish.SleepBy(ctx, tx, id, state.ByIdle, ": "+idleText(p.Idle), now)
-			if err != nil {
-				return err
-			}
-			if wrote {
-				slept[p] = sp
-			}
-		}
-		return nil
-	})
+	slept, err := ps.wishAsRead(ctx, todo, func(tx state.Tx, p *SporePlan) (state.Spore, bool, error) {
+		return wish.SleepBy(ctx, tx, p.Spore.ID, state.ByIdle, ": "+idleText(p.Idle), now)
+	}, nil)
 	if err != nil {
 		return fmt.Errorf("record idle sleeps: %w", err)
 	}
