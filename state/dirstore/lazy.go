@@ -22,6 +22,9 @@ type lazyRow struct {
 	file string // for errors: state.json
 	line int    // its line number, 0 when found by bisection (snapRows)
 	off  int64  // where its line begins when found by bisection, else -1
+	// rows is the snapshot it was found in by bisection, which counts
+	// its line for an error; nil when its line is known.
+	rows *snapRows
 	atTx uint64 // the snapshot's transaction, for checkRow
 	data []byte // kept: a compaction writes an undecoded row as it is
 	// eager: decoded when the snapshot was read, since its line is not
@@ -110,7 +113,11 @@ func (l *lazyRow) get() (*row, error) {
 			bad = "row's outbox is not what its line says"
 		}
 		if bad != "" {
-			l.err = &state.CorruptError{File: l.file, Line: l.line, Offset: l.off, Reason: bad}
+			line := l.line
+			if line == 0 && l.rows != nil {
+				line = l.rows.lineAt(l.off)
+			}
+			l.err = &state.CorruptError{File: l.file, Line: line, Offset: l.off, Reason: bad}
 			return
 		}
 		l.r = r

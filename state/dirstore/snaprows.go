@@ -35,6 +35,10 @@ type snapRows struct {
 	size  int64
 	start int64               // where the first row begins (after the header)
 	found map[string]*lazyRow // rows found by bisection; nil: absent
+	// lines are the line numbers of the rows found by bisection, by
+	// where they begin, learnt when the whole file is read: a found
+	// row's error names its line after the file is closed.
+	lines map[int64]int
 
 	allOnce sync.Once
 	all     *snapContent
@@ -100,6 +104,10 @@ func (s *snapRows) content() (*snapContent, error) {
 			// decoded.
 			if cl, ok := c.lazy[id]; ok && l != nil && !cl.eager && bytes.Equal(cl.data, l.data) {
 				c.lazy[id] = l
+				if s.lines == nil {
+					s.lines = map[int64]int{}
+				}
+				s.lines[l.off] = cl.line
 			}
 		}
 		s.all, s.loaded, s.found = c, true, nil
@@ -254,7 +262,7 @@ func (s *snapRows) linesAround(lo, mid, hi, span int64) ([]*lazyRow, error) {
 			nl := bytes.IndexByte(buf, '\n')
 			if nl < 0 {
 				if end == s.size {
-					return nil, &state.CorruptError{File: s.name, Offset: off, Reason: "line has no end (file truncated?)"}
+					return nil, s.corrupt(off, "line has no end (file truncated?)")
 				}
 				break
 			}
@@ -280,7 +288,7 @@ func (s *snapRows) linesAround(lo, mid, hi, span int64) ([]*lazyRow, error) {
 func (s *snapRows) rowAt(off int64, line []byte) (*lazyRow, error) {
 	payload, bad := unframe(line)
 	if bad != "" {
-		return nil, &state.CorruptError{File: s.name, Offset: off, Reason: bad}
+		return nil, s.corrupt(off, bad)
 	}
 	id, log, queued, ok := peekRow(payload, s.header.TxID)
 	if !ok {
@@ -289,9 +297,41 @@ func (s *snapRows) rowAt(off int64, line []byte) (*lazyRow, error) {
 	if l, ok := s.found[id]; ok && l != nil {
 		return l, nil
 	}
-	l := &lazyRow{id: id, file: s.name, off: off, atTx: s.header.TxID, data: bytes.Clone(payload), log: log, queued: queued}
+	l := &lazyRow{id: id, file: s.name, off: off, rows: s, atTx: s.header.TxID, data: bytes.Clone(payload), log: log, queued: queued}
 	s.remember(id, l)
 	return l, nil
+}
+
+// corrupt is the damage of the line that begins at off, named by its
+// line number as a whole read names it; s.mu is held. Bisection does not
+// count lines, so they are counted here, on the way to an error only.
+func (s *snapRows) corrupt(off int64, reason string) error {
+	return &state.CorruptError{File: s.name, Line: s.lineAtLocked(off), Offset: off, Reason: reason}
+}
+
+// lineAt is the 1-based number of the line that begins at off; 0 when it
+// cannot be told (the file unreadable).
+func (s *snapRows) lineAt(off int64) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lineAtLocked(off)
+}
+
+func (s *snapRows) lineAtLocked(off int64) int {
+	if s.f == nil {
+		return s.lines[off]
+	}
+	buf := make([]byte, 64<<10)
+	n := 1
+	for at := int64(0); at < off; {
+		b := buf[:min(int64(len(buf)), off-at)]
+		if _, err := s.f.ReadAt(b, at); err != nil {
+			return 0
+		}
+		n += bytes.Count(b, []byte{'\n'})
+		at += int64(len(b))
+	}
+	return n
 }
 
 func (s *snapRows) remember(id string, l *lazyRow) {

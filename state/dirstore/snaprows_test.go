@@ -236,6 +236,7 @@ func TestADamagedRowFoundByBisectionIsRefused(t *testing.T) {
 	_, err = viewSpore(ctx, st, "s-0222")
 	ce := requireCorrupt(t, err, snapshotFile)
 	require.Equal(t, off, ce.Offset, "the line's start: %v", ce)
+	require.Equal(t, n, ce.Line, "its line, as a whole read names it: %v", ce)
 	require.Contains(t, ce.Reason, "checksum")
 	err = st.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore("s-0222")) })
 	requireCorrupt(t, err, snapshotFile)
@@ -246,6 +247,45 @@ func TestADamagedRowFoundByBisectionIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	requireProblem(t, rep, fmt.Sprintf("%s:%d", snapshotFile, n))
 	require.Equal(t, sums, fileSums(t, root), "nothing rewritten")
+}
+
+// A row found by bisection whose checksum holds but which does not
+// decode is named by its line when it is decoded: while the snapshot is
+// open, and after a whole read has closed it.
+func TestARowThatDoesNotDecodeIsNamedByItsLine(t *testing.T) {
+	bisectSmall(t)
+	ctx := context.Background()
+	root := fleetStore(t, 300)
+	n, off := rowLine(t, root, "s-0222")
+	p := filepath.Join(root, snapshotFile)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	end := off + int64(bytes.IndexByte(b[off:], '\n'))
+	payload := bytes.Replace(b[off+crcLen+1:end], []byte(`"size":0`), []byte(`"size":"none"`), 1)
+	line := appendFrame(nil, payload)
+	b = append(append(b[:off:off], line...), b[end+1:]...)
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+
+	st := openFresh(t, root, Options{})
+	_, err = viewSpore(ctx, st, "s-0222")
+	ce := requireCorrupt(t, err, snapshotFile)
+	require.Equal(t, n, ce.Line, "%v", ce)
+	require.Equal(t, off, ce.Offset, "%v", ce)
+
+	// Found first, decoded after the whole file was read and closed.
+	f, err := os.Open(p)
+	require.NoError(t, err)
+	rows, err := openRows(f, int64(len(b)), formatVersion)
+	require.NoError(t, err)
+	l, err := rows.find("s-0222")
+	require.NoError(t, err)
+	require.NotNil(t, l)
+	_, err = rows.content()
+	require.NoError(t, err, "the whole read decodes no row")
+	require.Nil(t, rows.f, "closed")
+	_, err = l.get()
+	ce = requireCorrupt(t, err, snapshotFile)
+	require.Equal(t, n, ce.Line, "%v", ce)
 }
 
 // Rows out of order (only a hand with the format's checksums can make
