@@ -36,6 +36,13 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 	entry := m.entry(entryID, now)
 	var out Sent
 	err := st.Update(ctx, func(tx state.Tx) error {
+		if o.Sender != "" {
+			// The target's outbox and the sender's log are both
+			// written: their locks first, in the store's order.
+			if err := tx.LockSpores(ctx, []string{m.To, o.Sender}); err != nil {
+				return err
+			}
+		}
 		sp, err := tx.Spore(ctx, m.To)
 		if err != nil {
 			return err

@@ -110,6 +110,16 @@ type Tx interface {
 	// server does; a compaction of the directory store does not). Inside
 	// an Update, whose reads see no fixed state, it is "".
 	Revision(ctx context.Context) (string, error)
+	// LockSpores takes, inside an Update, the locks that writing each
+	// spore in ids needs, in the store's own order, before the
+	// transaction touches them: a transaction that writes several
+	// spores (a tell: its target's outbox, then its sender's log) then
+	// never asks for one out of that order, which on PostgreSQL, when
+	// another transaction holds it, rolls the attempt back and runs it
+	// again. An id with no spore locks nothing and is no error. It
+	// reads nothing; in a View, and on the directory store (one writer
+	// at a time), it does nothing.
+	LockSpores(ctx context.Context, ids []string) error
 
 	// Outbox lists the spore's undelivered messages in the order queued.
 	Outbox(ctx context.Context, id string) ([]OutboxEntry, error)

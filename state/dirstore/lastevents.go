@@ -8,6 +8,10 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
+// LockSpores does nothing: an Update holds the store's one writer lock
+// from its start.
+func (t *tx) LockSpores(ctx context.Context, ids []string) error { return ctx.Err() }
+
 // LastEvents is Tail(1) of each id: a row from the snapshot (or the
 // transaction's own), then the last line of its log, found from the end
 // as Tail finds it. There is no round trip to save here, only the files

@@ -64,6 +64,15 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 	return out, nil
 }
 
+// LockSpores locks the rows of ids not held yet, in id order, in one
+// statement (lockIDs).
+func (t *tx) LockSpores(ctx context.Context, ids []string) error {
+	if t.readOnly || len(ids) == 0 {
+		return nil
+	}
+	return t.lockIDs(ctx, "lock spores", slices.Compact(slices.Sorted(slices.Values(ids))))
+}
+
 // lockIDs locks, in one statement and in id order, the rows of the
 // spores in sorted ids that the transaction does not hold yet; ids with
 // no row lock nothing. With a row held already some may come out of

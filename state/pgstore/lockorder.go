@@ -60,9 +60,28 @@ var errRestart = errors.New("a lock out of order is held by another transaction:
 
 // heldLocks is what a transaction holds.
 type heldLocks struct {
-	set, settings bool
-	ids           map[string]bool
-	max           string // the greatest id in ids
+	set bool
+	// settings is the settings row held FOR UPDATE (to write it);
+	// settingsRead held FOR SHARE (read inside an Update), which other
+	// readers share: every tell reads the settings, and an exclusive
+	// read would make one tell at a time of the whole store.
+	settings, settingsRead bool
+	ids                    map[string]bool // locked, or about to be (orderRow)
+	max                    string          // the greatest id in ids
+	// rows are the spore rows a statement of this transaction has
+	// locked and found. No other transaction can change or delete such
+	// a row before this one ends, so a lock taken again (lockSpore)
+	// needs no statement; the transaction's own delete takes it out.
+	rows map[string]bool
+}
+
+// found records that spore id's row is locked by this transaction and
+// exists.
+func (h *heldLocks) found(id string) {
+	if h.rows == nil {
+		h.rows = map[string]bool{}
+	}
+	h.rows[id] = true
 }
 
 func (h *heldLocks) took(id string) {
@@ -87,7 +106,7 @@ func (t *tx) refuse(what string, add func(*lockSet)) error {
 	}
 	w := t.want
 	w.set = w.set || t.held.set
-	w.settings = w.settings || t.held.settings
+	w.settings = w.settings || t.held.settings || t.held.settingsRead
 	for id := range t.held.ids {
 		w.addID(id)
 	}
@@ -144,12 +163,14 @@ func (t *tx) refuseRows(op string, err error, add func(*lockSet)) error {
 	return classify(op, err)
 }
 
-// orderSettings is called before a statement that locks the settings row.
+// orderSettings is called before a statement that writes the settings
+// row. Held only FOR SHARE, the lock must grow, which waits for the
+// other readers, who may wait for this transaction's rows: out of order.
 func (t *tx) orderSettings(ctx context.Context) error {
 	if t.readOnly || t.held.settings {
 		return nil
 	}
-	if t.held.anyRow() && t.tryOutOfOrder() {
+	if (t.held.anyRow() || t.held.settingsRead) && t.tryOutOfOrder() {
 		_, err := t.tx.Exec(ctx, `SELECT 1 FROM sporectl.settings FOR UPDATE NOWAIT`)
 		if lockNotAvailable(err) {
 			return t.refuse("the settings", func(w *lockSet) { w.settings = true })
@@ -202,6 +223,7 @@ func (t *tx) takeFirst(ctx context.Context, w *lockSet) error {
 			return classify("lock spores in order", err)
 		}
 		t.held.took(id)
+		t.held.found(id)
 	}
 	return classify("lock spores in order", rows.Err())
 }
@@ -245,5 +267,6 @@ func (t *tx) tookAll(lock string, n int, id func(int) string) {
 	}
 	for i := range n {
 		t.held.took(id(i))
+		t.held.found(id(i))
 	}
 }

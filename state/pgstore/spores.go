@@ -115,6 +115,9 @@ func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
 	if err != nil {
 		return sp, sporeErr("read spore "+id, err)
 	}
+	if !t.readOnly {
+		t.held.found(id)
+	}
 	return sp, nil
 }
 
@@ -243,6 +246,7 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("create spore %q: %w", sp.ID, state.ErrExists)
 	}
+	t.held.found(sp.ID) // a row inserted is this transaction's alone
 	return nil
 }
 
@@ -348,6 +352,7 @@ func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 	if tag.RowsAffected() == 0 {
 		return state.SporeNotFound(id)
 	}
+	delete(t.held.rows, id)
 	_, err = t.tx.Exec(ctx, `DELETE FROM sporectl.events WHERE spore_id = $1`, id)
 	if err != nil {
 		return classify(op, err)

@@ -48,7 +48,7 @@ func (t *tx) lockSporeSet(ctx context.Context) error {
 	if t.readOnly || t.held.set {
 		return nil
 	}
-	if (t.held.settings || t.held.anyRow()) && t.tryOutOfOrder() {
+	if (t.held.settings || t.held.settingsRead || t.held.anyRow()) && t.tryOutOfOrder() {
 		// First in the lock order: holding anything else, only try it.
 		var got bool
 		if err := t.tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(sporeSetLockKey)).Scan(&got); err != nil {
@@ -93,17 +93,33 @@ func (t *tx) txTime(ctx context.Context) (time.Time, error) {
 	return t.now, nil
 }
 
+// Settings reads the settings document. Inside an Update it holds the
+// row FOR SHARE until the transaction ends, so what was read stays true
+// and other readers do not wait; after a spore row (out of order) the
+// lock is only tried (NOWAIT), and a writer holding it restarts the
+// transaction, which then takes it first, FOR UPDATE.
 func (t *tx) Settings(ctx context.Context) (state.Settings, error) {
-	if err := t.orderSettings(ctx); err != nil {
-		return state.Settings{}, err
+	lock := ""
+	switch {
+	case t.readOnly, t.held.settings, t.held.settingsRead:
+	case t.held.anyRow() && t.tryOutOfOrder():
+		lock = " FOR SHARE NOWAIT"
+	default:
+		lock = " FOR SHARE"
 	}
 	var doc []byte
-	err := t.tx.QueryRow(ctx, `SELECT doc::text FROM sporectl.settings`+t.lockClause()).Scan(&doc)
+	err := t.tx.QueryRow(ctx, `SELECT doc::text FROM sporectl.settings`+lock).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return state.Settings{}, corrupt("sporectl.settings", "singleton", "the settings row is missing")
 	}
+	if lockNotAvailable(err) && lock == " FOR SHARE NOWAIT" {
+		return state.Settings{}, t.refuse("the settings", func(w *lockSet) { w.settings = true })
+	}
 	if err != nil {
 		return state.Settings{}, classify("read settings", err)
+	}
+	if lock != "" {
+		t.held.settingsRead = true
 	}
 	var st state.Settings
 	if err := json.Unmarshal(doc, &st); err != nil {
@@ -131,6 +147,9 @@ func (t *tx) PutSettings(ctx context.Context, st state.Settings) error {
 // lockSpore takes the spore's row lock and reports ErrNotFound when the
 // spore does not exist.
 func (t *tx) lockSpore(ctx context.Context, op, id string) error {
+	if t.held.rows[id] {
+		return nil // held since a statement found it: it is still there
+	}
 	if err := t.orderRow(ctx, op, id); err != nil {
 		return err
 	}
@@ -139,7 +158,11 @@ func (t *tx) lockSpore(ctx context.Context, op, id string) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return state.SporeNotFound(id)
 	}
-	return classify(op, err)
+	if err != nil {
+		return classify(op, err)
+	}
+	t.held.found(id)
+	return nil
 }
 
 // lockInUpdate takes the spore's row lock inside an Update, before a read

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"LastEvents", testLastEvents},
 		{"FindAction", testFindAction},
 		{"Revision", testRevision},
+		{"LockSpores", testLockSpores},
 		{"ReadYourWrites", testReadYourWrites},
 		{"HostileText", testHostileText},
 		{"Outbox", testOutbox},
