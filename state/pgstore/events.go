@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sporectl/sporectl/state"
 )
 
-// copyThreshold is the batch size from which Append uses COPY; below it a
-// pipelined batch of INSERTs is also one round trip, with no COPY setup.
+// copyThreshold is the batch size from which Append uses COPY; below it
+// the events go as arrays in the statement that numbers them, one round
+// trip with no COPY setup.
 const copyThreshold = 64
 
 var eventCopyColumns = []string{"spore_id", "seq", "at", "kind", "action", "sender", "body", "bridge_seq", "line"}
@@ -65,7 +67,9 @@ func (t *tx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
 // Append reserves n sequence numbers by incrementing last_seq, which locks
 // the spore row until the transaction ends: a concurrent appender waits
 // for the commit (or rollback) and then increments the committed value, so
-// numbers are gapless and never shared.
+// numbers are gapless and never shared. Below copyThreshold events the
+// reservation and the rows are one statement (appendQuery), one round
+// trip; from it, the reservation, then COPY.
 func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.Event, error) {
 	op := "append events for " + id
 	if err := t.writable(op); err != nil {
@@ -78,6 +82,9 @@ func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.
 	}
 	if err := t.orderRow(ctx, op, id); err != nil {
 		return nil, err
+	}
+	if len(evs) < copyThreshold {
+		return t.appendSmall(ctx, op, id, evs)
 	}
 	// The same statement queues a notification on EventsChannel (notify.go)
 	// naming the spore: Postgres delivers it when, and only if, the
@@ -92,14 +99,80 @@ func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.
 	if err != nil {
 		return nil, classify(op, err)
 	}
-	if len(evs) == 0 {
-		return nil, nil
-	}
 	now, err := t.txTime(ctx)
 	if err != nil {
 		return nil, err
 	}
-	first := uint64(last) - uint64(len(evs)) + 1
+	out := stampEvents(evs, uint64(last), now)
+	t.held.found(id)
+	if err := t.copyEvents(ctx, id, out); err != nil {
+		return nil, classify(op, err)
+	}
+	return out, nil
+}
+
+// appendQuery reserves $2 numbers of spore $1 and inserts its events,
+// given as arrays, numbered in their order (WITH ORDINALITY); an event
+// with no time gets the transaction's. It answers the last number and the
+// transaction's time, and queues the notification (notify.go); no row
+// when there is no such spore, and then nothing is inserted.
+const appendQuery = `WITH u AS (
+		UPDATE sporectl.spores SET last_seq = last_seq + $2 WHERE id = $1 RETURNING last_seq
+	), ins AS (
+		INSERT INTO sporectl.events (spore_id, seq, at, kind, action, sender, body, bridge_seq, line)
+		SELECT $1, u.last_seq - $2 + e.i, coalesce(e.at, transaction_timestamp()), e.kind, e.action, e.sender, e.body, e.bridge_seq, e.line
+		FROM u, unnest($3::timestamptz[], $4::text[], $5::bytea[], $6::bytea[], $7::bytea[], $8::bigint[], $9::bytea[])
+			WITH ORDINALITY AS e(at, kind, action, sender, body, bridge_seq, line, i)
+	)
+	SELECT last_seq, transaction_timestamp(), pg_notify('` + EventsChannel + `', $1)::text FROM u`
+
+// appendSmall is Append in one statement (appendQuery).
+func (t *tx) appendSmall(ctx context.Context, op, id string, evs []state.Event) ([]state.Event, error) {
+	n := len(evs)
+	var (
+		at                   = make([]pgtype.Timestamptz, n)
+		kind                 = make([]string, n)
+		action, sender, body = make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		bridgeSeq            = make([]int64, n)
+		line                 = make([][]byte, n)
+	)
+	for i := range evs {
+		e := &evs[i]
+		if ts := state.Stamp(e.At); !ts.IsZero() {
+			at[i] = pgtype.Timestamptz{Time: ts, Valid: true}
+		}
+		kind[i] = string(e.Kind)
+		action[i], sender[i], body[i] = []byte(e.Action), []byte(e.From), []byte(e.Text)
+		bridgeSeq[i] = int64(e.BridgeSeq)
+		if len(e.Line) > 0 {
+			line[i] = []byte(e.Line)
+		}
+	}
+	var (
+		last int64
+		now  time.Time
+	)
+	err := t.tx.QueryRow(ctx, appendQuery, id, int64(n), at, kind, action, sender, body, bridgeSeq, line).Scan(&last, &now, nil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, state.SporeNotFound(id)
+	}
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	if t.now.IsZero() {
+		t.now = now.UTC()
+	}
+	t.held.found(id)
+	if n == 0 {
+		return nil, nil
+	}
+	return stampEvents(evs, uint64(last), t.now), nil
+}
+
+// stampEvents is evs as stored: numbered up to last, each time stamped
+// (the transaction's, now, for one that had none).
+func stampEvents(evs []state.Event, last uint64, now time.Time) []state.Event {
+	first := last - uint64(len(evs)) + 1
 	out := make([]state.Event, len(evs))
 	for i, e := range evs {
 		e.Seq = first + uint64(i)
@@ -109,15 +182,7 @@ func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.
 		}
 		out[i] = e
 	}
-	if len(out) >= copyThreshold {
-		err = t.copyEvents(ctx, id, out)
-	} else {
-		err = t.insertEvents(ctx, id, out)
-	}
-	if err != nil {
-		return nil, classify(op, err)
-	}
-	return out, nil
+	return out
 }
 
 func eventRow(id string, e *state.Event) []any {
@@ -132,16 +197,6 @@ func (t *tx) copyEvents(ctx context.Context, id string, evs []state.Event) error
 	_, err := t.tx.CopyFrom(ctx, pgx.Identifier{"sporectl", "events"}, eventCopyColumns,
 		pgx.CopyFromSlice(len(evs), func(i int) ([]any, error) { return eventRow(id, &evs[i]), nil }))
 	return err
-}
-
-// insertEvents sends every INSERT in one pipelined round trip.
-func (t *tx) insertEvents(ctx context.Context, id string, evs []state.Event) error {
-	b := &pgx.Batch{}
-	for i := range evs {
-		b.Queue(`INSERT INTO sporectl.events (spore_id, seq, at, kind, action, sender, body, bridge_seq, line)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, eventRow(id, &evs[i])...)
-	}
-	return t.tx.SendBatch(ctx, b).Close()
 }
 
 const eventColumns = `seq, at, kind, action, sender, body, bridge_seq, line`

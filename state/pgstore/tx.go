@@ -179,6 +179,9 @@ func (t *tx) lockInUpdate(ctx context.Context, op, id string) error {
 // sporeExists answers without locking, for reads that found nothing and
 // must tell "no such spore" from "no rows yet".
 func (t *tx) sporeExists(ctx context.Context, op, id string) error {
+	if t.held.rows[id] {
+		return nil
+	}
 	if err := t.orderRow(ctx, op, id); err != nil {
 		return err
 	}
@@ -187,5 +190,11 @@ func (t *tx) sporeExists(ctx context.Context, op, id string) error {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return state.SporeNotFound(id)
 	}
-	return classify(op, err)
+	if err != nil {
+		return classify(op, err)
+	}
+	if !t.readOnly {
+		t.held.found(id)
+	}
+	return nil
 }
