@@ -265,12 +265,14 @@ func (s *Server) reachable(c *call) (state.Spore, error) {
 	if err := state.ValidateID(c.id); err != nil {
 		return state.Spore{}, errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
 	}
-	var to state.Spore
-	err := s.Store.View(c.ctx(), func(tx state.Tx) error {
-		var err error
-		to, err = tx.Spore(c.ctx(), c.id)
-		return err
-	})
+	to, err := c.target.sp, c.target.err
+	if c.target.id != c.id {
+		err = s.Store.View(c.ctx(), func(tx state.Tx) error {
+			var err error
+			to, err = tx.Spore(c.ctx(), c.id)
+			return err
+		})
+	}
 	switch {
 	case err == nil && Reaches(c.caller, to):
 		return to, nil

@@ -97,8 +97,18 @@ type call struct {
 	caller state.Spore
 	// id is the route's {id} segment, unchecked.
 	id string
+	// target is the spore id names, when read with the caller
+	// (authenticate): one View for both.
+	target readAhead
 	// requestID is the caller's idempotency key (generated when absent).
 	requestID string
+}
+
+// readAhead is a spore read before its handler asks for it.
+type readAhead struct {
+	id  string // the spore read; "" when none was
+	sp  state.Spore
+	err error // nil, or the read's ErrNotFound
 }
 
 func (c *call) ctx() context.Context { return c.r.Context() }
@@ -149,7 +159,11 @@ func (s *Server) handler(rt *Route) http.Handler {
 			c.id = r.PathValue(rt.wildcard)
 		}
 		if !rt.Public {
-			sp, err := s.authenticate(r.Context(), r)
+			also := ""
+			if rt.wildcard == "id" && state.ValidateID(c.id) == nil {
+				also = c.id
+			}
+			sp, err := s.authenticate(r.Context(), r, also, &c.target)
 			if err != nil {
 				s.fail(sw, rt, err)
 				return
@@ -180,7 +194,11 @@ func (s *Server) handler(rt *Route) http.Handler {
 // the same 401, whatever was wrong, so nothing is learnt from it. A right
 // token of a spore whose desired state is not Running is then refused
 // with 403 caller_asleep.
-func (s *Server) authenticate(ctx context.Context, r *http.Request) (state.Spore, error) {
+//
+// also, when not "", is a spore the call is about, read in the same View
+// into target (its ErrNotFound kept there, for the handler to answer), so
+// a call about one spore opens one View, not two.
+func (s *Server) authenticate(ctx context.Context, r *http.Request, also string, target *readAhead) (state.Spore, error) {
 	unauthorized := errorf(http.StatusUnauthorized, CodeUnauthorized, "unauthorized: send Authorization: Bearer <token> and %s: <spore id>", HeaderSpore)
 	ids, auths := r.Header.Values(HeaderSpore), r.Header.Values("Authorization")
 	if len(ids) != 1 || len(auths) != 1 || state.ValidateID(ids[0]) != nil {
@@ -197,8 +215,15 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request) (state.Spore
 		if sp, err = tx.Spore(ctx, ids[0]); err != nil {
 			return err
 		}
-		hash, err = tx.TokenHash(ctx, ids[0])
-		return err
+		if hash, err = tx.TokenHash(ctx, ids[0]); err != nil || also == "" {
+			return err
+		}
+		t, err := tx.Spore(ctx, also)
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			return err
+		}
+		*target = readAhead{id: also, sp: t, err: err}
+		return nil
 	})
 	if errors.Is(err, state.ErrNotFound) {
 		// Hash anyway, so an unknown id takes as long as a wrong token.

@@ -21,13 +21,22 @@ type Reads struct {
 	// Records is the spore records read; Fleet the whole-fleet reads.
 	Records atomic.Int64
 	Fleet   atomic.Int64
+	// Views and Updates count the transactions (each a BEGIN and an end,
+	// two round trips on PostgreSQL).
+	Views, Updates atomic.Int64
 
 	mu    sync.Mutex
 	calls map[string]int
 }
 
 // Reset zeroes the counts.
-func (r *Reads) Reset() { r.Records.Store(0); r.Fleet.Store(0); r.TakeCalls() }
+func (r *Reads) Reset() {
+	r.Records.Store(0)
+	r.Fleet.Store(0)
+	r.Views.Store(0)
+	r.Updates.Store(0)
+	r.TakeCalls()
+}
 
 // TakeCalls returns the reads by method since the last take, and zeroes them.
 func (r *Reads) TakeCalls() map[string]int {
@@ -48,10 +57,12 @@ func (r *Reads) call(method string) {
 }
 
 func (r *Reads) View(ctx context.Context, fn func(state.Tx) error) error {
+	r.Views.Add(1)
 	return r.Store.View(ctx, func(tx state.Tx) error { return fn(&readsTx{Tx: tx, r: r}) })
 }
 
 func (r *Reads) Update(ctx context.Context, fn func(state.Tx) error) error {
+	r.Updates.Add(1)
 	return r.Store.Update(ctx, func(tx state.Tx) error { return fn(&readsTx{Tx: tx, r: r}) })
 }
 
