@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/server"
@@ -123,13 +125,44 @@ func benchStore(b *testing.B, variant string) state.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	st, _, err := pgstore.Init(ctx, url, settings, pgstore.Options{})
+	st, _, err := pgstore.Init(ctx, url, settings, pgstore.Options{Tracer: &benchRoundTrips})
 	if err != nil {
 		b.Fatal(err)
 	}
 	addCleanup(func() { _ = st.Close(); _ = srv.DropDatabase(context.Background(), name) })
 	return st
 }
+
+// benchRoundTrips counts what every benchmark's PostgreSQL store sends:
+// a statement (BEGIN and COMMIT included), a batch or a COPY is one round
+// trip. The benchmarks run one at a time, so a benchmark's share is the
+// difference across it.
+var benchRoundTrips roundTrips
+
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (r *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+func (r *roundTrips) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r *roundTrips) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
 
 // startTimedBridge serves a real bridge (the echo agent, a fresh home)
 // on loopback HTTP until the benchmarks end; accepted gets the time it
@@ -396,6 +429,12 @@ func BenchmarkServe(b *testing.B) {
 				body, _ := json.Marshal(TellRequest{Text: benchText, Force: force})
 				b.Run(name, func(b *testing.B) {
 					f := buildBenchFleet(b, variant)
+					sent := benchRoundTrips.n.Load()
+					defer func() {
+						if variant == "postgres" {
+							b.ReportMetric(float64(benchRoundTrips.n.Load()-sent)/float64(b.N), "roundtrips/op")
+						}
+					}()
 					concurrently(b, func(i int) error {
 						var res SendResponse
 						if err := f.call(http.MethodPost, "/spores/"+f.fakes[i%len(f.fakes)]+"/prompt", body, http.StatusAccepted, &res); err != nil {

@@ -83,6 +83,9 @@ func connect(ctx context.Context, rawURL string, opts Options) (*Store, error) {
 	red := redactor{secret: cfg.ConnConfig.Password}
 	cfg.MaxConns = opts.MaxConns
 	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
+	}
 	rp := cfg.ConnConfig.RuntimeParams
 	rp["statement_timeout"] = strconv.FormatInt(opts.StatementTimeout.Milliseconds(), 10)
 	rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(opts.IdleInTxTimeout.Milliseconds(), 10)

@@ -3,6 +3,8 @@ package pgstore
 import (
 	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Options tune how the store talks to the server. The zero value is usable.
@@ -23,6 +25,11 @@ type Options struct {
 	IdleInTxTimeout time.Duration
 	// MaxConns caps the pool (default 4).
 	MaxConns int32
+	// Tracer, if set, is pgx's tracer of every connection: it is told of
+	// each statement, batch and COPY the store sends (benchmarks count a
+	// request's round trips with it). It sees the statements' arguments,
+	// which can hold a token's digest, so it must not log them.
+	Tracer pgx.QueryTracer
 }
 
 func (o Options) withDefaults() Options {
