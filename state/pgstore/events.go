@@ -21,6 +21,9 @@ const copyThreshold = 64
 var eventCopyColumns = []string{"spore_id", "seq", "at", "kind", "action", "sender", "body", "bridge_seq", "line"}
 
 func (t *tx) Head(ctx context.Context, id string) (state.SporeHead, error) {
+	if last, ok := t.seen[id]; ok && last >= 0 {
+		return state.SporeHead{LastSeq: uint64(last)}, nil
+	}
 	if err := t.orderRow(ctx, "read head of "+id, id); err != nil {
 		return state.SporeHead{}, err
 	}
@@ -32,6 +35,7 @@ func (t *tx) Head(ctx context.Context, id string) (state.SporeHead, error) {
 	if err != nil {
 		return state.SporeHead{}, classify("read head of "+id, err)
 	}
+	t.found(id, last)
 	return state.SporeHead{LastSeq: uint64(last)}, nil
 }
 

@@ -108,18 +108,33 @@ func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
 	if err := t.orderRow(ctx, "read spore "+id, id); err != nil {
 		return state.Spore{}, err
 	}
-	sp, err := scanSpore(t.tx.QueryRow(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores WHERE id = $1`+t.lockClause(), id))
+	// Inside a View the head comes along: the pass reads a spore's
+	// record and then its head, and the snapshot keeps both still.
+	last := int64(-1)
+	var row pgx.Row
+	if t.readOnly {
+		row = withLast{t.tx.QueryRow(ctx, `SELECT `+sporeColumns+`, last_seq FROM sporectl.spores WHERE id = $1`, id), &last}
+	} else {
+		row = t.tx.QueryRow(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores WHERE id = $1`+t.lockClause(), id)
+	}
+	sp, err := scanSpore(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sp, state.SporeNotFound(id)
 	}
 	if err != nil {
 		return sp, sporeErr("read spore "+id, err)
 	}
-	if !t.readOnly {
-		t.held.found(id)
-	}
+	t.found(id, last)
 	return sp, nil
 }
+
+// withLast scans a spore row followed by its last_seq.
+type withLast struct {
+	pgx.Row
+	last *int64
+}
+
+func (r withLast) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.last)...) }
 
 func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 	if err := t.lockSporeSet(ctx); err != nil {

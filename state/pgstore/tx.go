@@ -31,6 +31,11 @@ type tx struct {
 	readOnly bool
 	now      time.Time // transaction time, fetched on first need
 	held     heldLocks // what the transaction has locked
+	// seen is, inside a View, each spore the snapshot has found, with
+	// its last_seq where a read brought it (else -1). One snapshot
+	// cannot see a row appear, go or change, so a later existence check
+	// or Head of the same spore needs no statement.
+	seen map[string]int64
 	// want is what the next attempt takes first, set when a lock out of
 	// order was refused (restart); shared by the attempts of one Update.
 	want       *lockSet
@@ -179,7 +184,7 @@ func (t *tx) lockInUpdate(ctx context.Context, op, id string) error {
 // sporeExists answers without locking, for reads that found nothing and
 // must tell "no such spore" from "no rows yet".
 func (t *tx) sporeExists(ctx context.Context, op, id string) error {
-	if t.held.rows[id] {
+	if _, ok := t.seen[id]; ok || t.held.rows[id] {
 		return nil
 	}
 	if err := t.orderRow(ctx, op, id); err != nil {
@@ -193,8 +198,22 @@ func (t *tx) sporeExists(ctx context.Context, op, id string) error {
 	if err != nil {
 		return classify(op, err)
 	}
+	t.found(id, -1)
+	return nil
+}
+
+// found records that a statement found spore id's row: locked by this
+// transaction inside an Update, in the snapshot inside a View, where
+// last (≥ 0) is its last_seq as read.
+func (t *tx) found(id string, last int64) {
 	if !t.readOnly {
 		t.held.found(id)
+		return
 	}
-	return nil
+	if t.seen == nil {
+		t.seen = map[string]int64{}
+	}
+	if _, ok := t.seen[id]; !ok || last >= 0 {
+		t.seen[id] = last
+	}
 }
