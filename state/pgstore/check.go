@@ -20,7 +20,7 @@ func (s *Store) Check(ctx context.Context) (*state.CheckReport, error) {
 	rep := &state.CheckReport{Problems: []state.Problem{}, Notes: []state.Problem{}}
 	err := s.View(ctx, func(stx state.Tx) error {
 		t := stx.(*tx)
-		for _, step := range []func(context.Context, pgx.Tx, *state.CheckReport) error{
+		for _, step := range []func(context.Context, queryer, *state.CheckReport) error{
 			checkVersion, checkSettings, checkSpores, checkHeads, checkOrphans, checkOutboxRows, checkEventRows,
 		} {
 			if err := step(ctx, t.tx, rep); err != nil {
@@ -39,7 +39,7 @@ func problem(rep *state.CheckReport, where, format string, args ...any) {
 	rep.Problems = append(rep.Problems, state.Problem{Where: where, Message: fmt.Sprintf(format, args...)})
 }
 
-func checkVersion(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error {
+func checkVersion(ctx context.Context, tx queryer, rep *state.CheckReport) error {
 	var v int
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM sporectl.schema_version`).Scan(&v); err != nil {
 		return classify("read schema version", err)
@@ -50,7 +50,7 @@ func checkVersion(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error 
 	return nil
 }
 
-func checkSettings(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error {
+func checkSettings(ctx context.Context, tx queryer, rep *state.CheckReport) error {
 	rows, err := tx.Query(ctx, `SELECT doc::text FROM sporectl.settings`)
 	if err != nil {
 		return classify("read settings", err)
@@ -73,7 +73,7 @@ func checkSettings(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error
 	return nil
 }
 
-func checkSpores(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error {
+func checkSpores(ctx context.Context, tx queryer, rep *state.CheckReport) error {
 	rows, err := tx.Query(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores ORDER BY id`)
 	if err != nil {
 		return classify("read spores", err)
@@ -90,7 +90,7 @@ func checkSpores(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error {
 
 // checkHeads relies on (spore_id, seq) being unique: then count = max and
 // min = 1 means exactly 1..max, and max = last_seq means the head matches.
-func checkHeads(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error {
+func checkHeads(ctx context.Context, tx queryer, rep *state.CheckReport) error {
 	rows, err := tx.Query(ctx, `SELECT s.id, s.last_seq, coalesce(e.n, 0), coalesce(e.lo, 0), coalesce(e.hi, 0)
 		FROM sporectl.spores s
 		LEFT JOIN (SELECT spore_id, count(*) AS n, min(seq) AS lo, max(seq) AS hi
@@ -119,7 +119,7 @@ func checkHeads(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error {
 	return classify("compare heads with events", rows.Err())
 }
 
-func checkOrphans(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error {
+func checkOrphans(ctx context.Context, tx queryer, rep *state.CheckReport) error {
 	for _, table := range []string{"events", "outbox", "tokens"} {
 		// table comes from the fixed list above, never from input.
 		rows, err := tx.Query(ctx, `SELECT r.spore_id, count(*) FROM sporectl.`+table+` r
@@ -145,7 +145,7 @@ func checkOrphans(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error 
 	return nil
 }
 
-func checkOutboxRows(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error {
+func checkOutboxRows(ctx context.Context, tx queryer, rep *state.CheckReport) error {
 	rows, err := tx.Query(ctx, `SELECT spore_id, id, sender, body FROM sporectl.outbox ORDER BY spore_id, pos`)
 	if err != nil {
 		return classify("read outbox", err)
@@ -166,7 +166,7 @@ func checkOutboxRows(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) err
 }
 
 // checkEventRows reads every event once; it is the only O(history) step.
-func checkEventRows(ctx context.Context, tx pgx.Tx, rep *state.CheckReport) error {
+func checkEventRows(ctx context.Context, tx queryer, rep *state.CheckReport) error {
 	rows, err := tx.Query(ctx, `SELECT spore_id, seq, kind, action, sender, body, line FROM sporectl.events`)
 	if err != nil {
 		return classify("read events", err)

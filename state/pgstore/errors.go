@@ -42,6 +42,10 @@ func classify(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	var se startError
+	if errors.As(err, &se) {
+		return se.error
+	}
 	// A connection attempt that timed out carries DeadlineExceeded from
 	// ConnectTimeout, not from the caller: the server is unavailable.
 	var connErr *pgconn.ConnectError

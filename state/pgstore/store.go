@@ -16,13 +16,9 @@ import (
 // View runs fn over one REPEATABLE READ READ ONLY snapshot. MVCC means it
 // never waits for a writer's locks and never sees uncommitted rows.
 func (s *Store) View(ctx context.Context, fn func(state.Tx) error) error {
-	pt, err := s.begin(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return s.red.redact(err)
-	}
+	pt := s.lazy(pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	defer rollback(ctx, pt)
-	err = fn(&tx{tx: pt, readOnly: true})
-	return s.red.redact(err)
+	return s.red.redact(fn(&tx{tx: pt, readOnly: true}))
 }
 
 // Update runs fn in a READ COMMITTED transaction and commits it when fn
@@ -82,10 +78,7 @@ func retryDelay(attempt int) time.Duration {
 // rolled back and may run again: a lock out of order (want then says what
 // to lock first) or a conflict (err holds it).
 func (s *Store) updateOnce(ctx context.Context, fn func(state.Tx) error, want *lockSet, last bool) (again bool, err error) {
-	pt, err := s.begin(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite})
-	if err != nil {
-		return false, err
-	}
+	pt := s.lazy(pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite})
 	defer rollback(ctx, pt)
 	t := &tx{tx: pt, want: want, waitAnyway: last}
 	if err := t.takeFirst(ctx, want); err != nil {
@@ -123,41 +116,13 @@ func (s *Store) updateOnce(ctx context.Context, fn func(state.Tx) error, want *l
 // COMMIT). It runs even when ctx has ended, but bounded: a server that
 // stopped answering must not hang the caller; pgx then closes the
 // connection, which makes the server roll back.
-func rollback(ctx context.Context, pt pgx.Tx) {
+func rollback(ctx context.Context, pt interface{ Rollback(context.Context) error }) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
 	_ = pt.Rollback(rctx)
 }
 
 const rollbackTimeout = 5 * time.Second
-
-// begin starts a transaction. Nothing has run yet, so a broken pooled
-// connection (say, after a server restart) is safe to replace: the pool is
-// reset and the attempt repeated a bounded number of times, waiting for a
-// server that is still recovering.
-func (s *Store) begin(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error) {
-	delay := 100 * time.Millisecond
-	var err error
-	for attempt := 1; ; attempt++ {
-		var t pgx.Tx
-		t, err = s.pool.BeginTx(ctx, opts)
-		if err == nil {
-			return t, nil
-		}
-		if ctx.Err() != nil || !retryableBegin(err) || attempt >= s.opts.ConnectAttempts+1 {
-			break
-		}
-		s.pool.Reset()
-		s.opts.Logger.Info("postgres connection lost, reconnecting", "location", s.location, "attempt", attempt, "err", s.red.redact(err))
-		select {
-		case <-ctx.Done():
-			return nil, classify("begin transaction on "+s.location, ctx.Err())
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 2*time.Second)
-	}
-	return nil, classify("begin transaction on "+s.location, err)
-}
 
 func retryableBegin(err error) bool {
 	if permanentConnectCode(err) {

@@ -27,7 +27,7 @@ import (
 //
 // The order those locks are taken in is kept by lockorder.go.
 type tx struct {
-	tx       pgx.Tx
+	tx       queryer
 	readOnly bool
 	now      time.Time // transaction time, fetched on first need
 	held     heldLocks // what the transaction has locked
