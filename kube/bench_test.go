@@ -82,16 +82,23 @@ func parallel(tb testing.TB, n int, fn func(i int) error) {
 	}
 }
 
-// Observing the whole fleet: wall time per observation and API requests
-// per observation (which must not grow with the fleet).
-func BenchmarkObserveFleet1000(b *testing.B) {
+// countedFleetRuntime is a runtime on the benchmark fleet's namespace
+// whose requests and response bytes are counted from zero.
+func countedFleetRuntime(b *testing.B) (*kube.Runtime, *kubetest.Counter) {
 	e := benchFleet(b)
 	cfg, counter := kubetest.Counting(e.saCfg)
 	rt, err := kube.New(cfg, kube.Options{Namespace: e.ns})
 	require.NoError(b, err)
 	counter.Reset()
+	return rt, counter
+}
+
+// Observing the whole fleet: wall time per observation and API requests
+// per observation (which must not grow with the fleet).
+func BenchmarkObserveFleet1000(b *testing.B) {
+	rt, counter := countedFleetRuntime(b)
 	for b.Loop() {
-		obs, err := rt.Observe(b.Context())
+		obs, err := rt.Observe(b.Context(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -100,6 +107,29 @@ func BenchmarkObserveFleet1000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(counter.Requests())/float64(b.N), "requests/op")
+	b.ReportMetric(float64(counter.ResponseBytes())/float64(b.N), "resp-bytes/op")
+}
+
+// Observing one named spore of the fleet: the same two LISTs, narrowed
+// by label to its pod and claim, so what the API server sends (resp-bytes/op)
+// and what the client decodes do not grow with the fleet. Run beside
+// BenchmarkObserveFleet1000 for the ratio.
+func BenchmarkObserveNamed1000(b *testing.B) {
+	rt, counter := countedFleetRuntime(b)
+	i := 0
+	for b.Loop() {
+		id := fmt.Sprintf("f%04d", i%fleetSize)
+		i++
+		obs, err := rt.Observe(b.Context(), []string{id})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if po, ok := obs.Spores[id]; len(obs.Spores) != 1 || !ok || po.State != reconcile.PodRunning {
+			b.Fatalf("observed %v, want %s alone and running", obs.Spores, id)
+		}
+	}
+	b.ReportMetric(float64(counter.Requests())/float64(b.N), "requests/op")
+	b.ReportMetric(float64(counter.ResponseBytes())/float64(b.N), "resp-bytes/op")
 }
 
 // Creating fleetSize spores' claims, secrets and pods from scratch, in a
@@ -135,7 +165,7 @@ type statusSpore struct {
 }
 
 func observeJSON(b *testing.B, rt *kube.Runtime, w io.Writer) {
-	obs, err := rt.Observe(b.Context())
+	obs, err := rt.Observe(b.Context(), nil)
 	if err != nil {
 		b.Fatal(err)
 	}

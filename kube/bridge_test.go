@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -117,6 +118,28 @@ func TestBridgeEndpointsInOneList(t *testing.T) {
 		assert.Contains(t, eps[id].BaseURL, "/pods/spore-"+id+":8080/proxy")
 	}
 	assert.Same(t, eps["b-1"].Client, eps["b-2"].Client, "one HTTP client for the fleet")
+	threeBytes := counter.ResponseBytes()
+
+	// One named: its Secret alone is listed, not the others'.
+	counter.Reset()
+	one, err := admin.BridgeEndpoints(ctx, []string{"b-2"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), counter.Requests())
+	require.Len(t, one, 1)
+	assert.True(t, one["b-2"].Token == creds("b-2").BridgeToken)
+	assert.Less(t, counter.ResponseBytes(), threeBytes/2, "the API server sent one Secret, not three (%d bytes of %d)", counter.ResponseBytes(), threeBytes)
+
+	// More ids than one selector names: the fleet's Secrets, the named kept.
+	many := []string{"b-3"}
+	for i := range 64 {
+		many = append(many, fmt.Sprintf("absent-%d", i))
+	}
+	counter.Reset()
+	wide, err := admin.BridgeEndpoints(ctx, many)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), counter.Requests())
+	require.Len(t, wide, 1)
+	assert.True(t, wide["b-3"].Token == creds("b-3").BridgeToken)
 
 	// sporectl's own Role: no list on Secrets, so one GET per spore.
 	saCfg, saCounter := kubetest.Counting(e.saCfg)

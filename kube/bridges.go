@@ -15,13 +15,18 @@ import (
 // BridgeEndpoints says how to reach the bridges of ids with as few
 // requests as the caller may make: one LIST of sporectl's Secrets (plus one
 // of its pods in the cluster) instead of a GET per spore, and one shared
-// HTTP client. sporectl's own Role does not grant listing Secrets (least
+// HTTP client; for a few ids the LISTs select theirs alone (selectorFor),
+// so a command about one spore does not read the fleet's Secrets. sporectl's own Role does not grant listing Secrets (least
 // privilege), so where the LIST is forbidden it reads them one by one. An
 // id whose bridge cannot be reached is missing from the map.
 func (r *Runtime) BridgeEndpoints(ctx context.Context, ids []string) (map[string]reconcile.BridgeEndpoint, error) {
 	out := make(map[string]reconcile.BridgeEndpoint, len(ids))
+	sel, err := selectorFor(ids)
+	if err != nil {
+		return nil, fmt.Errorf("bridge endpoints: %w", err)
+	}
 	secrets, err := listWithRetry(ctx, func() (map[string]string, error) {
-		l, err := r.core.secrets().list(ctx, fleetSelector())
+		l, err := r.core.secrets().list(ctx, sel)
 		if err != nil {
 			return nil, err
 		}
@@ -52,7 +57,7 @@ func (r *Runtime) BridgeEndpoints(ctx context.Context, ids []string) (map[string
 	}
 	if r.opts.InCluster {
 		ips, err := listWithRetry(ctx, func() (map[string]string, error) {
-			l, err := r.core.pods().list(ctx, fleetSelector())
+			l, err := r.core.pods().list(ctx, sel)
 			if err != nil {
 				return nil, err
 			}

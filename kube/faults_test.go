@@ -133,7 +133,7 @@ func TestObserveSurfacesServerErrors(t *testing.T) {
 	e := newEnv(t)
 	f := &faulty{method: "GET", suffix: "/pods", left: -1, mode: "status:503:ServiceUnavailable"}
 	rt := e.faultyRuntime(t, f)
-	_, err := rt.Observe(t.Context())
+	_, err := rt.Observe(t.Context(), nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "list pods in "+e.ns)
 	var status apierrors.APIStatus

@@ -31,7 +31,7 @@ func (e *env) start(t testing.TB, ids ...string) {
 
 func (e *env) observe(t testing.TB) map[string]reconcile.PodObservation {
 	t.Helper()
-	obs, err := e.rt.Observe(t.Context())
+	obs, err := e.rt.Observe(t.Context(), nil)
 	require.NoError(t, err)
 	return obs.Spores
 }

@@ -1,8 +1,11 @@
 package kube
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 )
 
 // Labels and annotations that mark an object as sporectl's. The managed-by
@@ -29,12 +32,32 @@ const (
 // ObjectName is the name of every object of spore id.
 func ObjectName(id string) string { return "spore-" + id }
 
+// fleetLabels are the labels every spore object sporectl made carries.
+var fleetLabels = labels.Set{LabelManagedBy: ManagedByValue, LabelComponent: ComponentSpore}
+
 // fleetSelector selects every spore object sporectl made.
 func fleetSelector() string {
-	return labels.SelectorFromSet(labels.Set{
-		LabelManagedBy: ManagedByValue,
-		LabelComponent: ComponentSpore,
-	}).String()
+	return labels.SelectorFromSet(fleetLabels).String()
+}
+
+// observeNamedMax is how many spores one LIST names in its selector; an
+// observation of more lists the fleet (a selector of thousands of ids
+// would pass the API server's URL limit).
+const observeNamedMax = 64
+
+// selectorFor selects the spore objects of ids: with up to
+// observeNamedMax of them, fleetSelector and "sporectl.dev/spore in
+// (ids…)", so the API server sends no other spore's objects; with none or
+// more, the fleet's (the caller keeps the ids it wants).
+func selectorFor(ids []string) (string, error) {
+	if len(ids) == 0 || len(ids) > observeNamedMax {
+		return fleetSelector(), nil
+	}
+	in, err := labels.NewRequirement(LabelSpore, selection.In, ids)
+	if err != nil {
+		return "", fmt.Errorf("select spores %v: %w", ids, err)
+	}
+	return labels.SelectorFromSet(fleetLabels).Add(*in).String(), nil
 }
 
 // Owned reports whether meta carries every ownership mark for spore id:

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,10 +16,19 @@ import (
 // state; one with only a claim (asleep, or its pod gone) is Absent. Every
 // marked object is reported, including those whose spore the store no
 // longer has: the caller, who knows the store, calls them orphans.
-func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
+//
+// With ids, the two LISTs select those spores' objects alone (up to
+// observeNamedMax of them; more list the fleet), and only they are
+// reported: a command about one spore reads its pod and claim, not the
+// fleet's.
+func (r *Runtime) Observe(ctx context.Context, ids []string) (reconcile.FleetObservation, error) {
+	sel, err := selectorFor(ids)
+	if err != nil {
+		return reconcile.FleetObservation{}, fmt.Errorf("observe: %w", err)
+	}
 	var pods *corev1.PodList
-	err := retryTransient(ctx, func() (err error) {
-		pods, err = r.core.pods().list(ctx, fleetSelector())
+	err = retryTransient(ctx, func() (err error) {
+		pods, err = r.core.pods().list(ctx, sel)
 		return err
 	})
 	if err != nil {
@@ -26,13 +36,21 @@ func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, erro
 	}
 	var claims *corev1.PersistentVolumeClaimList
 	err = retryTransient(ctx, func() (err error) {
-		claims, err = r.core.claims().list(ctx, fleetSelector())
+		claims, err = r.core.claims().list(ctx, sel)
 		return err
 	})
 	if err != nil {
 		return reconcile.FleetObservation{}, fmt.Errorf("observe: list claims in %s: %w", r.opts.Namespace, err)
 	}
-	return fleet(pods.Items, claims.Items), nil
+	out := fleet(pods.Items, claims.Items)
+	if len(ids) > 0 {
+		want := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+		maps.DeleteFunc(out.Spores, func(id string, _ reconcile.PodObservation) bool { return !want[id] })
+	}
+	return out, nil
 }
 
 // fleet folds the two lists into one observation per spore.

@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -63,7 +64,7 @@ func TestObserveMapsEveryPodState(t *testing.T) {
 	cfg, counter := kubetest.Counting(e.saCfg)
 	rt, err := kube.New(cfg, kube.Options{Namespace: e.ns})
 	require.NoError(t, err)
-	obs, err := rt.Observe(ctx)
+	obs, err := rt.Observe(ctx, nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, counter.Requests(), "one LIST of pods, one of claims")
 
@@ -76,6 +77,24 @@ func TestObserveMapsEveryPodState(t *testing.T) {
 		}
 		assert.Equal(t, want, obs.Spores[c.id], c.id)
 	}
+	fleetBytes := counter.ResponseBytes()
+
+	// Named: the same two LISTs, selecting those spores' objects alone.
+	counter.Reset()
+	named, err := rt.Observe(ctx, []string{"oom", "asleep", "never-made"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, counter.Requests(), "one LIST of pods, one of claims")
+	assert.Equal(t, map[string]reconcile.PodObservation{"oom": obs.Spores["oom"], "asleep": obs.Spores["asleep"]}, named.Spores)
+	assert.Less(t, counter.ResponseBytes(), fleetBytes/3, "the API server sent the named spores' objects, not the fleet's (%d bytes of %d)", counter.ResponseBytes(), fleetBytes)
+
+	// More than one selector holds: the fleet is listed, the named kept.
+	many := []string{"oom"}
+	for i := range 64 {
+		many = append(many, fmt.Sprintf("absent-%d", i))
+	}
+	named, err = rt.Observe(ctx, many)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]reconcile.PodObservation{"oom": obs.Spores["oom"]}, named.Spores)
 }
 
 // Two pods labelled for one spore are counted, not chosen between, and

@@ -28,7 +28,7 @@ const HostMetrics = "local /proc: cpu_seconds is the CPU time (utime+stime) each
 // memory from one more scan of /proc. Only /proc/PID/stat, statm and
 // environ (for the mark, never read out) are read.
 func (r *Runtime) Hosts(ctx context.Context) (reconcile.HostList, error) {
-	obs, err := r.Observe(ctx)
+	obs, err := r.Observe(ctx, nil)
 	if err != nil {
 		return reconcile.HostList{}, err
 	}

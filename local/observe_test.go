@@ -5,9 +5,12 @@ import (
 	"flag"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -218,10 +221,64 @@ func TestObserveScansProcOnce(t *testing.T) {
 	old := scanHook
 	scanHook = func() { scans++ }
 	t.Cleanup(func() { scanHook = old })
-	obs, err := r.Observe(ctx)
+	obs, err := r.Observe(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, obs.Spores, 3)
 	require.Equal(t, 1, scans)
+}
+
+// hostsAsked records the host of every request sent through it.
+type hostsAsked struct {
+	mu    sync.Mutex
+	hosts []string
+	next  http.RoundTripper
+}
+
+func (h *hostsAsked) RoundTrip(req *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	h.hosts = append(h.hosts, req.URL.Host)
+	h.mu.Unlock()
+	return h.next.RoundTrip(req)
+}
+
+// TestObserveNamedAsksTheNamedOnly: Observe of named spores reports those
+// alone, as the whole observation does, and asks no other spore's bridge
+// for /healthz; unnamed it asks every one.
+func TestObserveNamedAsksTheNamedOnly(t *testing.T) {
+	ctx := context.Background()
+	r := newRuntime(t, "echo")
+	ids := []string{"one", "two", "three"}
+	for _, id := range ids {
+		t.Cleanup(func() { _ = r.Delete(ctx, id, true) })
+		require.NoError(t, r.Start(ctx, spore(id), reconcile.Launch{Creds: creds}))
+	}
+	asked := &hostsAsked{next: http.DefaultTransport}
+	r.cfg.HTTPClient = &http.Client{Transport: asked, Timeout: 2 * time.Second}
+	addrOf := func(id string) string {
+		rf, err := readRunFile(r.runPath(id, ".json"))
+		require.NoError(t, err)
+		return rf.Addr
+	}
+	take := func() []string {
+		asked.mu.Lock()
+		defer asked.mu.Unlock()
+		out := asked.hosts
+		asked.hosts = nil
+		slices.Sort(out)
+		return out
+	}
+
+	whole, err := r.Observe(ctx, nil)
+	require.NoError(t, err)
+	require.Len(t, whole.Spores, 3)
+	want := []string{addrOf("one"), addrOf("two"), addrOf("three")}
+	slices.Sort(want)
+	require.Equal(t, want, take())
+
+	named, err := r.Observe(ctx, []string{"two", "never-made"})
+	require.NoError(t, err)
+	require.Equal(t, map[string]reconcile.PodObservation{"two": whole.Spores["two"]}, named.Spores)
+	require.Equal(t, []string{addrOf("two")}, take(), "no other bridge is asked")
 }
 
 const fullDiskBridgeEnv = "LOCAL_TEST_FULL_DISK_BRIDGE"

@@ -383,7 +383,9 @@ func (r *Runtime) Delete(ctx context.Context, id string, purgeHome bool) error {
 // Observe looks at every run file and, in one scan of /proc, at every
 // process carrying the mark of a spore of this root (whatever its id, so
 // orphans too), and asks each live bridge for /healthz, all at once (each
-// for at most a second). docs/runtimes.md has the table:
+// for at most a second). With named ids it looks at their run files and
+// marked processes only, and asks their bridges only. docs/runtimes.md
+// has the table:
 //
 //   - a verified run file (a live process with the spore's mark, at
 //     127.0.0.1): Running, ready when it answers /healthz (see answers);
@@ -398,21 +400,29 @@ func (r *Runtime) Delete(ctx context.Context, id string, purgeHome bool) error {
 //   - otherwise a run file, or other marked processes (leftovers of a dead
 //     bridge): Failed, reason Exited;
 //   - nothing: absent.
-func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
+func (r *Runtime) Observe(ctx context.Context, named []string) (reconcile.FleetObservation, error) {
 	obs := reconcile.FleetObservation{Spores: map[string]reconcile.PodObservation{}}
-	entries, err := os.ReadDir(filepath.Join(r.cfg.Root, "run"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return obs, fmt.Errorf("observe local spores: %w", err)
-	}
 	marked := markedFleet(r.home)
 	ids := map[string]bool{}
-	for _, e := range entries {
-		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && state.ValidateID(id) == nil {
+	if len(named) > 0 {
+		// Those alone: their run files are read by name, and no other
+		// spore's bridge is asked (the scan of /proc is one either way).
+		for _, id := range named {
 			ids[id] = true
 		}
-	}
-	for id := range marked {
-		ids[id] = true
+	} else {
+		entries, err := os.ReadDir(filepath.Join(r.cfg.Root, "run"))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return obs, fmt.Errorf("observe local spores: %w", err)
+		}
+		for _, e := range entries {
+			if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && state.ValidateID(id) == nil {
+				ids[id] = true
+			}
+		}
+		for id := range marked {
+			ids[id] = true
+		}
 	}
 	now := time.Now()
 	var mu sync.Mutex

@@ -85,7 +85,7 @@ func marked(id string) []int {
 
 func observe(t *testing.T, r *Runtime, id string) (reconcile.PodObservation, bool) {
 	t.Helper()
-	obs, err := r.Observe(context.Background())
+	obs, err := r.Observe(context.Background(), nil)
 	require.NoError(t, err)
 	po, ok := obs.Spores[id]
 	return po, ok
@@ -262,7 +262,7 @@ func TestDeletePurge(t *testing.T) {
 	require.NoDirExists(t, r.home("purge"))
 	require.Empty(t, marked("keep"))
 	require.Empty(t, marked("purge"))
-	obs, err := r.Observe(ctx)
+	obs, err := r.Observe(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, obs.Spores)
 }

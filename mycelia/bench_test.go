@@ -215,12 +215,12 @@ type mixedRuntime struct {
 	real *reconciletest.Static
 }
 
-func (m mixedRuntime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
-	obs, err := m.Runtime.Observe(ctx)
+func (m mixedRuntime) Observe(ctx context.Context, ids []string) (reconcile.FleetObservation, error) {
+	obs, err := m.Runtime.Observe(ctx, ids)
 	if err != nil {
 		return obs, err
 	}
-	real, _ := m.real.Observe(ctx)
+	real, _ := m.real.Observe(ctx, ids)
 	for id, po := range real.Spores {
 		obs.Spores[id] = po
 	}

@@ -202,7 +202,7 @@ type observeHook struct {
 	hook func()
 }
 
-func (o observeHook) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
+func (o observeHook) Observe(ctx context.Context, ids []string) (reconcile.FleetObservation, error) {
 	o.hook()
-	return o.Runtime.Observe(ctx)
+	return o.Runtime.Observe(ctx, ids)
 }

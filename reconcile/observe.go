@@ -34,7 +34,7 @@ type observation struct {
 // deadline. ids are the spores the store knows; runtime objects of other
 // ids are returned as orphans. Nothing observed is ever stored.
 func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed, []string, error) {
-	obs, err := observe(ctx, rt, DialHTTP, ids, ids, DefaultObserveDeadline)
+	obs, err := observe(ctx, rt, DialHTTP, ids, ids, false, DefaultObserveDeadline)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -42,15 +42,20 @@ func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed
 }
 
 // observe is Observe for a pass: known are every id in the store (to tell
-// orphans), ask the ids whose bridges are asked.
-func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, deadline time.Duration) (observation, error) {
-	fleet, err := rt.Observe(ctx)
+// orphans), ask the ids whose bridges are asked. A pass over named spores
+// (named) looks at those alone: the runtime is asked about ask, not the
+// fleet, and no orphan is told (a pass over none asks nothing).
+func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, named bool, deadline time.Duration) (observation, error) {
+	var scope []string
+	if named {
+		if len(ask) == 0 {
+			return observation{spores: map[string]Observed{}, clients: map[string]BridgeClient{}}, nil
+		}
+		scope = ask
+	}
+	fleet, err := rt.Observe(ctx, scope)
 	if err != nil {
 		return observation{}, err
-	}
-	isKnown := make(map[string]bool, len(known))
-	for _, id := range known {
-		isKnown[id] = true
 	}
 	out := observation{spores: make(map[string]Observed, len(ask)), clients: map[string]BridgeClient{}}
 	var toAsk []string
@@ -75,14 +80,21 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 		}
 		out.spores[id] = o
 	}
-	for id, po := range fleet.Spores {
-		// Only something that runs (or tries to) is an orphan: a home kept
-		// after `delete` is not, and `create` of the same id adopts it.
-		if !isKnown[id] && po.State != PodAbsent {
-			out.orphans = append(out.orphans, id)
+	if !named {
+		isKnown := make(map[string]bool, len(known))
+		for _, id := range known {
+			isKnown[id] = true
 		}
+		for id, po := range fleet.Spores {
+			// Only something that runs (or tries to) is an orphan: a home
+			// kept after `delete` is not, and `create` of the same id
+			// adopts it.
+			if !isKnown[id] && po.State != PodAbsent {
+				out.orphans = append(out.orphans, id)
+			}
+		}
+		slices.Sort(out.orphans)
 	}
-	slices.Sort(out.orphans)
 
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()

@@ -112,7 +112,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 	obs := observation{spores: map[string]Observed{}}
 	rt, err := ps.Runtime(ctx, snap.Settings)
 	if err == nil {
-		obs, err = observe(ctx, rt, ps.dial(), snap.Known, snap.IDs(), orDefault(ps.ObserveDeadline, DefaultObserveDeadline))
+		obs, err = observe(ctx, rt, ps.dial(), snap.Known, snap.IDs(), snap.Named, orDefault(ps.ObserveDeadline, DefaultObserveDeadline))
 	}
 	for _, id := range snap.IDs() {
 		if o := obs.spores[id]; o.BridgeErr != nil {

@@ -331,7 +331,7 @@ func TestPassNewerWishIsNotOverwritten(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, out.Plans[0].Start, "the pass planned a respawn on the old wish")
 	require.Equal(t, starts+1, e.rt.Calls("Start"), "Start is called: it asks the store under its lock, and starts nothing")
-	fleet, err := e.rt.Observe(context.Background())
+	fleet, err := e.rt.Observe(context.Background(), nil)
 	require.NoError(t, err)
 	require.NotEqual(t, reconcile.PodRunning, fleet.Spores["a"].State, "a spore put to sleep meanwhile was started anyway")
 	sp := e.spore("a")
@@ -367,8 +367,8 @@ type wishChanger struct {
 	do func()
 }
 
-func (w wishChanger) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
-	o, err := w.Runtime.Observe(ctx)
+func (w wishChanger) Observe(ctx context.Context, ids []string) (reconcile.FleetObservation, error) {
+	o, err := w.Runtime.Observe(ctx, ids)
 	w.do()
 	return o, err
 }
@@ -465,8 +465,8 @@ type earlyRacer struct {
 	got *state.TokenHash
 }
 
-func (r *earlyRacer) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
-	o, err := r.Runtime.Observe(ctx)
+func (r *earlyRacer) Observe(ctx context.Context, ids []string) (reconcile.FleetObservation, error) {
+	o, err := r.Runtime.Observe(ctx, ids)
 	if err != nil {
 		return o, err
 	}

@@ -20,8 +20,8 @@ type stepped struct {
 	beforeStart  func()
 }
 
-func (r *stepped) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
-	o, err := r.Runtime.Observe(ctx)
+func (r *stepped) Observe(ctx context.Context, ids []string) (reconcile.FleetObservation, error) {
+	o, err := r.Runtime.Observe(ctx, ids)
 	if r.afterObserve != nil {
 		r.afterObserve()
 	}

@@ -20,7 +20,7 @@ import (
 type hostsRuntime struct{ *reconciletest.Runtime }
 
 func (r hostsRuntime) Hosts(ctx context.Context) (reconcile.HostList, error) {
-	obs, err := r.Observe(ctx)
+	obs, err := r.Observe(ctx, nil)
 	if err != nil {
 		return reconcile.HostList{}, err
 	}
@@ -34,7 +34,7 @@ func (r hostsRuntime) Hosts(ctx context.Context) (reconcile.HostList, error) {
 
 func (r hostsRuntime) HostLogs(ctx context.Context, name string, tail int) (string, error) {
 	id := strings.TrimPrefix(name, "bridge of ")
-	obs, err := r.Observe(ctx)
+	obs, err := r.Observe(ctx, nil)
 	if err != nil {
 		return "", err
 	}

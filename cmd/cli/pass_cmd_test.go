@@ -487,7 +487,7 @@ func TestSleepEndsASporeWhoseBreakerIsOpen(t *testing.T) {
 	require.Equal(t, ExitUnhealthy, c.run("", "reconcile").code)                          // opens the breaker
 	c.rt.Set(reconcile.PodObservation{ID: "a", State: reconcile.PodRunning, Ready: true}) // something runs again
 	c.ok("sleep", "a")
-	fleet, err := c.rt.Observe(context.Background())
+	fleet, err := c.rt.Observe(context.Background(), nil)
 	require.NoError(t, err)
 	_, runs := fleet.Spores["a"]
 	require.False(t, runs, "sleep left a spore with an open breaker running")

@@ -39,6 +39,8 @@ type Runtime struct {
 	DeleteErr map[string]error
 	// ObserveErr makes Observe fail.
 	ObserveErr error
+	// lastObserved is the ids of the last Observe (nil: the fleet).
+	lastObserved []string
 	// AgentLines is what a started spore's bridge answers to each prompt
 	// (echo-like); nil for nothing.
 	AgentLines func(p bridge.PromptRequest) []string
@@ -100,18 +102,36 @@ func (r *Runtime) Kill(id, reason string) {
 	r.BridgeOf(id).SetUp(false)
 }
 
-func (r *Runtime) Observe(ctx context.Context) (reconcile.FleetObservation, error) {
+func (r *Runtime) Observe(ctx context.Context, ids []string) (reconcile.FleetObservation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls["Observe"]++
+	r.lastObserved = slices.Clone(ids)
 	if r.ObserveErr != nil {
 		return reconcile.FleetObservation{}, r.ObserveErr
 	}
-	out := reconcile.FleetObservation{Spores: map[string]reconcile.PodObservation{}}
+	if len(ids) > 0 {
+		out := reconcile.FleetObservation{Spores: make(map[string]reconcile.PodObservation, len(ids))}
+		for _, id := range ids {
+			if po, ok := r.pods[id]; ok {
+				out.Spores[id] = *po
+			}
+		}
+		return out, nil
+	}
+	out := reconcile.FleetObservation{Spores: make(map[string]reconcile.PodObservation, len(r.pods))}
 	for id, po := range r.pods {
 		out.Spores[id] = *po
 	}
 	return out, nil
+}
+
+// LastObserved is the ids the last Observe was asked about: nil for the
+// whole fleet.
+func (r *Runtime) LastObserved() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.lastObserved)
 }
 
 func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {

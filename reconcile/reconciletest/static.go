@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -20,10 +21,12 @@ type Static struct {
 
 var _ reconcile.Runtime = (*Static)(nil)
 
-func (r *Static) Observe(context.Context) (reconcile.FleetObservation, error) {
+func (r *Static) Observe(_ context.Context, ids []string) (reconcile.FleetObservation, error) {
 	out := reconcile.FleetObservation{Spores: make(map[string]reconcile.PodObservation, len(r.Endpoints))}
 	for id := range r.Endpoints {
-		out.Spores[id] = reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Ready: true, Owned: true, Count: 1}
+		if len(ids) == 0 || slices.Contains(ids, id) {
+			out.Spores[id] = reconcile.PodObservation{ID: id, State: reconcile.PodRunning, Ready: true, Owned: true, Count: 1}
+		}
 	}
 	return out, nil
 }
