@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -374,12 +375,16 @@ func reportLatencies(b *testing.B, ds []time.Duration) {
 }
 
 // concurrently runs b.N calls of op from benchClients clients and reports
-// requests/s and the latency quantiles of one call.
+// requests/s, the latency quantiles of one call, and cpu-ms/op: the CPU
+// this process spent per call (user + system), which is serve's, the
+// clients' and the fake bridges' together (not PostgreSQL's, a process of
+// its own): a bound above what serve spends on one call.
 func concurrently(b *testing.B, op func(i int) error) {
 	b.SetParallelism(max(1, benchClients/runtime.GOMAXPROCS(0)))
 	var n atomic.Int64
 	var mu sync.Mutex
 	var all []time.Duration
+	cpu0 := processCPU(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		var mine []time.Duration
@@ -398,7 +403,17 @@ func concurrently(b *testing.B, op func(i int) error) {
 	})
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 	reportLatencies(b, all)
+}
+
+// processCPU is the CPU time this process has spent so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkServe: tell (POST /spores/{id}/prompt, with the fallback
