@@ -14,6 +14,7 @@
 #   prompt ID T    to an asleep spore: refused, exit 10 (Asleep), nothing
 #                  queued — the store is opened and the spore read
 #   status ID      one spore, observed through the local runtime
+#   chat ID        one spore's conversation (a pass over it first)
 #   status -o json every spore
 #   reconcile      a pass with nothing to do (every spore asleep)
 #   version        against the hello-world binary
@@ -29,8 +30,10 @@
 # answering) and `kubectl get pods -o json` in the namespace, with the same
 # admin kubeconfig, are timed RUNS times each in turns, after one untimed
 # run of each; then every pod is reported not Ready (no bridge is asked)
-# and status is timed again. Beside each median wall time and its ratio to
-# kubectl's: the command's own CPU and what the API server and etcd spent
+# and status is timed again. One spore alone, Ready: `sporectl status ID
+# -o json` (its pod and claim listed by label, its bridge asked) against
+# `kubectl get pod spore-00007 -o json`. Beside each median wall time and
+# its ratio to kubectl's (the fleet's or the one pod's): the command's own CPU and what the API server and etcd spent
 # meanwhile (their /proc clock ticks, 10 ms steps), which is where the
 # time goes. Without SPORECTL_KUBE_BIN_DIR the script says the kube part
 # is not run; it needs jq.
@@ -98,12 +101,13 @@ dir_part() {
 		build[$n]=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
 	done
 
-	names=(create prompt "status ID" "status -o json" reconcile version)
+	names=(create prompt "status ID" "chat ID" "status -o json" reconcile version)
 	run_one() { # run_one NAME STORE
 		case $1 in
 		create) ms "$s" --store "$2" create extra-spore; "$s" --store "$2" delete extra-spore >/dev/null 2>&1 ;;
 		prompt) ms "$s" --store "$2" prompt spore-00007 "hello" ;;
 		"status ID") ms "$s" --store "$2" status spore-00007 ;;
+		"chat ID") ms "$s" --store "$2" chat spore-00007 ;;
 		"status -o json") ms "$s" --store "$2" status -o json ;;
 		reconcile) ms "$s" --store "$2" reconcile ;;
 		version) ms "$s" version ;;
@@ -180,6 +184,8 @@ ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 kube_status() { kube_run "$s" --store "$STORE" --kubeconfig "$KUBECONFIG" status -o json; }
 kubectl_pods() { kube_run "$kubectl" --kubeconfig "$KUBECONFIG" get pods -n "$NAMESPACE" -o json; }
+kube_status_one() { kube_run "$s" --store "$STORE" --kubeconfig "$KUBECONFIG" status spore-00007 -o json; }
+kubectl_pod() { kube_run "$kubectl" --kubeconfig "$KUBECONFIG" get pod spore-00007 -n "$NAMESPACE" -o json; }
 
 # kube_check: both commands see the whole fleet, as the table says
 # (a failing command would be timed as fast as nothing).
@@ -223,7 +229,8 @@ kube_part() {
 	# (own CPU), 3 (API server), 4 (etcd).
 	local r c row line
 	local -A kt
-	local rows=("kubectl get pods -o json" "sporectl status -o json, Ready" "sporectl status -o json, not Ready")
+	local rows=("kubectl get pods -o json" "sporectl status -o json, Ready" "sporectl status -o json, not Ready"
+		"kubectl get pod ID -o json" "sporectl status ID -o json, Ready")
 	record() { # record ROW "W O A E"
 		local i v
 		i=0
@@ -237,6 +244,12 @@ kube_part() {
 	for ((r = 0; r < runs; r++)); do
 		record "${rows[1]}" "$(kube_status)"
 		record "${rows[0]}" "$(kubectl_pods)"
+	done
+	kube_status_one >/dev/null
+	kubectl_pod >/dev/null
+	for ((r = 0; r < runs; r++)); do
+		record "${rows[4]}" "$(kube_status_one)"
+		record "${rows[3]}" "$(kubectl_pod)"
 	done
 	local load
 	load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -257,6 +270,10 @@ kube_part() {
 	local kubectl_wall
 	kubectl_wall=$(tr ' ' '\n' <<<"${kt[${rows[0]},1]}" | grep . | median)
 	for row in "${rows[@]}"; do
+		if [[ $row == "${rows[3]}" ]]; then
+			# The one-spore rows are against kubectl's one pod.
+			kubectl_wall=$(tr ' ' '\n' <<<"${kt[${rows[3]},1]}" | grep . | median)
+		fi
 		line=()
 		for c in 1 2 3 4; do line+=("$(tr ' ' '\n' <<<"${kt[$row,$c]}" | grep . | median)"); done
 		printf '%-34s %9s %7s %9s %9s %9s\n' "$row" "${line[0]}" \
