@@ -16,9 +16,10 @@ import (
 // requests as the caller may make: one LIST of sporectl's Secrets (plus one
 // of its pods in the cluster) instead of a GET per spore, and one shared
 // HTTP client; for a few ids the LISTs select theirs alone (selectorFor),
-// so a command about one spore does not read the fleet's Secrets. sporectl's own Role does not grant listing Secrets (least
-// privilege), so where the LIST is forbidden it reads them one by one. An
-// id whose bridge cannot be reached is missing from the map.
+// so a command about one spore does not read the fleet's Secrets.
+// sporectl's own Role does not grant listing Secrets (least privilege), so
+// where the LIST is forbidden it reads them one by one. An id whose bridge
+// cannot be reached is missing from the map.
 func (r *Runtime) BridgeEndpoints(ctx context.Context, ids []string) (map[string]reconcile.BridgeEndpoint, error) {
 	out := make(map[string]reconcile.BridgeEndpoint, len(ids))
 	sel, err := selectorFor(ids)
