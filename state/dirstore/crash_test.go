@@ -73,6 +73,10 @@ func runWriter() int {
 	tag := os.Getenv(envTag)
 	count, _ := strconv.Atoi(os.Getenv(envCount))
 	out := bufio.NewWriter(os.Stdout)
+	// The store is open: a kill timed from here lands among commits
+	// however long this process took to start.
+	fmt.Fprintln(out, "ready")
+	out.Flush()
 	r := rand.New(rand.NewPCG(uint64(os.Getpid()), 1))
 	for i := 0; count == 0 || i < count; i++ {
 		id := crashSpores[r.IntN(len(crashSpores))]
@@ -129,10 +133,11 @@ func runWriter() int {
 }
 
 type writerProc struct {
-	cmd  *exec.Cmd
-	acks []string
-	msgs []string
-	done chan struct{}
+	cmd   *exec.Cmd
+	acks  []string
+	msgs  []string
+	ready chan struct{} // closed when the writer has opened the store
+	done  chan struct{}
 }
 
 func startWriter(t *testing.T, root, tag string, count int, extraEnv ...string) *writerProc {
@@ -144,13 +149,15 @@ func startWriter(t *testing.T, root, tag string, count int, extraEnv ...string) 
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
 	require.NoError(t, cmd.Start())
-	w := &writerProc{cmd: cmd, done: make(chan struct{})}
+	w := &writerProc{cmd: cmd, ready: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			kind, v, _ := strings.Cut(sc.Text(), " ")
 			switch kind {
+			case "ready":
+				close(w.ready)
 			case "ack":
 				w.acks = append(w.acks, v)
 			case "msg":
@@ -159,6 +166,21 @@ func startWriter(t *testing.T, root, tag string, count int, extraEnv ...string) 
 		}
 	}()
 	return w
+}
+
+// waitReady waits until the writer has opened the store; false if it
+// ended first.
+func (w *writerProc) waitReady(t *testing.T) bool {
+	t.Helper()
+	select {
+	case <-w.ready:
+		return true
+	case <-w.done:
+		return false
+	case <-time.After(time.Minute):
+		t.Fatal("the writer did not open the store in a minute")
+		return false
+	}
 }
 
 // wait reaps the writer and returns its acknowledged writes.
@@ -261,6 +283,14 @@ func TestCrashRandomKill(t *testing.T) {
 			env = append(env, envChurn+"=1")
 		}
 		w := startWriter(t, root, fmt.Sprintf("r%d", round), 0, env...)
+		// Most kills are timed from the writer's open of the store, so
+		// that a slow start (a loaded machine, the race detector) does not
+		// leave every round killed before its first commit; every eighth
+		// from its start, which may land in the open itself.
+		if round%8 != 7 && !w.waitReady(t) {
+			w.wait()
+			t.Fatalf("round %d: the writer ended before it opened the store", round)
+		}
 		time.Sleep(time.Duration(5+r.IntN(80)) * time.Millisecond)
 		require.NoError(t, w.cmd.Process.Signal(syscall.SIGKILL))
 		w.wait()
