@@ -91,6 +91,10 @@ type benchFleet struct {
 	client *http.Client
 	token  string   // the [arch]'s
 	fakes  []string // spores on fake bridges, the targets of tell
+	// senders are the fleet's [colony] mycologists, when it was built
+	// with them: senders[k] leads colony c-k, whose spores on fake
+	// bridges are targets[k].
+	senders []benchSender
 	// idle is the spore with a real bridge (the echo agent); accepted
 	// gets the time its bridge answered each POST /v1/prompts.
 	idle     *bridge.Client
@@ -102,7 +106,17 @@ const (
 	benchIdle = "idle"
 )
 
-var benchFleets sync.Map // variant → *benchFleet
+// benchSender is a [colony] mycologist of a fleet built with them.
+type benchSender struct {
+	id, token string
+	targets   []string
+}
+
+// benchColonySenders is how many [colony] mycologists call in
+// tell-senders: one per client.
+const benchColonySenders = benchClients
+
+var benchFleets sync.Map // variant (and "/colonies") → *benchFleet
 
 func benchStore(b *testing.B, variant string) state.Store {
 	b.Helper()
@@ -244,7 +258,20 @@ func (m mixedRuntime) Bridge(ctx context.Context, id string) (reconcile.BridgeEn
 
 func buildBenchFleet(b *testing.B, variant string) *benchFleet {
 	b.Helper()
-	if f, ok := benchFleets.Load(variant); ok {
+	return buildBenchFleetWith(b, variant, false)
+}
+
+// buildBenchFleetWith builds the fleet of buildBenchFleet, with, when
+// colonies is set, benchColonySenders of its spores [colony] mycologists
+// (col-0 of colony c-0, …) in place of as many on fake bridges, so the
+// fleet keeps benchFleetSize spores.
+func buildBenchFleetWith(b *testing.B, variant string, colonies bool) *benchFleet {
+	b.Helper()
+	key := variant
+	if colonies {
+		key += "/colonies"
+	}
+	if f, ok := benchFleets.Load(key); ok {
 		return f.(*benchFleet)
 	}
 	ctx := context.Background()
@@ -268,9 +295,25 @@ func buildBenchFleet(b *testing.B, variant string) *benchFleet {
 	f.token = tok
 	var all []state.Spore
 	all = append(all, state.Spore{Wish: state.Wish{ID: benchArch, Colony: "c-0", Rank: state.RankArch}}, state.Spore{Wish: state.Wish{ID: benchIdle, Colony: "c-0", Rank: state.RankSpore}})
-	for i := range benchFleetSize - 2 {
+	senderHashes := map[string]state.TokenHash{}
+	if colonies {
+		for k := range benchColonySenders {
+			tok, hash, err := state.NewToken()
+			if err != nil {
+				b.Fatal(err)
+			}
+			id := fmt.Sprintf("col-%d", k)
+			f.senders = append(f.senders, benchSender{id: id, token: tok})
+			senderHashes[id] = hash
+			all = append(all, state.Spore{Wish: state.Wish{ID: id, Colony: fmt.Sprintf("c-%d", k), Rank: state.RankColony}})
+		}
+	}
+	for i := range benchFleetSize - 2 - len(f.senders) {
 		id := fmt.Sprintf("s-%05d", i)
 		f.fakes = append(f.fakes, id)
+		if k := i % 10; k < len(f.senders) {
+			f.senders[k].targets = append(f.senders[k].targets, id)
+		}
 		all = append(all, state.Spore{Wish: state.Wish{ID: id, Colony: fmt.Sprintf("c-%d", i%10), Rank: state.RankSpore}})
 	}
 	err = st.Update(ctx, func(tx state.Tx) error {
@@ -280,6 +323,11 @@ func buildBenchFleet(b *testing.B, variant string) *benchFleet {
 				return err
 			}
 			if _, err := tx.Append(ctx, sp.ID, []state.Event{{Kind: state.KindPrompt, From: "user:bench", At: now, Text: "hello " + sp.ID}}); err != nil {
+				return err
+			}
+		}
+		for id, h := range senderHashes {
+			if err := tx.SetTokenHash(ctx, id, h); err != nil {
 				return err
 			}
 		}
@@ -324,13 +372,18 @@ func buildBenchFleet(b *testing.B, variant string) *benchFleet {
 			b.Fatalf("spore %s is %s (%s) after settling", s.ID, s.Effective, s.Reason)
 		}
 	}
-	benchFleets.Store(variant, f)
+	benchFleets.Store(key, f)
 	return f
 }
 
 // call sends one request as the [arch] and checks the status; out, when
 // not nil, gets the decoded answer.
 func (f *benchFleet) call(method, path string, body []byte, want int, out any) error {
+	return f.callAs(benchArch, f.token, method, path, body, want, out)
+}
+
+// callAs is call as the spore id with its token.
+func (f *benchFleet) callAs(id, token, method, path string, body []byte, want int, out any) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -339,8 +392,8 @@ func (f *benchFleet) call(method, path string, body []byte, want int, out any) e
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+f.token)
-	req.Header.Set(HeaderSpore, benchArch)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set(HeaderSpore, id)
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return err
@@ -419,7 +472,9 @@ func processCPU(b *testing.B) time.Duration {
 // BenchmarkServe: tell (POST /spores/{id}/prompt, with the fallback
 // address check, delivered at once to an idle fake bridge over HTTP; a
 // different target each call), tell-force (the same without the address
-// check) and spores (GET /api/spores as the [arch]: 999 spores in reach,
+// check), tell-senders (tell from 8 [colony] mycologists in turn, each
+// to its own colony, where tell's calls all come from the [arch]) and
+// spores (GET /api/spores as the [arch]: 999 spores in reach,
 // from one read-only pass over the fleet and one LastEvents, shared by
 // the lists of DefaultSporesShare) from benchClients concurrent clients;
 // spores-overlap the same with SporesShare < 0 (only the lists asked
@@ -462,6 +517,33 @@ func BenchmarkServe(b *testing.B) {
 					})
 				})
 			}
+			// tell-senders: the same tell, from benchColonySenders
+			// [colony] mycologists in turn (each to a spore of its own
+			// colony, about a hundred in its reach), where tell's come
+			// from the one [arch]: a sender's tells take its row lock
+			// one after another, so one sender's are serialised.
+			b.Run("tell-senders", func(b *testing.B) {
+				f := buildBenchFleetWith(b, variant, true)
+				body, _ := json.Marshal(TellRequest{Text: benchText})
+				sent := benchRoundTrips.n.Load()
+				defer func() {
+					if variant == "postgres" {
+						b.ReportMetric(float64(benchRoundTrips.n.Load()-sent)/float64(b.N), "roundtrips/op")
+					}
+				}()
+				concurrently(b, func(i int) error {
+					s := f.senders[i%len(f.senders)]
+					to := s.targets[(i/len(f.senders))%len(s.targets)]
+					var res SendResponse
+					if err := f.callAs(s.id, s.token, http.MethodPost, "/spores/"+to+"/prompt", body, http.StatusAccepted, &res); err != nil {
+						return err
+					}
+					if res.State != Delivered {
+						return fmt.Errorf("tell from %s to %s: %+v", s.id, res.To, res)
+					}
+					return nil
+				})
+			})
 			for _, share := range []time.Duration{0, -1} {
 				name := "spores"
 				if share < 0 {
