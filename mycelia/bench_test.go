@@ -109,6 +109,7 @@ const (
 // benchSender is a [colony] mycologist of a fleet built with them.
 type benchSender struct {
 	id, token string
+	hash      state.TokenHash
 	targets   []string
 }
 
@@ -295,7 +296,6 @@ func buildBenchFleetWith(b *testing.B, variant string, colonies bool) *benchFlee
 	f.token = tok
 	var all []state.Spore
 	all = append(all, state.Spore{Wish: state.Wish{ID: benchArch, Colony: "c-0", Rank: state.RankArch}}, state.Spore{Wish: state.Wish{ID: benchIdle, Colony: "c-0", Rank: state.RankSpore}})
-	senderHashes := map[string]state.TokenHash{}
 	if colonies {
 		for k := range benchColonySenders {
 			tok, hash, err := state.NewToken()
@@ -303,8 +303,7 @@ func buildBenchFleetWith(b *testing.B, variant string, colonies bool) *benchFlee
 				b.Fatal(err)
 			}
 			id := fmt.Sprintf("col-%d", k)
-			f.senders = append(f.senders, benchSender{id: id, token: tok})
-			senderHashes[id] = hash
+			f.senders = append(f.senders, benchSender{id: id, token: tok, hash: hash})
 			all = append(all, state.Spore{Wish: state.Wish{ID: id, Colony: fmt.Sprintf("c-%d", k), Rank: state.RankColony}})
 		}
 	}
@@ -326,8 +325,8 @@ func buildBenchFleetWith(b *testing.B, variant string, colonies bool) *benchFlee
 				return err
 			}
 		}
-		for id, h := range senderHashes {
-			if err := tx.SetTokenHash(ctx, id, h); err != nil {
+		for _, s := range f.senders {
+			if err := tx.SetTokenHash(ctx, s.id, s.hash); err != nil {
 				return err
 			}
 		}
@@ -460,6 +459,28 @@ func concurrently(b *testing.B, op func(i int) error) {
 	reportLatencies(b, all)
 }
 
+// tells runs b.N tells through concurrently, call i from and to what
+// pick says, each delivered at once; on PostgreSQL it reports the round
+// trips a tell sent.
+func (f *benchFleet) tells(b *testing.B, variant string, force bool, pick func(i int) (from benchSender, to string)) {
+	body, _ := json.Marshal(TellRequest{Text: benchText, Force: force})
+	sent := benchRoundTrips.n.Load()
+	concurrently(b, func(i int) error {
+		from, to := pick(i)
+		var res SendResponse
+		if err := f.callAs(from.id, from.token, http.MethodPost, "/spores/"+to+"/prompt", body, http.StatusAccepted, &res); err != nil {
+			return err
+		}
+		if res.State != Delivered {
+			return fmt.Errorf("tell from %s to %s: %+v", from.id, res.To, res)
+		}
+		return nil
+	})
+	if variant == "postgres" {
+		b.ReportMetric(float64(benchRoundTrips.n.Load()-sent)/float64(b.N), "roundtrips/op")
+	}
+}
+
 // processCPU is the CPU time this process has spent so far.
 func processCPU(b *testing.B) time.Duration {
 	var ru syscall.Rusage
@@ -496,24 +517,10 @@ func BenchmarkServe(b *testing.B) {
 				if force {
 					name = "tell-force"
 				}
-				body, _ := json.Marshal(TellRequest{Text: benchText, Force: force})
 				b.Run(name, func(b *testing.B) {
 					f := buildBenchFleet(b, variant)
-					sent := benchRoundTrips.n.Load()
-					defer func() {
-						if variant == "postgres" {
-							b.ReportMetric(float64(benchRoundTrips.n.Load()-sent)/float64(b.N), "roundtrips/op")
-						}
-					}()
-					concurrently(b, func(i int) error {
-						var res SendResponse
-						if err := f.call(http.MethodPost, "/spores/"+f.fakes[i%len(f.fakes)]+"/prompt", body, http.StatusAccepted, &res); err != nil {
-							return err
-						}
-						if res.State != Delivered {
-							return fmt.Errorf("tell to %s: %+v", res.To, res)
-						}
-						return nil
+					f.tells(b, variant, force, func(i int) (benchSender, string) {
+						return benchSender{id: benchArch, token: f.token}, f.fakes[i%len(f.fakes)]
 					})
 				})
 			}
@@ -524,24 +531,9 @@ func BenchmarkServe(b *testing.B) {
 			// one after another, so one sender's are serialised.
 			b.Run("tell-senders", func(b *testing.B) {
 				f := buildBenchFleetWith(b, variant, true)
-				body, _ := json.Marshal(TellRequest{Text: benchText})
-				sent := benchRoundTrips.n.Load()
-				defer func() {
-					if variant == "postgres" {
-						b.ReportMetric(float64(benchRoundTrips.n.Load()-sent)/float64(b.N), "roundtrips/op")
-					}
-				}()
-				concurrently(b, func(i int) error {
+				f.tells(b, variant, false, func(i int) (benchSender, string) {
 					s := f.senders[i%len(f.senders)]
-					to := s.targets[(i/len(f.senders))%len(s.targets)]
-					var res SendResponse
-					if err := f.callAs(s.id, s.token, http.MethodPost, "/spores/"+to+"/prompt", body, http.StatusAccepted, &res); err != nil {
-						return err
-					}
-					if res.State != Delivered {
-						return fmt.Errorf("tell from %s to %s: %+v", s.id, res.To, res)
-					}
-					return nil
+					return s, s.targets[(i/len(f.senders))%len(s.targets)]
 				})
 			})
 			for _, share := range []time.Duration{0, -1} {
