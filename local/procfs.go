@@ -21,6 +21,8 @@ type procStat struct {
 	Session   int
 	StartTime uint64
 	State     byte
+	// Flags are the kernel's PF_* flags of the process.
+	Flags uint64
 	// UTime and STime are the CPU time it used in user and kernel mode,
 	// in clock ticks (clockTicks a second).
 	UTime, STime uint64
@@ -50,7 +52,9 @@ func readProcStat(pid int) (procStat, error) {
 	// utime(14) stime(15); unparsable ones count as 0.
 	utime, _ := strconv.ParseUint(f[11], 10, 64)
 	stime, _ := strconv.ParseUint(f[12], 10, 64)
-	return procStat{PID: pid, Session: sid, StartTime: start, State: f[0][0], UTime: utime, STime: stime}, nil
+	// flags(9); unparsable ones count as none.
+	flags, _ := strconv.ParseUint(f[6], 10, 64)
+	return procStat{PID: pid, Session: sid, StartTime: start, State: f[0][0], Flags: flags, UTime: utime, STime: stime}, nil
 }
 
 // bootID changes at every boot, so a run file from before a reboot is
@@ -94,10 +98,11 @@ func sessionMembers(sid int) []int {
 
 // hasMark reports whether pid's environment carries the mark of spore
 // id's processes: sporeenv.SporeID=id, set in every bridge's environment
-// and inherited by Claude Code and its tools, and HOME=home. The id alone is not enough, since two stores on one machine may both
-// have a spore of that id.
+// and inherited by Claude Code and its tools, and HOME=home. The id alone
+// is not enough, since two stores on one machine may both have a spore of
+// that id.
 func hasMark(pid int, id, home string) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	b, err := environ(pid)
 	if err != nil {
 		return false
 	}
@@ -113,7 +118,7 @@ func hasMark(pid int, id, home string) bool {
 // markOf reads pid's environment for the mark of a spore: a
 // SPORECTL_SPORE_ID=ID that is a valid id and a HOME that is homeOf(ID).
 func markOf(pid int, homeOf func(id string) string) (string, bool) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	b, err := environ(pid)
 	if err != nil {
 		return "", false
 	}
@@ -137,6 +142,52 @@ func markOf(pid int, homeOf func(id string) string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// pfKthread is PF_KTHREAD: the process is a kernel thread, which has no
+// environment or command line, ever.
+const pfKthread = 0x00200000
+
+// execSettle bounds how long environ waits for a process to come out of
+// an execve: far longer than the microseconds it takes, so that only a
+// process stalled in the kernel (a frozen cgroup) runs it out.
+const execSettle = time.Second
+
+// environ reads pid's environment (NUL-separated KEY=VALUE). Between the
+// moment execve switches a process to its new image and the moment the
+// kernel lays out the image's stack, /proc shows the process with no
+// environment and no command line at all; a bridge Start has just run
+// (cmd.Start returns as its exec commits), or a script that execs the
+// real bridge, is caught there often enough. Read then, the bridge would
+// look unmarked: exited to WaitReady and Observe, out of reach of Stop.
+// So an empty answer from a process that is not a kernel thread and
+// whose command line is empty too is read again, until the exec is done,
+// the process is gone or is another, or execSettle has passed.
+func environ(pid int) ([]byte, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	b, err := os.ReadFile(filepath.Join(dir, "environ"))
+	if err != nil || len(b) > 0 {
+		return b, err
+	}
+	first, err := readProcStat(pid)
+	if err != nil || first.Flags&pfKthread != 0 {
+		return b, nil
+	}
+	for deadline := time.Now().Add(execSettle); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
+		if cmd, err := os.ReadFile(filepath.Join(dir, "cmdline")); err != nil || len(cmd) > 0 {
+			// Gone, or a process that runs with an empty environment.
+			break
+		}
+		if st, err := readProcStat(pid); err != nil || st.StartTime != first.StartTime || st.State == 'Z' {
+			// Gone, or exiting (its memory, and so its environment, is
+			// released before it is a zombie), or its pid reused.
+			break
+		}
+		if b, err = os.ReadFile(filepath.Join(dir, "environ")); err != nil || len(b) > 0 {
+			return b, err
+		}
+	}
+	return os.ReadFile(filepath.Join(dir, "environ"))
 }
 
 // markedProcesses lists live processes that carry the spore's mark.
