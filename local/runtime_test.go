@@ -268,7 +268,7 @@ func TestDeletePurge(t *testing.T) {
 }
 
 func hasEnv(pid int, kv string) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	b, err := environ(pid)
 	if err != nil {
 		return false
 	}
