@@ -23,6 +23,10 @@ type procStat struct {
 	State     byte
 	// Flags are the kernel's PF_* flags of the process.
 	Flags uint64
+	// EnvStart and EnvEnd bound its environment in its memory; both 0
+	// until an execve has laid out the new image's stack (and when this
+	// process may not read them).
+	EnvStart, EnvEnd uint64
 	// UTime and STime are the CPU time it used in user and kernel mode,
 	// in clock ticks (clockTicks a second).
 	UTime, STime uint64
@@ -54,7 +58,13 @@ func readProcStat(pid int) (procStat, error) {
 	stime, _ := strconv.ParseUint(f[12], 10, 64)
 	// flags(9); unparsable ones count as none.
 	flags, _ := strconv.ParseUint(f[6], 10, 64)
-	return procStat{PID: pid, Session: sid, StartTime: start, State: f[0][0], Flags: flags, UTime: utime, STime: stime}, nil
+	st := procStat{PID: pid, Session: sid, StartTime: start, State: f[0][0], Flags: flags, UTime: utime, STime: stime}
+	// env_start(48) env_end(49), since Linux 3.5.
+	if len(f) >= 47 {
+		st.EnvStart, _ = strconv.ParseUint(f[45], 10, 64)
+		st.EnvEnd, _ = strconv.ParseUint(f[46], 10, 64)
+	}
+	return st, nil
 }
 
 // bootID changes at every boot, so a run file from before a reboot is
@@ -153,16 +163,22 @@ const pfKthread = 0x00200000
 // process stalled in the kernel (a frozen cgroup) runs it out.
 const execSettle = time.Second
 
-// environ reads pid's environment (NUL-separated KEY=VALUE). Between the
-// moment execve switches a process to its new image and the moment the
-// kernel lays out the image's stack, /proc shows the process with no
-// environment and no command line at all; a bridge Start has just run
-// (cmd.Start returns as its exec commits), or a script that execs the
-// real bridge, is caught there often enough. Read then, the bridge would
-// look unmarked: exited to WaitReady and Observe, out of reach of Stop.
-// So an empty answer from a process that is not a kernel thread and
-// whose command line is empty too is read again, until the exec is done,
-// the process is gone or is another, or execSettle has passed.
+// emptySettle is how long environ believes an empty environment once
+// the kernel has laid it out: it is empty for the moment the kernel
+// fills it in, and for good in a process started with none.
+const emptySettle = 50 * time.Millisecond
+
+// environ reads pid's environment (NUL-separated KEY=VALUE). From the
+// moment execve switches a process to its new image until the kernel has
+// laid out the image's stack, /proc shows the process with an empty
+// environment; a bridge Start has just run (cmd.Start returns as its
+// exec commits), or a script that execs the real bridge, is caught there
+// often enough. Read then, the bridge would look unmarked: exited to
+// WaitReady and Observe, out of reach of Stop. So an empty answer from a
+// process that is not a kernel thread is read again: while the kernel
+// has not placed its environment (env_end 0) for up to execSettle, and
+// for emptySettle once it has, until it is not empty or the process is
+// gone or is another.
 func environ(pid int) ([]byte, error) {
 	dir := filepath.Join("/proc", strconv.Itoa(pid))
 	b, err := os.ReadFile(filepath.Join(dir, "environ"))
@@ -173,21 +189,27 @@ func environ(pid int) ([]byte, error) {
 	if err != nil || first.Flags&pfKthread != 0 {
 		return b, nil
 	}
-	for deadline := time.Now().Add(execSettle); time.Now().Before(deadline); time.Sleep(100 * time.Microsecond) {
-		if cmd, err := os.ReadFile(filepath.Join(dir, "cmdline")); err != nil || len(cmd) > 0 {
-			// Gone, or a process that runs with an empty environment.
-			break
-		}
-		if st, err := readProcStat(pid); err != nil || st.StartTime != first.StartTime || st.State == 'Z' {
+	deadline := time.Now().Add(execSettle)
+	var placed time.Time // when env_end was first seen set
+	for {
+		st, err := readProcStat(pid)
+		if err != nil || st.StartTime != first.StartTime || st.State == 'Z' {
 			// Gone, or exiting (its memory, and so its environment, is
 			// released before it is a zombie), or its pid reused.
-			break
+			return b, nil
+		}
+		now := time.Now()
+		if st.EnvEnd != 0 && placed.IsZero() {
+			placed = now
 		}
 		if b, err = os.ReadFile(filepath.Join(dir, "environ")); err != nil || len(b) > 0 {
 			return b, err
 		}
+		if now.After(deadline) || (!placed.IsZero() && now.Sub(placed) > emptySettle) {
+			return b, nil
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
-	return os.ReadFile(filepath.Join(dir, "environ"))
 }
 
 // markedProcesses lists live processes that carry the spore's mark.

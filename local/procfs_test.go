@@ -50,3 +50,20 @@ exec sleep 30
 	require.True(t, hasMark(pid, id, home))
 	require.False(t, hasMark(pid, id, t.TempDir()), "another home is not its mark")
 }
+
+// TestEmptyEnvironmentIsNoMark: a process started with no environment at
+// all is read as such (after environ's short wait), not as marked.
+func TestEmptyEnvironmentIsNoMark(t *testing.T) {
+	cmd := exec.Command("/bin/sleep", "30")
+	cmd.Env = []string{}
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "cmdline"))
+		return err == nil && strings.HasPrefix(string(b), "/bin/sleep\x00")
+	}, 5*time.Second, time.Millisecond)
+	b, err := environ(cmd.Process.Pid)
+	require.NoError(t, err)
+	require.Empty(t, b)
+	require.False(t, hasMark(cmd.Process.Pid, "x", "/"))
+}
