@@ -212,8 +212,11 @@ func environ(pid int) ([]byte, error) {
 	}
 }
 
-// markedProcesses lists live processes that carry the spore's mark.
-func markedProcesses(id, home string) []int {
+// MarkedProcesses lists the live processes that carry the mark of spore
+// id whose home is home: those Stop ends. The local tests count a spore's
+// processes through it, so they see what the runtime sees, a process
+// caught inside an execve included.
+func MarkedProcesses(id, home string) []int {
 	return liveProcesses(func(st procStat) bool { return hasMark(st.PID, id, home) })
 }
 

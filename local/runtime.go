@@ -308,7 +308,7 @@ func (r *Runtime) endProcesses(ctx context.Context, id string, rf *runFile) erro
 		}
 	}
 	home := r.home(id)
-	return endPIDs(ctx, func() []int { return markedProcesses(id, home) }, r.cfg.StopTimeout)
+	return endPIDs(ctx, func() []int { return MarkedProcesses(id, home) }, r.cfg.StopTimeout)
 }
 
 // endSession sends SIGTERM to every process of session sid, waits up to

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/local"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -146,21 +146,8 @@ func TestConcurrentWakes(t *testing.T) {
 	// Count bridges serving this spore's home: the processes marked with
 	// its id and its home, which is under this test's own store (parallel
 	// copies of the suite have spores called racer too).
-	home := "HOME=" + filepath.Join(store, "homes", "racer")
-	n := 0
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && containsEnv(env, "SPORECTL_SPORE_ID=racer") && containsEnv(env, home) {
-			n++
-			require.Equal(t, pid, p, "a bridge other than the recorded one runs")
-		}
-	}
-	require.Equal(t, 1, n)
+	require.Equal(t, []int{pid}, local.MarkedProcesses("racer", filepath.Join(store, "homes", "racer")),
+		"one bridge runs, the recorded one")
 
 	// The store holds the hash of the token the spore actually got.
 	tok, err := os.ReadFile(filepath.Join(store, "homes", "racer", ".sporectl-bridge", "api-token"))
@@ -218,19 +205,6 @@ func TestSleepEndsWhatADeadSporeLeft(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Equal(t, "Paused", doc.Spores[0].Effective)
 	require.Equal(t, "Absent", doc.Spores[0].Observed.Pod)
-}
-
-func containsEnv(environ []byte, kv string) bool {
-	start := 0
-	for i, b := range environ {
-		if b == 0 {
-			if string(environ[start:i]) == kv {
-				return true
-			}
-			start = i + 1
-		}
-	}
-	return false
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -43,6 +43,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/eventlog"
+	"github.com/sporectl/sporectl/local"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/pgstore"
@@ -250,21 +251,9 @@ func (r *rig) recordedPID(id string) int {
 
 // procs lists the live processes of spore id: those whose environment
 // carries the runtime's mark and the spore's home (so another test's spore
-// of the same id is never counted).
+// of the same id is never counted), read as the runtime reads them.
 func (r *rig) procs(id string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || !alive(pid) {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && containsEnv(env, "SPORECTL_SPORE_ID="+id) && containsEnv(env, "HOME="+r.home(id)) {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return local.MarkedProcesses(id, r.home(id))
 }
 
 // alive reports whether pid is a live process (not gone, not a zombie).
