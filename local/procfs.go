@@ -213,9 +213,9 @@ func environ(pid int) ([]byte, error) {
 }
 
 // MarkedProcesses lists the live processes that carry the mark of spore
-// id whose home is home: those Stop ends. The local tests count a spore's
-// processes through it, so they see what the runtime sees, a process
-// caught inside an execve included.
+// id whose home is home: those Stop ends. The command tests count a
+// spore's processes through it, so they see what the runtime sees, a
+// process caught inside an execve included.
 func MarkedProcesses(id, home string) []int {
 	return liveProcesses(func(st procStat) bool { return hasMark(st.PID, id, home) })
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,18 +68,7 @@ var creds = reconcile.Credentials{APIToken: "spt_api_test_token", BridgeToken: "
 
 // marked lists live processes carrying spore id's mark (any home).
 func marked(id string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := readProcStat(pid); err == nil && st.State != 'Z' && hasEnv(pid, sporeenv.SporeID+"="+id) {
-			out = append(out, pid)
-		}
-	}
-	return out
+	return liveProcesses(func(st procStat) bool { return hasEnv(st.PID, sporeenv.SporeID+"="+id) })
 }
 
 func observe(t *testing.T, r *Runtime, id string) (reconcile.PodObservation, bool) {
