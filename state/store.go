@@ -46,6 +46,10 @@ type Tx interface {
 
 	// Spore returns ErrNotFound (wrapped) when id does not exist.
 	Spore(ctx context.Context, id string) (Spore, error)
+	// Spores returns every spore. A spore whose stored record cannot be
+	// read (a row that does not decode, an impossible value) is left out
+	// and named in a *DamagedError returned with the intact ones, so one
+	// spore's damage is not every reader's (Heads and Pending likewise).
 	Spores(ctx context.Context) ([]Spore, error)
 	// CreateSpore writes a new spore, wish and status, and returns
 	// ErrExists when the id is taken. Its status's ObservedGeneration is
@@ -66,7 +70,8 @@ type Tx interface {
 
 	// Head reads the spore's log counters without reading the log.
 	Head(ctx context.Context, id string) (SporeHead, error)
-	// Heads returns every spore's head, keyed by id.
+	// Heads returns every spore's head, keyed by id; a damaged spore is
+	// left out and named in a *DamagedError, as by Spores.
 	Heads(ctx context.Context) (map[string]SporeHead, error)
 	// Append assigns the next sequence numbers to evs (ignoring any Seq they
 	// carry), stamps a zero At with the transaction's time, and returns them.
@@ -133,7 +138,8 @@ type Tx interface {
 	// order queued, keyed by spore id; spores with an empty outbox are
 	// absent. It is one read whose cost grows with the number of queued
 	// entries, not with the number of spores or events. Inside an Update
-	// it locks the spores it returns, as Outbox does.
+	// it locks the spores it returns, as Outbox does. A damaged spore is
+	// left out and named in a *DamagedError, as by Spores.
 	Pending(ctx context.Context) (map[string][]OutboxEntry, error)
 
 	// TokenHash returns the stored hash, or ErrNotFound when none is set.

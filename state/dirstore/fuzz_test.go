@@ -614,6 +614,16 @@ func decodeWholeFrom(name string, data []byte, oldest int) (*model, error) {
 	if err := m.decodeAll(); err != nil {
 		return nil, err
 	}
+	// As check reads it: the first line that does not decode.
+	var first *lazyRow
+	for _, l := range c.lazy {
+		if l.err != nil && (first == nil || l.line < first.line) {
+			first = l
+		}
+	}
+	if first != nil {
+		return nil, first.err
+	}
 	return m, nil
 }
 

@@ -95,8 +95,22 @@ func TestARowThatDoesNotDecodeIsRefusedWhenRead(t *testing.T) {
 	err = st.View(ctx, func(tx state.Tx) error { _, err := tx.Spore(ctx, "beta"); return err })
 	ce := requireCorrupt(t, err, snapshotFile)
 	require.Equal(t, 3, ce.Line)
-	err = st.View(ctx, func(tx state.Tx) error { _, err := tx.Spores(ctx); return err })
+	// A whole read returns the others and names beta's damage: one
+	// spore's damage is not every reader's.
+	var all []state.Spore
+	err = st.View(ctx, func(tx state.Tx) (err error) { all, err = tx.Spores(ctx); return err })
 	requireCorrupt(t, err, snapshotFile)
+	var d *state.DamagedError
+	require.ErrorAs(t, err, &d)
+	require.Equal(t, []string{"beta"}, d.IDs())
+	require.Equal(t, 3, d.Spores["beta"].Line)
+	require.Equal(t, []string{"alpha", "gamma"}, []string{all[0].ID, all[1].ID})
+	require.Len(t, all, 2)
+	var heads map[string]state.SporeHead
+	err = st.View(ctx, func(tx state.Tx) (err error) { heads, err = tx.Heads(ctx); return err })
+	require.ErrorAs(t, err, &d)
+	require.Contains(t, heads, "alpha")
+	require.NotContains(t, heads, "beta")
 	require.NoError(t, st.View(ctx, func(tx state.Tx) error { _, err := tx.Spore(ctx, "alpha"); return err }), "another spore reads as ever")
 	rep, err := st.Check(ctx)
 	require.NoError(t, err)

@@ -24,6 +24,9 @@ type tx struct {
 	settings *state.Settings
 	pending  map[string]*pendingLog
 	removed  []logRef // event logs to remove after commit
+	// compact: compact right after the commit, whatever the commit log's
+	// size, so that no line of state.json holds a row set aside (repair).
+	compact bool
 }
 
 // logRef names a spore's event log.
@@ -145,14 +148,29 @@ func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 		return nil, err
 	}
 	out := make([]state.Spore, 0, len(ids))
+	var dmg state.DamagedError
 	for _, id := range ids {
 		r, _, err := t.get(id)
 		if err != nil {
+			if damaged(&dmg, id, err) {
+				continue
+			}
 			return nil, err
 		}
 		out = append(out, r.Spore)
 	}
-	return out, nil
+	return out, dmg.OrNil()
+}
+
+// damaged records id's damage in d when err is its row's corruption (a
+// row that does not decode is that spore's alone: the whole reads leave
+// it out, state.DamagedError) and reports whether it was.
+func damaged(d *state.DamagedError, id string, err error) bool {
+	c, ok := state.SporeDamage(err)
+	if ok {
+		d.Add(id, c)
+	}
+	return ok
 }
 
 func (t *tx) CreateSpore(ctx context.Context, s state.Spore) error {
@@ -260,14 +278,18 @@ func (t *tx) Heads(ctx context.Context) (map[string]state.SporeHead, error) {
 		return nil, err
 	}
 	out := make(map[string]state.SporeHead, len(ids))
+	var dmg state.DamagedError
 	for _, id := range ids {
 		r, _, err := t.get(id)
 		if err != nil {
+			if damaged(&dmg, id, err) {
+				continue
+			}
 			return nil, err
 		}
 		out[id] = state.SporeHead{LastSeq: r.Log.LastSeq}
 	}
-	return out, nil
+	return out, dmg.OrNil()
 }
 
 func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.Event, error) {
@@ -383,10 +405,14 @@ func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error
 		return nil, err
 	}
 	out := make(map[string][]state.OutboxEntry, len(queued))
+	var dmg state.DamagedError
 	for id := range queued {
 		if _, replaced := t.rows[id]; !replaced {
 			r, _, err := t.base.get(id)
 			if err != nil {
+				if damaged(&dmg, id, err) {
+					continue
+				}
 				return nil, err
 			}
 			out[id] = slices.Clone(r.Outbox)
@@ -397,7 +423,7 @@ func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error
 			out[id] = slices.Clone(r.Outbox)
 		}
 	}
-	return out, nil
+	return out, dmg.OrNil()
 }
 
 // ValidateEntryID: outbox ids are idempotency keys chosen by callers.

@@ -83,3 +83,31 @@ func TestCorruptRowIsRefused(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Contains(t, ce.Error(), "id=one")
 }
+
+// One row's impossible value is that spore's damage: a whole read returns
+// the others and names it (state.DamagedError), so the pass, serve and
+// the page go on for every other spore.
+func TestWholeReadLeavesADamagedRowOut(t *testing.T) {
+	s, url := newStoreURL(t)
+	ctx := context.Background()
+	for _, id := range []string{"one", "two", "three"} {
+		require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, storetest.Spore(id)) }))
+	}
+	adminExec(t, url, `UPDATE sporectl.spores SET colony = 'Bad Colony' WHERE id = 'two'`)
+	err := s.View(ctx, func(tx state.Tx) error {
+		all, err := tx.Spores(ctx)
+		var d *state.DamagedError
+		require.ErrorAs(t, err, &d)
+		require.Equal(t, []string{"two"}, d.IDs())
+		require.Contains(t, d.Spores["two"].Error(), "id=two")
+		ids := make([]string, 0, len(all))
+		for _, sp := range all {
+			ids = append(ids, sp.ID)
+		}
+		require.Equal(t, []string{"one", "three"}, ids)
+		var ce *state.CorruptError
+		require.ErrorAs(t, err, &ce, "a caller that knows nothing of damage still sees corruption")
+		return nil
+	})
+	require.NoError(t, err)
+}

@@ -153,8 +153,15 @@ func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 	}
 	defer rows.Close()
 	var out []state.Spore
+	var dmg state.DamagedError
 	for rows.Next() {
 		sp, err := scanSpore(rows)
+		if c, ok := state.SporeDamage(err); ok && sp.ID != "" {
+			// One row's impossible value is that spore's damage, not
+			// every reader's: the others are read (state.DamagedError).
+			dmg.Add(sp.ID, c)
+			continue
+		}
 		if err != nil {
 			return nil, sporeErr("list spores", err)
 		}
@@ -164,7 +171,7 @@ func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 		return nil, t.refuseRows("list spores", err, all)
 	}
 	t.tookAll(lock, len(out), func(i int) string { return out[i].ID })
-	return out, nil
+	return out, dmg.OrNil()
 }
 
 // sporeErr keeps typed errors (CorruptError from a row) and classifies the
