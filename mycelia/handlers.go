@@ -379,6 +379,9 @@ func (s *Server) allSpores(ctx context.Context) ([]state.Spore, error) {
 	err := s.Store.View(ctx, func(tx state.Tx) error {
 		var err error
 		all, err = tx.Spores(ctx)
+		// A damaged record is left out: it is nobody's to see until it
+		// is repaired, and the rest of the fleet is still seen.
+		_, err = state.Damaged(err)
 		return err
 	})
 	return all, err

@@ -207,7 +207,7 @@ func budgetSummons(ctx context.Context, tx state.Tx, slept []*SporePlan, now tim
 		return nil
 	}
 	all, err := tx.Spores(ctx)
-	if err != nil {
+	if _, err = state.Damaged(err); err != nil { // a damaged record is no mycologist to summon
 		return fmt.Errorf("find the mycologists to summon: %w", err)
 	}
 	var arch string

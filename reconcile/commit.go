@@ -12,6 +12,10 @@ import (
 // the snapshot's record. A pass whose plans all say no writes nothing at
 // all: no transaction is opened.
 func (p *SporePlan) changes(now time.Time) bool {
+	if p.Unreadable {
+		// Nothing to write it against: its record is the damage.
+		return false
+	}
 	if len(p.Delivered) > 0 {
 		return true
 	}
@@ -51,6 +55,11 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 			fresh, err := tx.Spore(ctx, id)
 			if errors.Is(err, state.ErrNotFound) {
 				continue // deleted since the snapshot: nothing of it to keep
+			}
+			if _, ok := state.SporeDamage(err); ok {
+				// Damaged since the snapshot: the next pass judges it
+				// alone; the others' records are still written.
+				continue
 			}
 			if err != nil {
 				return err

@@ -29,6 +29,7 @@ func (h *SporeHealth) AddTo(d *digest.Digest) {
 	d.Str(o.SessionID)
 	d.Str(string(o.Ingest))
 	d.Bool(o.Unknown)
+	d.Str(o.Damage)
 	d.Str(string(h.Effective))
 	d.Str(h.Reason)
 	d.Str(string(h.Code))

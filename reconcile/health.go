@@ -21,7 +21,7 @@ const (
 	Blocked  Effective = "Blocked"  // the agent waits for a person
 	Paused   Effective = "Paused"   // asleep as desired
 	Stopped  Effective = "Stopped"  // off as desired
-	Error    Effective = "Error"    // circuit breaker open: a person must `reset`
+	Error    Effective = "Error"    // circuit breaker open (a person must `reset`), or its stored data is damaged (`repair`)
 )
 
 // EffectiveStates are the states above, each once (for whoever counts
@@ -42,9 +42,14 @@ type Verdict struct {
 // Health computes effective health. It is a pure function of its inputs:
 // no clock, no I/O. It decides on typed facts only (Observed's Pod,
 // Bridge, Activity, Pods, LastTermination, BridgeProblem, Ingest), never
-// on display text.
+// on display text. Damage comes first: a spore whose stored data cannot be
+// read is not acted on whatever else is true of it.
 func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 	v := func(e Effective, code Reason, text string) Verdict { return Verdict{e, code, text} }
+	if o.Damage != "" {
+		// Nothing of it can be trusted to act on until a person looks.
+		return v(Error, ReasonStoreDamage, "store damage: "+o.Damage)
+	}
 	if breakerOpen {
 		return v(Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`")
 	}

@@ -46,7 +46,8 @@ func ingest(ctx context.Context, spores []state.Spore, obs observation, last map
 	base := map[string]uint64{}
 	for _, sp := range spores {
 		o, c := obs.spores[sp.ID], obs.clients[sp.ID]
-		if c == nil || o.Bridge != BridgeUp {
+		if c == nil || o.Bridge != BridgeUp || o.Damage != "" {
+			// A damaged spore's lines wait in its bridge's log.
 			continue
 		}
 		switch {
@@ -145,22 +146,27 @@ func sameLine(a, b json.RawMessage) bool {
 // lastLines reads, for each spore about to be ingested, the store's copy
 // of the bridge's line at its BridgeSeq, looking back a few events from
 // the end of its log (lifecycle events may follow it). A line not found
-// so near the end is not checked.
-func lastLines(ctx context.Context, st state.Store, spores []state.Spore, obs observation) (map[string]json.RawMessage, error) {
-	out := map[string]json.RawMessage{}
+// so near the end is not checked. A spore whose log's end does not read
+// is that spore's damage, returned in damaged, not the pass's failure.
+func lastLines(ctx context.Context, st state.Store, spores []state.Spore, obs observation) (known map[string]json.RawMessage, damaged map[string]*state.CorruptError, err error) {
 	var todo []state.Spore
 	for _, sp := range spores {
-		if o := obs.spores[sp.ID]; obs.clients[sp.ID] != nil && sp.BridgeSeq > 0 && o.BridgeLastSeq > sp.BridgeSeq {
+		if o := obs.spores[sp.ID]; obs.clients[sp.ID] != nil && o.Damage == "" && sp.BridgeSeq > 0 && o.BridgeLastSeq > sp.BridgeSeq {
 			todo = append(todo, sp)
 		}
 	}
 	if len(todo) == 0 {
-		return out, nil
+		return map[string]json.RawMessage{}, nil, nil
 	}
-	err := st.View(ctx, func(tx state.Tx) error {
+	err = st.View(ctx, func(tx state.Tx) error {
+		known, damaged = map[string]json.RawMessage{}, map[string]*state.CorruptError{}
 		for _, sp := range todo {
 			tail, err := tx.Tail(ctx, sp.ID, lookBack)
 			if errors.Is(err, state.ErrNotFound) {
+				continue
+			}
+			if c, ok := state.SporeDamage(err); ok {
+				damaged[sp.ID] = c
 				continue
 			}
 			if err != nil {
@@ -168,14 +174,14 @@ func lastLines(ctx context.Context, st state.Store, spores []state.Spore, obs ob
 			}
 			for i := len(tail) - 1; i >= 0; i-- {
 				if e := tail[i]; e.Kind == state.KindAgent && e.BridgeSeq == sp.BridgeSeq {
-					out[sp.ID] = e.Line
+					known[sp.ID] = e.Line
 					break
 				}
 			}
 		}
 		return nil
 	})
-	return out, err
+	return known, damaged, err
 }
 
 // lookBack is how many events from the end lastLines reads. A spore whose

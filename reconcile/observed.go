@@ -80,6 +80,11 @@ type Observed struct {
 	Ingest Reason `json:"-"`
 	// Unknown is set when observation itself failed.
 	Unknown bool `json:"-"`
+	// Damage names what of the spore's stored data cannot be read
+	// ("events/b.5.log:2: checksum mismatch …"), "" when nothing is
+	// known to be. It is found by the pass's reads of the store, not by
+	// observing: a damaged spore is not ingested, healed or delivered to.
+	Damage string `json:"-"`
 }
 
 // observationFailed is what every spore is when the runtime could not be
@@ -91,6 +96,8 @@ func observationFailed() Observed {
 // display picks the one reason status prints.
 func (o *Observed) display() {
 	switch {
+	case o.Damage != "":
+		o.Reason = ReasonStoreDamage
 	case o.Unknown:
 		o.Reason = ReasonObservationFailed
 	case o.Pods > 1:

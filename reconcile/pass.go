@@ -133,11 +133,20 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 	}
 
 	ps.progress("observe", n, fmt.Sprintf("%d bridge(s) answered", len(obs.clients)))
+	damage := snap.damage()
+	obs.quarantine(damage)
 	var got map[string]*ingested
 	if !opt.DryRun {
-		known, err := lastLines(ctx, ps.Store, snap.Spores, obs)
+		known, found, err := lastLines(ctx, ps.Store, snap.Spores, obs)
 		if err != nil {
 			return nil, fmt.Errorf("read the last ingested lines: %w", err)
+		}
+		for id, c := range found {
+			damage[id] = damageText(c)
+		}
+		obs.quarantine(damage)
+		for id, text := range damage {
+			ps.logger().Info("spore's stored data is damaged: judged alone", "spore", id, "damage", text)
 		}
 		got = ingest(ctx, snap.Spores, obs, known, orDefault(ps.IngestDeadline, DefaultIngestDeadline))
 		for id, in := range got {
@@ -168,6 +177,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 		// Acting on a fleet nobody could observe would be acting blind.
 		Heal: opt.Heal && out.ObserveErr == nil, Deliver: opt.Deliver && out.ObserveErr == nil,
 		Force: force, Settings: snap.Settings, Active: active, Spends: countSpends(snap, got, now),
+		Unreadable: snap.Damaged,
 	}
 	plans := Plan(pin)
 	for _, p := range plans {

@@ -34,6 +34,9 @@ type PlanInput struct {
 	Active map[string]bool
 	// Spends are today's spends against budgets (budget.go).
 	Spends Spends
+	// Unreadable names spores whose record could not be read (their
+	// Observed.Damage says where): nothing of them is written.
+	Unreadable map[string]*state.CorruptError
 }
 
 // SporePlan is what a pass decided for one spore, and later what came of
@@ -42,6 +45,9 @@ type SporePlan struct {
 	Spore    state.Spore // as in the snapshot
 	Observed Observed
 	Verdict  Verdict
+	// Unreadable: the spore's record could not be read (Spore is its id
+	// alone); the commit writes nothing of it.
+	Unreadable bool
 
 	Start         bool        // start it (on the same home)
 	Crash         bool        // the start is a respawn after a crash: counted
@@ -101,6 +107,12 @@ func Plan(in PlanInput) []*SporePlan {
 		out[i] = p
 		p.Spore, p.Observed, p.policy = sp, in.Observed[sp.ID], in.Policy
 		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
+		if p.Observed.Damage != "" {
+			// Quarantined: shown, never acted on (its record may be all
+			// that is damaged, or what it holds may be wrong).
+			_, p.Unreadable = in.Unreadable[sp.ID]
+			continue
+		}
 		p.OverBudget, p.OverColony, p.OverText = overBudget(sp, in)
 		if in.Heal {
 			heal(p, in)

@@ -1,5 +1,7 @@
 package reconcile
 
+import "github.com/sporectl/sporectl/state"
+
 // Reason is the stable name of why a spore is in its state. Each one is
 // documented in docs/health.md; scripts may match on them.
 type Reason string
@@ -34,6 +36,11 @@ const (
 	ReasonBreakerOpen     Reason = "BreakerOpen"
 	ReasonIngestGap       Reason = "IngestGap" // the bridge's numbers skip, repeat or go back
 	ReasonBridgeLogLost   Reason = "BridgeLogLost"
+	// ReasonStoreDamage: the spore's stored data (its record, its event
+	// log) cannot be read. It is judged alone (Error, the damage named)
+	// and the pass goes on for every other spore; `sporectl repair` sets
+	// the damage aside, `sporectl check` names it.
+	ReasonStoreDamage Reason = state.ReasonStoreDamage
 
 	// ReasonOldPodTerminating: desired Running, and its only pod (process
 	// tree) is the previous one going away, as after a sleep and a wake;

@@ -116,7 +116,9 @@ func OverBudgetNow(ctx context.Context, tx state.Tx, sp state.Spore, now time.Ti
 		return "", nil
 	}
 	all, err := tx.Spores(ctx)
-	if err != nil {
+	// A damaged member's spend is unknown: the colony is judged on the
+	// rest, as the pass judges it (one spore's damage is its own).
+	if _, err = state.Damaged(err); err != nil {
 		return "", fmt.Errorf("count colony %s's spend: %w", sp.Colony, err)
 	}
 	var s state.Spend

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/sporectl/sporectl/state"
 )
@@ -28,6 +30,10 @@ type Snapshot struct {
 	Pending map[string][]state.OutboxEntry
 	// Missing are named ids that are not in the store.
 	Missing []error
+	// Damaged are covered spores whose stored record could not be read
+	// (state.DamagedError): each is in Spores as its id alone, judged
+	// Error with its damage named, and nothing of it is written.
+	Damaged map[string]*state.CorruptError
 }
 
 // namedReads is how many named spores Load reads one by one; a pass over
@@ -53,24 +59,33 @@ func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) 
 			return snap.loadNamed(ctx, tx, ids)
 		}
 		all, err := tx.Spores(ctx)
-		if err != nil {
+		if snap.Damaged, err = state.Damaged(err); err != nil {
 			return err
 		}
 		snap.All = all
-		snap.Known = make([]string, len(all))
-		for i, s := range all {
-			snap.Known[i] = s.ID
+		snap.Known = make([]string, 0, len(all)+len(snap.Damaged))
+		for _, s := range all {
+			snap.Known = append(snap.Known, s.ID)
+		}
+		if len(snap.Damaged) > 0 {
+			// A damaged spore is still the store's: its pod is no orphan.
+			snap.Known = append(snap.Known, sortedKeys(snap.Damaged)...)
+			slices.Sort(snap.Known)
 		}
 		if len(ids) == 0 {
-			snap.Spores = all
+			snap.Spores = withDamaged(all, snap.Damaged)
 		} else {
 			snap.pick(ids)
 		}
-		if snap.Heads, err = tx.Heads(ctx); err != nil {
+		// A damaged spore's head and outbox are left out (its record is
+		// its own damage, already named).
+		heads, err := tx.Heads(ctx)
+		if _, err = state.Damaged(err); err != nil {
 			return err
 		}
+		snap.Heads = heads
 		pending, err := tx.Pending(ctx)
-		if err != nil {
+		if _, err = state.Damaged(err); err != nil {
 			return err
 		}
 		snap.Pending = make(map[string][]state.OutboxEntry)
@@ -100,8 +115,13 @@ func (snap *Snapshot) pick(ids []string) {
 	seen := map[string]bool{}
 	for _, id := range ids {
 		i, ok := at[id]
+		_, damaged := snap.Damaged[id]
 		switch {
 		case seen[id]:
+			continue
+		case damaged:
+			seen[id] = true
+			snap.Spores = append(snap.Spores, damagedSpore(id))
 			continue
 		case !ok:
 			snap.Missing = append(snap.Missing, state.SporeNotFound(id))
@@ -131,6 +151,16 @@ func (snap *Snapshot) loadNamed(ctx context.Context, tx state.Tx, ids []string) 
 			snap.Missing = append(snap.Missing, state.SporeNotFound(id))
 			continue
 		}
+		if c, ok := state.SporeDamage(err); ok {
+			// Its record is its own damage: judged alone, as a whole
+			// read would leave it out (state.DamagedError).
+			if snap.Damaged == nil {
+				snap.Damaged = map[string]*state.CorruptError{}
+			}
+			snap.Damaged[id] = c
+			snap.Spores = append(snap.Spores, damagedSpore(id))
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -154,7 +184,39 @@ func (snap *Snapshot) loadNamed(ctx context.Context, tx state.Tx, ids []string) 
 		return nil
 	}
 	snap.All, err = tx.Spores(ctx)
+	// Another colony member's damage leaves it out of the sum: it is
+	// judged when a pass covers it.
+	_, err = state.Damaged(err)
 	return err
+}
+
+// damagedSpore stands for a spore whose record could not be read: its id
+// is all that is known of it.
+func damagedSpore(id string) state.Spore {
+	return state.Spore{Wish: state.Wish{ID: id}}
+}
+
+// withDamaged is all with a stand-in for each damaged spore, in id order.
+func withDamaged(all []state.Spore, damaged map[string]*state.CorruptError) []state.Spore {
+	if len(damaged) == 0 {
+		return all
+	}
+	out := make([]state.Spore, 0, len(all)+len(damaged))
+	out = append(out, all...)
+	for _, id := range sortedKeys(damaged) {
+		out = append(out, damagedSpore(id))
+	}
+	slices.SortFunc(out, func(a, b state.Spore) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // IDs are the covered spores' ids.

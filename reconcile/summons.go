@@ -207,7 +207,7 @@ func archRecord(ctx context.Context, tx state.Tx, id string) (state.Spore, bool,
 		}
 	}
 	all, err := tx.Spores(ctx)
-	if err != nil {
+	if _, err = state.Damaged(err); err != nil { // a damaged record is no [arch] to summon
 		return state.Spore{}, false, fmt.Errorf("find the [arch] mycologist: %w", err)
 	}
 	for _, sp := range all {
@@ -260,7 +260,8 @@ func (ps *Pass) summon(ctx context.Context, tx state.Tx, snap *Snapshot, got map
 		if snap.Named {
 			// A pass over named spores: collisions are with any spore.
 			var err error
-			if spores, err = tx.Spores(ctx); err != nil {
+			spores, err = tx.Spores(ctx)
+			if _, err = state.Damaged(err); err != nil {
 				return err
 			}
 		}
@@ -275,6 +276,9 @@ func (ps *Pass) summon(ctx context.Context, tx state.Tx, snap *Snapshot, got map
 			evs, _, err := incident.RecentEvents(ctx, tx, sp.ID, since, incident.MaxScanEvents)
 			if errors.Is(err, state.ErrNotFound) {
 				continue // deleted since
+			}
+			if _, ok := state.SporeDamage(err); ok {
+				continue // its damage is its own: judged by the pass
 			}
 			if err != nil {
 				return fmt.Errorf("read the recent events of %s: %w", sp.ID, err)

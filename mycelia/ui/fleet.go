@@ -275,6 +275,11 @@ func fillRow(ctx context.Context, tx state.Tx, row *fleetRow, sp *state.Spore, n
 	if row.LastSeq > 0 {
 		var err error
 		evs, err = tx.Tail(ctx, row.ID, TailEvents)
+		if _, damaged := state.SporeDamage(err); damaged {
+			// Its damage is its own (its row says so once a pass has
+			// judged it): the row is shown without its last lines.
+			evs, err = nil, nil
+		}
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			return fmt.Errorf("tail of %s: %w", row.ID, err)
 		}
@@ -282,9 +287,12 @@ func fillRow(ctx context.Context, tx state.Tx, row *fleetRow, sp *state.Spore, n
 	}
 	if sp == nil || ingestedSince(evs, sp.BridgeSeq) {
 		fresh, err := tx.Spore(ctx, row.ID)
+		_, damaged := state.SporeDamage(err)
 		switch {
 		case err == nil:
 			sp = &fresh
+		case damaged:
+			// Shown as the pass judged it: Error, its damage named.
 		case !errors.Is(err, state.ErrNotFound):
 			return fmt.Errorf("read spore %s: %w", row.ID, err)
 		}
