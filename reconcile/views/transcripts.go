@@ -150,7 +150,18 @@ func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res r
 				continue
 			}
 			keep[s.ID] = true
-			made, err := d.transcript(ctx, c, tx, s, stamps[i])
+			var made *stamp
+			var err error
+			if s.Code != reconcile.ReasonStoreDamage {
+				made, err = d.transcript(ctx, c, tx, s, stamps[i])
+			}
+			if _, damaged := state.SporeDamage(err); damaged {
+				// Its stored data does not read: the transcript it had
+				// stays as it was (a view, never the truth) until a
+				// repair, and the other spores' are written; the pass
+				// and check name the damage.
+				made, err = nil, nil
+			}
 			switch {
 			case err != nil:
 				errs = append(errs, err)
