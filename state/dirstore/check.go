@@ -201,6 +201,11 @@ func (s *Store) checkFiles(m *model, problem, note func(string, string, ...any))
 				}
 				note(tornDir+"/"+t.Name(), "torn commit tail saved during recovery; not part of the store")
 			}
+		case name == damagedDir && e.IsDir():
+			kept, _ := os.ReadDir(s.path(damagedDir))
+			for _, k := range kept {
+				note(damagedDir+"/"+k.Name(), "damaged data set aside by `sporectl repair`; not part of the store")
+			}
 		}
 	}
 	if _, err := os.Lstat(s.path(txlogName(m.gen))); err != nil {

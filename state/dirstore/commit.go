@@ -75,32 +75,47 @@ func (s *Store) repair(l *loaded) (*loaded, error) {
 // saveTorn keeps a torn tail under torn/ as a new file (never through a
 // link, never over an earlier one) and returns its path.
 func (s *Store) saveTorn(base string, data []byte) (string, error) {
-	if err := os.Mkdir(s.path(tornDir), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", ioErr("save torn tail", err)
+	p, err := s.saveAside(tornDir, base, data)
+	if err != nil {
+		return "", fmt.Errorf("save torn tail of %s: %w", base, err)
 	}
-	if err := checkDir(s.path(tornDir), tornDir); err != nil {
-		return "", storeErr("save torn tail", err)
+	return p, nil
+}
+
+// saveAside keeps data under the store's directory dir (torn/, damaged/)
+// as a new file named base (or base.1, base.2, … when taken), never
+// through a link and never over an earlier file, durably (the file and
+// the directory fsync'd), and returns its path.
+func (s *Store) saveAside(dir, base string, data []byte) (string, error) {
+	if err := os.Mkdir(s.path(dir), 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", ioErr("make "+dir, err)
+	}
+	if err := checkDir(s.path(dir), dir); err != nil {
+		return "", storeErr("make "+dir, err)
 	}
 	for k := 0; ; k++ {
 		name := base
 		if k > 0 {
 			name += "." + strconv.Itoa(k)
 		}
-		p := s.path(tornDir, name)
-		f, err := createFile(p, tornDir+"/"+name)
+		p := s.path(dir, name)
+		f, err := createFile(p, dir+"/"+name)
 		if errors.Is(err, fs.ErrExist) && k < 1000 {
 			continue
 		}
 		if err != nil {
-			return "", storeErr("save torn tail", err)
+			return "", storeErr("create "+dir+"/"+name, err)
 		}
 		_, err = f.Write(data)
 		if err == nil {
 			err = syncFile(f)
 		}
 		f.Close()
+		if err == nil {
+			err = syncDir(s.path(dir))
+		}
 		if err != nil {
-			return "", ioErr("save torn tail of "+base, err)
+			return "", ioErr("write "+dir+"/"+name, err)
 		}
 		return p, nil
 	}
@@ -258,7 +273,7 @@ func (s *Store) commit(ctx context.Context, l *loaded, t *tx) (err error) {
 	if s.swept && (marked || mustSweep) {
 		s.clearUnswept()
 	}
-	if n.logOff >= s.compactThreshold(n) {
+	if n.logOff >= s.compactThreshold(n) || t.compact {
 		if err := s.compact(n); err != nil {
 			s.opts.Logger.Warn("compaction failed; the commit log keeps growing until one succeeds", "err", err)
 		}
