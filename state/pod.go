@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sporectl/sporectl/internal/quote"
 )
 
 // PodOptions are what an operator adds to a spore's pod on Kubernetes
@@ -343,7 +345,7 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // entryField names one entry of a map field: `spec.pod.labels["tier"]`.
-func entryField(field, k string) string { return field + "[" + strconv.Quote(k) + "]" }
+func entryField(field, k string) string { return field + "[" + quote.Value(k) + "]" }
 
 func reservedError(field, k string) error {
 	return &InvalidError{Field: field, Value: k, Reason: "is a key sporectl sets itself (" + ReservedPrefix + "*, " + strings.Join(reservedKeys, ", ") + ")"}

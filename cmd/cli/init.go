@@ -13,6 +13,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/sporeenv"
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -92,7 +93,7 @@ token, --operator NAME makes the first.`,
 
 func (o *initOptions) validate() error {
 	if o.Runtime != "local" && o.Runtime != "kube" {
-		return usageErrorf("invalid value %q for --runtime: use local or kube", o.Runtime)
+		return usageErrorf("invalid value %s for --runtime: use local or kube", quote.Value(o.Runtime))
 	}
 	if err := validateAgent(o.Agent); err != nil {
 		return err
@@ -132,7 +133,7 @@ func (o *initOptions) validateOperator() error {
 		o.Operator = userName(o.f.Getenv)
 	}
 	if err := state.ValidateName("operator name", o.Operator); err != nil {
-		return usageErrorf("invalid value %q for --operator: %v", o.Operator, err)
+		return usageErrorf("invalid value %s for --operator: %v", quote.Value(o.Operator), err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -87,7 +88,7 @@ func (d *Document) validatePod(path string, p *Pod) []error {
 	var inv *state.InvalidError
 	if errors.As(err, &inv) {
 		field := podFields.Replace(inv.Field)
-		return []error{d.errorAt(field, "invalid value %q: %s", inv.Value, inv.Reason)}
+		return []error{d.errorAt(field, "invalid value %s: %s", quote.Value(inv.Value), inv.Reason)}
 	}
 	if err != nil {
 		return []error{d.errorAt(path, "%s", err.Error())}

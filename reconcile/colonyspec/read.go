@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/state"
 )
@@ -246,7 +247,7 @@ func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
-			child := path + "[" + strconv.Quote(k.Value) + "]"
+			child := path + "[" + quote.Value(k.Value) + "]"
 			if k.Kind != yaml.ScalarNode {
 				r.fail(k, child, "want a key, not %s", kindName(k))
 				continue
@@ -285,7 +286,7 @@ func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
 			seen[k.Value] = k.Line
 			idx, ok := fields[k.Value]
 			if !ok {
-				r.fail(k, child, "unknown field %q (the fields here: %s)", k.Value, strings.Join(names, ", "))
+				r.fail(k, child, "unknown field %s (the fields here: %s)", quote.Value(k.Value), strings.Join(names, ", "))
 				continue
 			}
 			r.src.lines[child] = k.Line
@@ -305,7 +306,7 @@ func keyName(key string) string {
 	if plainKey().MatchString(key) {
 		return key
 	}
-	return strconv.Quote(key)
+	return quote.Value(key)
 }
 
 // fieldByIndex is v's field at idx (through inline structs).
@@ -347,7 +348,7 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	}
-	return fmt.Sprintf("the value %q", n.Value)
+	return "the value " + quote.Value(n.Value)
 }
 
 // validate checks the values of a decoded document: what each field's
@@ -356,10 +357,10 @@ func (d *Document) validate() []error {
 	var errs []error
 	bad := func(path, format string, a ...any) { errs = append(errs, d.errorAt(path, format, a...)) }
 	if d.APIVersion != APIVersion {
-		bad("apiVersion", "want %q, not %q", APIVersion, d.APIVersion)
+		bad("apiVersion", "want %q, not %s", APIVersion, quote.Value(d.APIVersion))
 	}
 	if d.Kind != Kind {
-		bad("kind", "want %q, not %q", Kind, d.Kind)
+		bad("kind", "want %q, not %s", Kind, quote.Value(d.Kind))
 	}
 	if d.Metadata.Name == "" {
 		bad("metadata.name", "the colony's name is required")
@@ -391,7 +392,7 @@ func (d *Document) validate() []error {
 		}
 		if s.Rank != nil {
 			if _, err := state.ParseRank(*s.Rank); err != nil {
-				bad(p+".rank", "invalid value %q: want one of spore, swarm, colony, arch", *s.Rank)
+				bad(p+".rank", "invalid value %s: want one of spore, swarm, colony, arch", quote.Value(*s.Rank))
 			}
 		}
 		for name, v := range map[string]*string{"swarm": s.Swarm, "role": s.Role} {
@@ -430,14 +431,14 @@ func (d *Document) validateFields(p string, f Fields) []error {
 		switch state.Desired(*f.Desired) {
 		case state.Running, state.Paused, state.Stopped:
 		default:
-			bad(p+".desired", "invalid value %q: want one of Running, Paused, Stopped", *f.Desired)
+			bad(p+".desired", "invalid value %s: want one of Running, Paused, Stopped", quote.Value(*f.Desired))
 		}
 	}
 	if f.Image != nil {
 		if *f.Image == "" {
 			bad(p+".image", "is empty: give an image such as ghcr.io/org/spore:1.2, or leave the field out")
 		} else if err := state.CheckImage(*f.Image); err != nil {
-			bad(p+".image", "invalid value %q: %v", *f.Image, err)
+			bad(p+".image", "invalid value %s: %v", quote.Value(*f.Image), err)
 		}
 	}
 	errs = append(errs, d.validateBudget(p+".budget", f.Budget)...)
@@ -452,7 +453,7 @@ func (d *Document) validateFields(p string, f Fields) []error {
 				bad(p+".resources."+q.name, "is empty: give a quantity such as 2, 500m, 3Gi, or leave the field out")
 			default:
 				if err := state.CheckQuantity(q.name, *q.v); err != nil {
-					bad(p+".resources."+q.name, "invalid value %q: %v", *q.v, err)
+					bad(p+".resources."+q.name, "invalid value %s: %v", quote.Value(*q.v), err)
 				}
 			}
 		}
@@ -474,7 +475,7 @@ func (d *Document) validateBudget(path string, b *Budget) []error {
 	}
 	if b.CostPerDay != nil {
 		if _, err := state.ParseCost("costPerDay", *b.CostPerDay); err != nil {
-			errs = append(errs, d.errorAt(path+".costPerDay", "invalid value %q: want 0 (no limit) or a cost in US dollars such as 2.50", *b.CostPerDay))
+			errs = append(errs, d.errorAt(path+".costPerDay", "invalid value %s: want 0 (no limit) or a cost in US dollars such as 2.50", quote.Value(*b.CostPerDay)))
 		}
 	}
 	return errs
@@ -485,7 +486,7 @@ func (d *Document) validateBudget(path string, b *Budget) []error {
 func reason(err error) string {
 	var inv *state.InvalidError
 	if errors.As(err, &inv) {
-		return fmt.Sprintf("invalid value %q: %s", inv.Value, inv.Reason)
+		return fmt.Sprintf("invalid value %s: %s", quote.Value(inv.Value), inv.Reason)
 	}
 	return err.Error()
 }
