@@ -154,6 +154,9 @@ func (o *createOptions) run(ctx context.Context) error {
 			return err
 		}
 		runtime = settings.Runtime
+		if err := settings.CheckPodSecrets("--env-from-secret", o.Spec.Pod); err != nil {
+			return err
+		}
 		_, err = wish.CreateMany(ctx, tx, news, now)
 		return err
 	})
