@@ -13,7 +13,8 @@ import (
 )
 
 // init --pod-secret sets the store's pod_secrets whole; the same list
-// again changes nothing, ” empties it, a spore's Secret is refused.
+// again changes nothing, an empty name empties it, a spore's Secret is
+// refused.
 func TestInitPodSecrets(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "store")
 	listed := func() []string {
