@@ -83,7 +83,11 @@ func (s *Server) tell(c *call) (int, any, error) {
 	return status, body, err
 }
 
-// swarmTell: POST /api/swarm/tell — to a teammate by role, waking it.
+// swarmTell: POST /api/swarm/tell — to a teammate by role. It has no
+// wake: a sleeping teammate is woken only as any message wakes one (idle
+// put it to sleep and its colony wakes on a message, reconcile's
+// mayWake), never one a person put to sleep (docs/sleep.md); a
+// mycologist that means to wake it tells it with wake.
 func (s *Server) swarmTell(c *call) (int, any, error) {
 	var req SwarmTellRequest
 	err := decodeBody(c.w, c.r, &req)
@@ -104,7 +108,7 @@ func (s *Server) swarmTell(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.send(c, to, swarmLetter(c.caller), req.Text, true)
+	return s.send(c, to, swarmLetter(c.caller), req.Text, false)
 }
 
 // swarmLoop: POST /api/swarm/loop — the [swarm] mycologist starts,

@@ -259,6 +259,9 @@ var matrix = map[string]matrixRow{
 		out: sameFor(denied(http.StatusForbidden), mycologists...),
 	},
 	"swarm-tell": {
+		// lab-b is awake: a swarm tell does not wake a teammate a person
+		// put to sleep (idle_test.go).
+		setup: func(h *harness) { h.setDesired("lab-b", state.Running) },
 		request: func(_ string, in bool) (string, any) {
 			role := "tester"
 			if !in {

@@ -142,10 +142,12 @@ name that is not one of sporectl's is not found (exit 4).`,
 
 	RouteSwarmTell = &Route{Name: "swarm-tell", Method: http.MethodPost, Pattern: "/api/swarm/tell",
 		Ranks: allRanks, InSwarm: true, Request: SwarmTellRequest{}, Response: SendResponse{},
-		Command: "swarm tell", Args: "ROLE TEXT|-", Short: "Tell the teammate with ROLE: woken if asleep, queued if working",
+		Command: "swarm tell", Args: "ROLE TEXT|-", Short: "Tell the teammate with ROLE: queued if working, refused if a person put it to sleep",
 		Long: `Send TEXT to the spore of your swarm whose role is ROLE. It arrives as a prompt
-marked "[from swarm teammate YOUR-ROLE]" that says how to answer. A sleeping
-teammate is woken; a working one's bridge queues it. TEXT "-" reads stdin.`,
+marked "[from swarm teammate YOUR-ROLE]" that says how to answer. A working
+teammate's bridge queues it. A sleeping teammate is woken only if idle put it
+to sleep and its colony wakes on a message; one a person put to sleep is
+refused as asleep (exit 10): ask your mycologist. TEXT "-" reads stdin.`,
 		handle: (*Server).swarmTell}
 
 	RouteSwarmLoop = &Route{Name: "swarm-loop", Method: http.MethodPost, Pattern: "/api/swarm/loop",

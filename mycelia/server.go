@@ -292,6 +292,9 @@ func (s *Server) fail(w http.ResponseWriter, rt *Route, err error) {
 	var invalid *state.InvalidError
 	switch {
 	case errors.As(err, &ae):
+	case errors.As(err, &asleep) && rt == RouteSwarmTell:
+		// A swarm tell has no wake: only a mycologist's tell may ask for one.
+		ae = errorf(http.StatusConflict, CodeAsleep, "spore %s is asleep (desired %s): nothing was sent; a swarm tell does not wake a teammate a person put to sleep (ask your mycologist)", asleep.ID, asleep.Desired)
 	case errors.As(err, &asleep):
 		ae = errorf(http.StatusConflict, CodeAsleep, "spore %s is asleep (desired %s): nothing was sent; send it again with \"wake\": true (--wake) to wake it", asleep.ID, asleep.Desired)
 	case errors.As(err, &stopped):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/storetest"
 )
@@ -368,10 +369,21 @@ func TestFollowWoken(t *testing.T) {
 	require.Len(t, h.prompts("lab-myco"), 1)
 
 	// Delivered by another pass first: the follower stops at once, not
-	// when its time is up.
+	// when its time is up. lab-b is one idle put to sleep in a colony that
+	// wakes on a message, so a swarm tell wakes it.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	h.srv.Background = ctx2
+	require.NoError(t, h.st.Store.Update(context.Background(), func(tx state.Tx) error {
+		if _, err := wish.SetColony(context.Background(), tx, "lab", state.ColonySettings{WakeOnMessage: true}); err != nil {
+			return err
+		}
+		if err := wish.Wake(context.Background(), tx, "lab-b", time.Now()); err != nil {
+			return err
+		}
+		_, _, err := wish.SleepBy(context.Background(), tx, "lab-b", state.ByIdle, ": idle for 1h0m0s", time.Now())
+		return err
+	}))
 	r = h.do("lab-a", "POST", "/api/swarm/tell", SwarmTellRequest{Role: "tester", Text: "your turn"})
 	require.Equal(t, http.StatusAccepted, r.status)
 	_, err := h.srv.Pass.Run(context.Background(), reconcile.Options{IDs: []string{"lab-b"}, Deliver: true})

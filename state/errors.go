@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/sporectl/sporectl/internal/quote"
 )
 
 var (
@@ -75,7 +77,7 @@ type InvalidError struct {
 }
 
 func (e *InvalidError) Error() string {
-	return fmt.Sprintf("invalid %s %q: %s", e.Field, e.Value, e.Reason)
+	return fmt.Sprintf("invalid %s %s: %s", e.Field, quote.Value(e.Value), e.Reason)
 }
 
 // CorruptError is stored data that is not what the format says. It names

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sporectl/sporectl/internal/quote"
 )
 
 // PodOptions are what an operator adds to a spore's pod on Kubernetes
@@ -262,28 +264,28 @@ func (t Toleration) Validate(field string) error {
 func (t Toleration) check() *InvalidError {
 	if t.Key != "" {
 		if r := labelKeyReason(t.Key); r != "" {
-			return &InvalidError{Field: "key", Value: preview(t.Key), Reason: r}
+			return &InvalidError{Field: "key", Value: t.Key, Reason: r}
 		}
 	}
 	switch t.Operator {
 	case TolerationExists:
 		if t.Value != "" {
-			return &InvalidError{Field: "value", Value: preview(t.Value), Reason: "must be empty when the operator is Exists"}
+			return &InvalidError{Field: "value", Value: t.Value, Reason: "must be empty when the operator is Exists"}
 		}
 	case TolerationEqual, "":
 		if t.Key == "" {
 			return &InvalidError{Field: "operator", Value: t.Operator, Reason: "must be Exists when the key is empty"}
 		}
 		if r := labelValueReason(t.Value); r != "" {
-			return &InvalidError{Field: "value", Value: preview(t.Value), Reason: r}
+			return &InvalidError{Field: "value", Value: t.Value, Reason: r}
 		}
 	default:
-		return &InvalidError{Field: "operator", Value: preview(t.Operator), Reason: "must be Exists or Equal (empty: Equal)"}
+		return &InvalidError{Field: "operator", Value: t.Operator, Reason: "must be Exists or Equal (empty: Equal)"}
 	}
 	switch t.Effect {
 	case "", EffectNoSchedule, EffectPreferNoSchedule, EffectNoExecute:
 	default:
-		return &InvalidError{Field: "effect", Value: preview(t.Effect), Reason: "must be NoSchedule, PreferNoSchedule, NoExecute or empty (every effect)"}
+		return &InvalidError{Field: "effect", Value: t.Effect, Reason: "must be NoSchedule, PreferNoSchedule, NoExecute or empty (every effect)"}
 	}
 	if t.TolerationSeconds != nil {
 		v := strconv.FormatInt(*t.TolerationSeconds, 10)
@@ -303,13 +305,13 @@ func validateLabels(field string, m map[string]string, refuseReserved bool) erro
 	}
 	for _, k := range sortedKeys(m) {
 		if r := labelKeyReason(k); r != "" {
-			return &InvalidError{Field: entryField(field, k), Value: preview(k), Reason: r}
+			return &InvalidError{Field: entryField(field, k), Value: k, Reason: r}
 		}
 		if refuseReserved && ReservedKey(k) {
 			return reservedError(entryField(field, k), k)
 		}
 		if r := labelValueReason(m[k]); r != "" {
-			return &InvalidError{Field: entryField(field, k), Value: preview(m[k]), Reason: r}
+			return &InvalidError{Field: entryField(field, k), Value: m[k], Reason: r}
 		}
 	}
 	return nil
@@ -321,7 +323,7 @@ func validateAnnotations(field string, m map[string]string) error {
 	}
 	for _, k := range sortedKeys(m) {
 		if r := labelKeyReason(k); r != "" {
-			return &InvalidError{Field: entryField(field, k), Value: preview(k), Reason: r}
+			return &InvalidError{Field: entryField(field, k), Value: k, Reason: r}
 		}
 		if ReservedKey(k) {
 			return reservedError(entryField(field, k), k)
@@ -343,7 +345,7 @@ func sortedKeys(m map[string]string) []string {
 }
 
 // entryField names one entry of a map field: `spec.pod.labels["tier"]`.
-func entryField(field, k string) string { return field + "[" + strconv.Quote(k) + "]" }
+func entryField(field, k string) string { return field + "[" + quote.Value(k) + "]" }
 
 func reservedError(field, k string) error {
 	return &InvalidError{Field: field, Value: k, Reason: "is a key sporectl sets itself (" + ReservedPrefix + "*, " + strings.Join(reservedKeys, ", ") + ")"}
@@ -355,7 +357,7 @@ func reservedError(field, k string) error {
 // with '-', '_' and '.' inside.
 func ValidateLabelKey(field, k string) error {
 	if r := labelKeyReason(k); r != "" {
-		return &InvalidError{Field: field, Value: preview(k), Reason: r}
+		return &InvalidError{Field: field, Value: k, Reason: r}
 	}
 	return nil
 }
@@ -364,7 +366,7 @@ func ValidateLabelKey(field, k string) error {
 // characters of the label name's grammar.
 func ValidateLabelValue(field, v string) error {
 	if r := labelValueReason(v); r != "" {
-		return &InvalidError{Field: field, Value: preview(v), Reason: r}
+		return &InvalidError{Field: field, Value: v, Reason: r}
 	}
 	return nil
 }
@@ -374,14 +376,14 @@ func ValidateLabelValue(field, v string) error {
 // tab (a record is printed on terminals).
 func ValidateAnnotationValue(field, v string) error {
 	if len(v) > MaxAnnotationValue {
-		return &InvalidError{Field: field, Value: preview(v), Reason: fmt.Sprintf("value is %d bytes; at most %d", len(v), MaxAnnotationValue)}
+		return &InvalidError{Field: field, Value: v, Reason: fmt.Sprintf("value is %d bytes; at most %d", len(v), MaxAnnotationValue)}
 	}
 	if !utf8.ValidString(v) {
 		return &InvalidError{Field: field, Value: "(binary)", Reason: "value is not valid UTF-8"}
 	}
 	for _, r := range v {
 		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
-			return &InvalidError{Field: field, Value: preview(v), Reason: "value contains a control character (only newline and tab are allowed)"}
+			return &InvalidError{Field: field, Value: v, Reason: "value contains a control character (only newline and tab are allowed)"}
 		}
 	}
 	return nil
@@ -392,7 +394,7 @@ func ValidateAnnotationValue(field, v string) error {
 // of lowercase letters, digits and '-', each alphanumeric at both ends.
 func ValidateDNSSubdomain(field, v string) error {
 	if r := dnsSubdomainReason(v); r != "" {
-		return &InvalidError{Field: field, Value: preview(v), Reason: r}
+		return &InvalidError{Field: field, Value: v, Reason: r}
 	}
 	return nil
 }

@@ -36,6 +36,11 @@ type Settings struct {
 	// colony name. Read and write them through Colony and WithColony; a
 	// pointer for the same reason as Operators; nil means none.
 	Colonies *ColonyList `json:"colonies,omitempty"`
+	// AllowedSecrets are the Secrets a pod option may name, the operator's
+	// allowlist (podsecrets.go). Read and write them through PodSecrets
+	// and WithPodSecrets; a pointer for the same reason as Operators; nil
+	// means none.
+	AllowedSecrets *SecretList `json:"pod_secrets,omitempty"`
 }
 
 // OperatorToken is one operator's login to the page: only the token's
@@ -101,7 +106,9 @@ func (s Settings) WithOperators(ops []OperatorToken) Settings {
 // Validate checks what a store refuses to keep in its settings: the
 // recovery policy (RecoveryPolicy.Validate), the default pod options
 // (PodOptions.Validate, fields "default_spec.pod…"), the colonies'
-// settings (ValidateColonies) and the operator tokens (ValidateOperators).
+// settings (ValidateColonies), the Secrets pods may name and that those
+// pod options name only them (validatePodSecrets) and the operator tokens
+// (ValidateOperators).
 func (s Settings) Validate() error {
 	if err := s.Recovery.Validate(); err != nil {
 		return err
@@ -113,6 +120,9 @@ func (s Settings) Validate() error {
 		if err := ValidateColonies(*s.Colonies); err != nil {
 			return err
 		}
+	}
+	if err := s.validatePodSecrets(); err != nil {
+		return err
 	}
 	return ValidateOperators(s.OperatorTokens())
 }

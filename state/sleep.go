@@ -68,7 +68,7 @@ func (s *Wish) validateSleep() error {
 		return &InvalidError{Field: "sleep after", Value: s.SleepAfter.String(), Reason: "cannot be set on the [arch] mycologist: it is always on"}
 	}
 	if !s.DesiredBy.Valid() {
-		return &InvalidError{Field: "desired by", Value: preview(string(s.DesiredBy)), Reason: `must be empty (a person), "idle" or "budget"`}
+		return &InvalidError{Field: "desired by", Value: string(s.DesiredBy), Reason: `must be empty (a person), "idle" or "budget"`}
 	}
 	if s.DesiredBy != ByPerson && s.Desired == Running {
 		return &InvalidError{Field: "desired by", Value: string(s.DesiredBy), Reason: "must be empty while desired Running: only a sleep is set by idle or budget"}

@@ -357,10 +357,10 @@ func (s *Status) Validate() error {
 		return err
 	}
 	if !s.Health.Valid() {
-		return &InvalidError{Field: "health", Value: preview(string(s.Health)), Reason: fmt.Sprintf("must be empty or a health state's name: a capital letter, then letters, at most %d bytes", MaxHealthName)}
+		return &InvalidError{Field: "health", Value: string(s.Health), Reason: fmt.Sprintf("must be empty or a health state's name: a capital letter, then letters, at most %d bytes", MaxHealthName)}
 	}
 	if len(s.HealthReason) > MaxHealthLen {
-		return &InvalidError{Field: "health reason", Value: preview(s.HealthReason), Reason: fmt.Sprintf("must be at most %d bytes", MaxHealthLen)}
+		return &InvalidError{Field: "health reason", Value: s.HealthReason, Reason: fmt.Sprintf("must be at most %d bytes", MaxHealthLen)}
 	}
 	return validateText("health reason", s.HealthReason)
 }
@@ -390,7 +390,7 @@ func validateIncidents(is []Incident) error {
 	}
 	for _, in := range is {
 		if in.Key == "" || len(in.Key) > MaxIncidentKey {
-			return &InvalidError{Field: "incident key", Value: preview(in.Key), Reason: fmt.Sprintf("must be 1 to %d bytes", MaxIncidentKey)}
+			return &InvalidError{Field: "incident key", Value: in.Key, Reason: fmt.Sprintf("must be 1 to %d bytes", MaxIncidentKey)}
 		}
 		if err := validateText("incident key", in.Key); err != nil {
 			return err

@@ -33,6 +33,14 @@ spec:
 // with an event that says what changed.
 func TestApplyPodOptionsAndColonyBudget(t *testing.T) {
 	eachStore(t, func(t *testing.T, r *applyRig) {
+		// A Secret the operator has not listed is refused where the file
+		// names it; listed (init --pod-secret), it is applied.
+		refused := r.run("", "apply", "-f", r.file("lab.yaml", podColony))
+		require.Equal(t, ExitUsage, refused.code, refused.err)
+		require.Contains(t, refused.err, `lab.yaml:13: spec.spores[0].pod.envFromSecrets[0]: Secret "red-keys" is not one the operator allows pods to name; add it to the store's setting pod_secrets (sporectl init --pod-secret NAME, repeatable)`)
+		require.Equal(t, ExitNotFound, r.run("", "events", "red-1").code, "nothing applied")
+		r.ok("", "init", "--pod-secret", "red-keys")
+
 		before := r.writes()
 		out := r.ok("", "apply", "-f", r.file("lab.yaml", podColony))
 		require.Equal(t, "colony/lab configured\nspore/red-1 created\nspore/red-2 created\n", out)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -40,6 +41,8 @@ func TestApplyRefusesAndAppliesNothing(t *testing.T) {
 			code: ExitConflict, msg: "new.yaml:7: spec.spores[1].id: spore red-1 is in colony lab, not ops: apply does not move a spore between colonies"},
 		{name: "a rank that must be single, taken", files: map[string]string{"new.yaml": colonyHead + "  - id: new-1\n  - id: new-myco\n    rank: colony\n"},
 			code: ExitConflict, msg: "new.yaml:7: spec.spores[1]: spore lab-myco is already colony lab's mycologist"},
+		{name: "aliases that expand too far", files: map[string]string{"lol.yaml": laughs(1000)},
+			code: ExitUsage, msg: "its aliases expand the document past"},
 		{name: "no such file", args: []string{"-f", "nowhere.yaml"}, code: ExitUsage, msg: "-f nowhere.yaml: no such file or directory"},
 		{name: "no -f", args: []string{}, code: ExitUsage, msg: "-f is required"},
 		{name: "nothing in it", files: map[string]string{"new.yaml": "# nothing\n"}, code: ExitUsage, msg: "no Colony documents"},
@@ -81,4 +84,19 @@ func TestApplyRefusesAndAppliesNothing(t *testing.T) {
 			})
 		}
 	})
+}
+
+// laughs is a "billion laughs" Colony: n spores, each an alias of one
+// spore whose pod's labels and annotations alias a mapping of n entries.
+func laughs(n int) string {
+	var b strings.Builder
+	b.WriteString(colonyHead[:len(colonyHead)-len("  spores:\n")] + "  pod:\n    labels: &l\n")
+	for i := range n {
+		fmt.Fprintf(&b, "      k%d: v\n", i)
+	}
+	b.WriteString("  spores:\n  - &s {id: new-1, pod: {labels: *l, annotations: *l}}\n")
+	for range n {
+		b.WriteString("  - *s\n")
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"net/url"
 
 	"github.com/spf13/cobra"
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -37,7 +38,7 @@ func validateQuantity(flag, v string, changed bool) error {
 		return nil
 	}
 	if err := state.CheckQuantity(flag, v); err != nil {
-		return usageErrorf("invalid value %q for --%s: %v", v, flag, err)
+		return usageErrorf("invalid value %s for --%s: %v", quote.Value(v), flag, err)
 	}
 	return nil
 }
@@ -52,7 +53,7 @@ func validateImage(v string, changed bool) error {
 		return usageErrorf("invalid value for --image: %d characters; at most %d", len(v), state.MaxImageLen)
 	}
 	if err := state.CheckImage(v); err != nil {
-		return usageErrorf("invalid value %q for --image: %v", v, err)
+		return usageErrorf("invalid value %s for --image: %v", quote.Value(v), err)
 	}
 	return nil
 }

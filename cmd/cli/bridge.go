@@ -15,6 +15,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/server"
 	"github.com/sporectl/sporectl/bridge/sporeenv"
+	"github.com/sporectl/sporectl/internal/quote"
 )
 
 type bridgeOptions struct {
@@ -86,7 +87,7 @@ func (o *bridgeOptions) validate() error {
 // validateAgent checks an --agent value, the same way for init and bridge.
 func validateAgent(kind string) error {
 	if !agent.ValidKind(kind) {
-		return usageErrorf("invalid value %q for --agent: use %s", kind, strings.Join(agent.Kinds(), " or "))
+		return usageErrorf("invalid value %s for --agent: use %s", quote.Value(kind), strings.Join(agent.Kinds(), " or "))
 	}
 	return nil
 }

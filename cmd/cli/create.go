@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -80,12 +81,12 @@ func (o *createOptions) validate() error {
 	seen := make(map[string]bool, len(o.IDs))
 	for _, id := range o.IDs {
 		if seen[id] {
-			return usageErrorf("spore id %q is given twice", id)
+			return usageErrorf("spore id %s is given twice", quote.Value(id))
 		}
 		seen[id] = true
 	}
 	if _, err := state.ParseRank(o.Rank); err != nil {
-		return usageErrorf("invalid value %q for --rank: use spore, swarm, colony or arch", o.Rank)
+		return usageErrorf("invalid value %s for --rank: use spore, swarm, colony or arch", quote.Value(o.Rank))
 	}
 	if err := state.ValidateName("--colony", o.Colony); err != nil {
 		return err
@@ -153,6 +154,9 @@ func (o *createOptions) run(ctx context.Context) error {
 			return err
 		}
 		runtime = settings.Runtime
+		if err := settings.CheckPodSecrets("--env-from-secret", o.Spec.Pod); err != nil {
+			return err
+		}
 		_, err = wish.CreateMany(ctx, tx, news, now)
 		return err
 	})

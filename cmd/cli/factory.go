@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -112,7 +113,7 @@ func ResolveLocation(loc, where string) (string, error) {
 		case "postgres", "postgresql":
 			return strings.ToLower(scheme) + "://" + rest, nil
 		}
-		return "", usageErrorf("%s: unknown store scheme %q: give a directory or a postgres:// URL", where, scheme)
+		return "", usageErrorf("%s: unknown store scheme %s: give a directory or a postgres:// URL", where, quote.Value(scheme))
 	}
 	abs, err := filepath.Abs(loc)
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/sporectl/sporectl/internal/quote"
 )
 
 // flagError turns an error of cobra's flag parsing into a usage error
@@ -19,7 +21,7 @@ func flagError(err error) error {
 		return &UsageError{Msg: err.Error()}
 	}
 	fl := bad.GetFlag()
-	return usageErrorf("invalid value %q for --%s: %s", bad.GetValue(), fl.Name, wantOf(fl.Value.Type(), errors.Unwrap(bad)))
+	return usageErrorf("invalid value %s for --%s: %s", quote.Value(bad.GetValue()), fl.Name, wantOf(fl.Value.Type(), errors.Unwrap(bad)))
 }
 
 // wantOf says what a flag of pflag type typ accepts, given why the value

@@ -86,3 +86,29 @@ func TestFlagBounds(t *testing.T) {
 		require.Equal(t, want, bounds(typ), typ)
 	}
 }
+
+// TestHugeValuesAreQuotedShort: a 30 MB value given to a flag or as a
+// spore id is quoted in the error by a short prefix and its length, the
+// flag or field still named (internal/quote).
+func TestHugeValuesAreQuotedShort(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "never")
+	big := strings.Repeat("x", 30<<20)
+	for _, c := range []struct {
+		args []string
+		name string // the flag or field the error names
+	}{
+		{[]string{"chat", "a", "--since", big}, "for --since: want a whole number"},
+		{[]string{"create", "a", "--cpu", big}, "for --cpu:"},
+		{[]string{"create", "a", "--node-selector", big}, "for --node-selector: want KEY=VALUE"},
+		{[]string{"list", "-o", big}, "for -o: use one of"},
+		{[]string{"events", big}, "invalid spore id"},
+	} {
+		t.Run(strings.Join(c.args[:len(c.args)-1], " "), func(t *testing.T) {
+			r := run(t, store, c.args...)
+			require.Equal(t, ExitUsage, r.code, "%.300s", r.err)
+			require.Less(t, len(r.err), 400, "%.600s", r.err)
+			require.Contains(t, r.err, c.name)
+			require.Contains(t, r.err, "(31457280 bytes)")
+		})
+	}
+}

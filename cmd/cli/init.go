@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/sporeenv"
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -28,6 +30,9 @@ type initOptions struct {
 	Recovery     recoveryFlags
 	// Pod sets the store's default pod options (default_spec.pod).
 	Pod podFlags
+	// PodSecrets, given, replace the Secrets pod options may name
+	// (pod_secrets); one empty value: none.
+	PodSecrets []string
 	// Operator names the first operator, whose login token init makes
 	// (default $USER); NoOperator makes none.
 	Operator   string
@@ -86,13 +91,14 @@ token, --operator NAME makes the first.`,
 	fl.DurationVar(&o.Recovery.HealthyAfter, "healthy-after", state.DefaultHealthyAfter, "time without a crash after which a spore's crash count starts over")
 	fl.StringVar(&o.Operator, "operator", "", "the first operator's name, whose login token to the page init prints once (default $USER)")
 	o.Pod.register(fl)
+	fl.StringArrayVar(&o.PodSecrets, "pod-secret", nil, "a Secret that pod options (--env-from-secret, a Colony's envFromSecrets) may name, repeatable; replaces the store's list (--pod-secret '' empties it)")
 	fl.BoolVar(&o.NoOperator, "no-operator", false, "make no operator token (nobody can log in to the page until 'token create --operator' makes one)")
 	return cmd
 }
 
 func (o *initOptions) validate() error {
 	if o.Runtime != "local" && o.Runtime != "kube" {
-		return usageErrorf("invalid value %q for --runtime: use local or kube", o.Runtime)
+		return usageErrorf("invalid value %s for --runtime: use local or kube", quote.Value(o.Runtime))
 	}
 	if err := validateAgent(o.Agent); err != nil {
 		return err
@@ -107,6 +113,11 @@ func (o *initOptions) validate() error {
 	}
 	if err := validateAPIURL(o.APIURL, o.changed("api-url")); err != nil {
 		return err
+	}
+	for _, name := range o.podSecrets() {
+		if err := state.ValidateSecretName("--pod-secret", name); err != nil {
+			return err
+		}
 	}
 	if err := o.recovery(state.RecoveryPolicy{}).Validate(); err != nil {
 		return usageErrorf("%v (flag --%s)", err, recoveryFlag(err))
@@ -132,7 +143,7 @@ func (o *initOptions) validateOperator() error {
 		o.Operator = userName(o.f.Getenv)
 	}
 	if err := state.ValidateName("operator name", o.Operator); err != nil {
-		return usageErrorf("invalid value %q for --operator: %v", o.Operator, err)
+		return usageErrorf("invalid value %s for --operator: %v", quote.Value(o.Operator), err)
 	}
 	return nil
 }
@@ -172,7 +183,18 @@ func (o *initOptions) settings() state.Settings {
 		Runtime: o.Runtime, Agent: o.Agent, Namespace: ns, StorageClass: o.StorageClass, Image: o.Image, APIURL: o.APIURL,
 		DefaultSpec: state.Spec{CPU: o.CPU, Memory: o.Memory, Storage: o.Storage, Pod: o.pod(nil)},
 		Recovery:    o.recovery(state.RecoveryPolicy{}),
+	}.WithPodSecrets(o.podSecrets())
+}
+
+// podSecrets are the names --pod-secret gives ("" says none).
+func (o *initOptions) podSecrets() []string {
+	var names []string
+	for _, n := range o.PodSecrets {
+		if n != "" {
+			names = append(names, n)
+		}
 	}
+	return names
 }
 
 // pod applies the pod option flags that were given to the store's
@@ -337,5 +359,8 @@ func (o *initOptions) merge(cur state.Settings) state.Settings {
 	}
 	n.Recovery = o.recovery(n.Recovery)
 	n.DefaultSpec.Pod = o.pod(cur.DefaultSpec.Pod)
+	if o.changed("pod-secret") && !slices.Equal(o.podSecrets(), cur.PodSecrets()) {
+		n = n.WithPodSecrets(o.podSecrets())
+	}
 	return n
 }

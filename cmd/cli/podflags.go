@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -119,7 +120,7 @@ func (p *podFlags) onto(cur *state.PodOptions, changed func(string) bool, clear 
 				return nil, flagValueError("env-from-secret", name, err)
 			}
 			if slices.Index(p.EnvFromSecrets, name) < i {
-				return nil, usageErrorf("invalid value %q for --env-from-secret: given twice", name)
+				return nil, usageErrorf("invalid value %s for --env-from-secret: given twice", quote.Value(name))
 			}
 		}
 		o.EnvFromSecrets = slices.Clone(p.EnvFromSecrets)
@@ -156,19 +157,19 @@ func keyValues(flag string, raw []string, value func(field, v string) error, res
 	for _, kv := range raw {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return nil, usageErrorf("invalid value %q for --%s: want KEY=VALUE", kv, flag)
+			return nil, usageErrorf("invalid value %s for --%s: want KEY=VALUE", quote.Value(kv), flag)
 		}
 		if err := state.ValidateLabelKey("key", k); err != nil {
 			return nil, flagValueError(flag, kv, err)
 		}
 		if reserved && state.ReservedKey(k) {
-			return nil, usageErrorf("invalid value %q for --%s: %s is a key sporectl sets itself", kv, flag, k)
+			return nil, usageErrorf("invalid value %s for --%s: %s is a key sporectl sets itself", quote.Value(kv), flag, k)
 		}
 		if err := value("value", v); err != nil {
 			return nil, flagValueError(flag, kv, err)
 		}
 		if _, dup := m[k]; dup {
-			return nil, usageErrorf("invalid value %q for --%s: key %s is given twice", kv, flag, k)
+			return nil, usageErrorf("invalid value %s for --%s: key %s is given twice", quote.Value(kv), flag, k)
 		}
 		m[k] = v
 	}
@@ -181,11 +182,11 @@ func keyValues(flag string, raw []string, value func(field, v string) error, res
 func parseToleration(raw string) (state.Toleration, error) {
 	spec, effect, hasEffect := strings.Cut(raw, ":")
 	if hasEffect && effect == "" {
-		return state.Toleration{}, usageErrorf("invalid value %q for --toleration: nothing after ':'; want an effect (NoSchedule, PreferNoSchedule, NoExecute) or no ':'", raw)
+		return state.Toleration{}, usageErrorf("invalid value %s for --toleration: nothing after ':'; want an effect (NoSchedule, PreferNoSchedule, NoExecute) or no ':'", quote.Value(raw))
 	}
 	key, value, hasValue := strings.Cut(spec, "=")
 	if key == "" {
-		return state.Toleration{}, usageErrorf("invalid value %q for --toleration: want KEY=VALUE:EFFECT, KEY:EFFECT, KEY=VALUE or KEY", raw)
+		return state.Toleration{}, usageErrorf("invalid value %s for --toleration: want KEY=VALUE:EFFECT, KEY:EFFECT, KEY=VALUE or KEY", quote.Value(raw))
 	}
 	t := state.Toleration{Key: key, Operator: state.TolerationExists, Effect: effect}
 	if hasValue {
@@ -202,9 +203,9 @@ func parseToleration(raw string) (state.Toleration, error) {
 func flagValueError(flag, value string, err error) error {
 	var inv *state.InvalidError
 	if errors.As(err, &inv) {
-		return usageErrorf("invalid value %q for --%s: %s", value, flag, withField(inv.Field, inv.Reason))
+		return usageErrorf("invalid value %s for --%s: %s", quote.Value(value), flag, withField(inv.Field, inv.Reason))
 	}
-	return usageErrorf("invalid value %q for --%s: %v", value, flag, err)
+	return usageErrorf("invalid value %s for --%s: %v", quote.Value(value), flag, err)
 }
 
 // withField puts the last part of a state field path ("toleration.effect"

@@ -118,6 +118,11 @@ func TestCreateRecordsPodOptions(t *testing.T) {
 
 	local := filepath.Join(t.TempDir(), "local")
 	mustRun(t, local, "init", "--agent", "echo", "--no-operator")
+	r = run(t, local, "create", "w-3", "--env-from-secret", "keys")
+	require.Equal(t, ExitUsage, r.code, r.err)
+	assert.Contains(t, r.err, `invalid --env-from-secret "keys": is not a Secret the operator allows pods to name; add it to the store's setting pod_secrets (sporectl init --pod-secret NAME, repeatable)`)
+	assert.Equal(t, ExitNotFound, run(t, local, "events", "w-3").code, "nothing created")
+	mustRun(t, local, "init", "--pod-secret", "keys")
 	r = run(t, local, "create", "w-3", "--label", "team=moss", "--env-from-secret", "keys")
 	require.Equal(t, 0, r.code, r.err)
 	assert.Contains(t, r.err, "warning: the local runtime ignores pod options (--env-from-secret, --label): spore w-3 keeps them, and pods get them once the store runs on Kubernetes")
@@ -149,6 +154,10 @@ func TestInitPodDefaults(t *testing.T) {
 	assert.Equal(t, want, settings())
 
 	r = run(t, root, "init", "--label", "cost=shared", "--env-from-secret", "colony-keys")
+	require.Equal(t, ExitUsage, r.code, "a Secret the operator did not list: %s", r.err)
+	assert.Contains(t, r.err, `invalid default_spec.pod.env_from_secrets[0] "colony-keys": is not a Secret the operator allows pods to name`)
+	assert.Equal(t, want, settings())
+	r = run(t, root, "init", "--label", "cost=shared", "--env-from-secret", "colony-keys", "--pod-secret", "colony-keys")
 	require.Equal(t, 0, r.code, r.err)
 	assert.Contains(t, r.out, "configured")
 	want.Labels, want.EnvFromSecrets = map[string]string{"cost": "shared"}, []string{"colony-keys"}

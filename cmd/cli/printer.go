@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 )
 
@@ -24,7 +25,7 @@ func validateOutput(o string) error {
 			return nil
 		}
 	}
-	return usageErrorf("unknown output format %q for -o: use one of %s", o, strings.Join(outputFormats, ", "))
+	return usageErrorf("unknown output format %s for -o: use one of %s", quote.Value(o), strings.Join(outputFormats, ", "))
 }
 
 // Printable is what a command hands the printer: a value that marshals to

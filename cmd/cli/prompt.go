@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -115,7 +116,7 @@ func validatePrompt(text, from string) error {
 		return usageErrorf("%s", e.Of("the prompt"))
 	}
 	if from == "" || len(from) > 128 || !utf8.ValidString(from) || strings.ContainsFunc(from, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return usageErrorf("invalid value %q for --from: want a short name without control characters, e.g. user:alice", from)
+		return usageErrorf("invalid value %s for --from: want a short name without control characters, e.g. user:alice", quote.Value(from))
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/metrics"
 	"github.com/sporectl/sporectl/reconcile/wish"
@@ -83,10 +84,10 @@ func (o *reconcileOptions) validate() error {
 	}
 	dir := filepath.Dir(o.MetricsFile)
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return usageErrorf("invalid value %q for --metrics-file: its directory %s does not exist", o.MetricsFile, dir)
+		return usageErrorf("invalid value %s for --metrics-file: its directory %s does not exist", quote.Value(o.MetricsFile), dir)
 	}
 	if fi, err := os.Stat(o.MetricsFile); err == nil && fi.IsDir() {
-		return usageErrorf("invalid value %q for --metrics-file: it is a directory; name a file in it (e.g. sporectl.prom)", o.MetricsFile)
+		return usageErrorf("invalid value %s for --metrics-file: it is a directory; name a file in it (e.g. sporectl.prom)", quote.Value(o.MetricsFile))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/mycelia/ui"
 	"github.com/sporectl/sporectl/reconcile/metrics"
@@ -112,7 +113,7 @@ func (o *serveOptions) validate() error {
 	}
 	host, _, err := net.SplitHostPort(o.Addr)
 	if err != nil {
-		return usageErrorf("invalid value %q for --addr: want host:port, e.g. 127.0.0.1:7070: %v", o.Addr, err)
+		return usageErrorf("invalid value %s for --addr: want host:port, e.g. 127.0.0.1:7070: %v", quote.Value(o.Addr), err)
 	}
 	if o.TLSCert == "" && !o.InsecureListen && !isLoopback(host) {
 		return usageErrorf("--addr %s is not a loopback address: serve HTTPS there (--tls-cert, --tls-key) or pass --insecure-listen", o.Addr)
@@ -121,7 +122,7 @@ func (o *serveOptions) validate() error {
 		return usageErrorf("invalid value %d for --rate-limit: must be 0 or more", o.RateLimit)
 	}
 	if o.AddressCheck != mycelia.AddressCheckAuto && o.AddressCheck != mycelia.AddressCheckName {
-		return usageErrorf("invalid value %q for --address-check: auto or fallback", o.AddressCheck)
+		return usageErrorf("invalid value %s for --address-check: auto or fallback", quote.Value(o.AddressCheck))
 	}
 	if o.AddressTimeout <= 0 {
 		return usageErrorf("invalid value %s for --address-timeout: must be more than 0", o.AddressTimeout)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -71,8 +72,8 @@ func parseSleepAfter(what, s string) (time.Duration, error) {
 		d, err = 0, nil
 	}
 	if err != nil || state.ValidateSleepAfter("sleep after", state.Duration(d)) != nil {
-		return 0, usageErrorf("invalid value %q for %s: want 0 or a duration such as 30m, from %s to %s",
-			s, what, state.MinSleepAfter, time.Duration(state.MaxSleepAfter))
+		return 0, usageErrorf("invalid value %s for %s: want 0 or a duration such as 30m, from %s to %s",
+			quote.Value(s), what, state.MinSleepAfter, time.Duration(state.MaxSleepAfter))
 	}
 	return d, nil
 }

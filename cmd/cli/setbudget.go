@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -59,7 +60,7 @@ func parseBudget(tokens int64, cost, tokensFlag, costFlag string) (state.Budget,
 	}
 	micros, err := state.ParseCost(costFlag, cost)
 	if err != nil {
-		return state.Budget{}, usageErrorf("invalid value %q for %s: want 0 (no limit) or a cost in US dollars such as 2.50", cost, costFlag)
+		return state.Budget{}, usageErrorf("invalid value %s for %s: want 0 (no limit) or a cost in US dollars such as 2.50", quote.Value(cost), costFlag)
 	}
 	return state.Budget{TokensPerDay: tokens, CostPerDayMicros: micros}, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/state"
 )
@@ -101,7 +102,7 @@ func newCmdSwarmLoop(f *Factory, co *clientOptions) *cobra.Command {
 			if !stop {
 				d, err := time.ParseDuration(args[0])
 				if err != nil || d < time.Duration(state.MinLoop) || d > time.Duration(state.MaxLoop) {
-					return usageErrorf("invalid interval %q: want a duration such as 30m, from %s to %s", args[0], state.MinLoop, state.MaxLoop)
+					return usageErrorf("invalid interval %s: want a duration such as 30m, from %s to %s", quote.Value(args[0]), state.MinLoop, state.MaxLoop)
 				}
 				every = args[0]
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -41,7 +42,7 @@ func operatorName(cmd *cobra.Command, name string) error {
 		return usageErrorf("%s needs --operator NAME: only operators' tokens are made and revoked here (a spore gets its token on every start; see token rotate)", cmd.CommandPath())
 	}
 	if err := state.ValidateName("operator name", name); err != nil {
-		return usageErrorf("invalid value %q for --operator: %v", name, err)
+		return usageErrorf("invalid value %s for --operator: %v", quote.Value(name), err)
 	}
 	return nil
 }

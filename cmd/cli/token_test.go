@@ -19,7 +19,9 @@ import (
 func TestTokenRotate(t *testing.T) {
 	c := newAPIColony(t)
 	old := c.tokens["a"]
-	c.asOK("a", "swarm", "tell", "tester", "still me")
+	// Its teammate b sleeps as a person left it, so a swarm tell would be
+	// refused: a summons proves the token.
+	c.asOK("a", "mycologist", "ask", "still me")
 
 	out := c.ok("token", "rotate", "a")
 	require.Equal(t, "token/a rotated\n", out)

@@ -120,6 +120,7 @@ func MakePlan(docs []Document, stored []state.Spore, settings state.Settings, op
 			continue
 		}
 		colonies[name] = d.where("metadata.name")
+		errs = append(errs, d.checkSecrets("spec.pod", d.Spec.Pod, settings)...)
 		if c, ok := planColony(d, settings.Colony(name)); ok {
 			p.Changes = append(p.Changes, c)
 		}
@@ -130,6 +131,10 @@ func MakePlan(docs []Document, stored []state.Spore, settings state.Settings, op
 				continue
 			}
 			listed[s.ID] = d.where(path)
+			if bad := d.checkSecrets(path+".pod", s.Pod, settings); len(bad) > 0 {
+				errs = append(errs, bad...)
+				continue
+			}
 			c, err := plan(d, path, s, name, byID)
 			if err != nil {
 				errs = append(errs, err)

@@ -2,10 +2,12 @@ package colonyspec
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -87,10 +89,27 @@ func (d *Document) validatePod(path string, p *Pod) []error {
 	var inv *state.InvalidError
 	if errors.As(err, &inv) {
 		field := podFields.Replace(inv.Field)
-		return []error{d.errorAt(field, "invalid value %q: %s", inv.Value, inv.Reason)}
+		return []error{d.errorAt(field, "invalid value %s: %s", quote.Value(inv.Value), inv.Reason)}
 	}
 	if err != nil {
 		return []error{d.errorAt(path, "%s", err.Error())}
 	}
 	return nil
+}
+
+// checkSecrets refuses each Secret p (at path) names that the operator
+// did not list in the store's pod_secrets (state.Settings.CheckPodSecrets),
+// at the file's line of the name.
+func (d *Document) checkSecrets(path string, p *Pod, settings state.Settings) []error {
+	if p == nil {
+		return nil
+	}
+	var errs []error
+	for i, name := range p.EnvFromSecrets {
+		if settings.CheckPodSecrets("", &state.PodOptions{EnvFromSecrets: []string{name}}) != nil {
+			errs = append(errs, d.errorAt(fmt.Sprintf("%s.envFromSecrets[%d]", path, i),
+				"Secret %s is not one the operator allows pods to name; add it to %s", quote.Value(name), state.PodSecretsSetting))
+		}
+	}
+	return errs
 }

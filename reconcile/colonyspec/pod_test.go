@@ -36,7 +36,11 @@ func TestPodOptionsInAColony(t *testing.T) {
   - id: new-1
     pod: {labels: {tier: "1"}}
 `)
-	p, err := MakePlan(docs, stored, state.Settings{}, Options{})
+	_, err := MakePlan(docs, stored, state.Settings{}, Options{})
+	require.EqualError(t, err, `lab.yaml:15: spec.spores[0].pod.envFromSecrets[0]: Secret "red-keys" is not one the operator allows pods to name; add it to `+state.PodSecretsSetting,
+		"a Secret the operator did not list is refused where the file names it")
+	allowed := state.Settings{}.WithPodSecrets([]string{"red-keys"})
+	p, err := MakePlan(docs, stored, allowed, Options{})
 	require.NoError(t, err)
 	require.Len(t, p.Changes, 3)
 	colony := p.Changes[0]
@@ -65,7 +69,7 @@ func TestPodOptionsInAColony(t *testing.T) {
 			sp[i].Spec.Pod = &m
 		}
 	}
-	settings := state.Settings{}.WithColony("lab", *colony.Settings)
+	settings := allowed.WithColony("lab", *colony.Settings)
 	docs = readPod(t, `  budget: {tokensPerDay: 100000, costPerDay: "20"}
   pod: {runtimeClassName: gvisor, labels: {team: lab}}
   spores:

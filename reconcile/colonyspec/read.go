@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/state"
 )
@@ -40,6 +41,16 @@ func (e *Error) Error() string {
 
 // MaxErrors bounds the faults Read reports at once.
 const MaxErrors = 20
+
+// Aliases may repeat a value anywhere, so a small file can stand for a
+// huge one ("billion laughs": 22 KB decoded for 90 s into 4.3 GB). Read
+// decodes at most valuesPerByte values a byte of the file (and at least
+// minValues): far more than aliases repeat as a person writes them, too
+// few to cost more than reading a file that size written out.
+const (
+	valuesPerByte = 4
+	minValues     = 10_000
+)
 
 // source is where a document was read.
 type source struct {
@@ -89,6 +100,8 @@ func Read(file string, data []byte) ([]Document, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []Document
 	var errs []error
+	bound := max(minValues, valuesPerByte*len(data))
+	left := bound // shared by the file's documents
 	for {
 		var n yaml.Node
 		err := dec.Decode(&n)
@@ -103,10 +116,15 @@ func Read(file string, data []byte) ([]Document, error) {
 		if len(n.Content) == 0 || n.Content[0].Tag == "!!null" {
 			continue
 		}
-		r := &reader{src: &source{file: file, lines: map[string]int{}}}
+		r := &reader{src: &source{file: file, lines: map[string]int{}}, left: &left, bound: bound}
 		var d Document
 		r.decode(n.Content[0], "", reflect.ValueOf(&d).Elem())
 		d.src = r.src
+		if r.expanded != nil {
+			// The rest was not decoded: its faults would be noise.
+			errs = []error{r.expanded}
+			break
+		}
 		if len(r.errs) == 0 {
 			r.errs = d.validate()
 		}
@@ -139,6 +157,12 @@ func syntaxError(file string, err error) *Error {
 type reader struct {
 	src  *source
 	errs []error
+	// left counts down the values the file may still decode (aliases
+	// followed included); at zero, expanded says where and decode stops.
+	left     *int
+	bound    int
+	expanded *Error
+	alias    int // the line of the alias being followed, 0 outside one
 }
 
 func (r *reader) fail(n *yaml.Node, path, format string, a ...any) {
@@ -146,6 +170,22 @@ func (r *reader) fail(n *yaml.Node, path, format string, a ...any) {
 }
 
 func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
+	if r.expanded != nil {
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		defer func(line int) { r.alias = line }(r.alias)
+		r.alias = n.Line
+	}
+	if *r.left--; *r.left < 0 {
+		line := n.Line
+		if r.alias > 0 {
+			line = r.alias // where the value was repeated, not where it was first written
+		}
+		r.expanded = &Error{File: r.src.file, Line: line, Field: path,
+			Msg: fmt.Sprintf("its aliases expand the document past %d values (%d a byte of the file); write the values out, or put what spores share in spec.defaults", r.bound, valuesPerByte)}
+		return
+	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -207,7 +247,7 @@ func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
-			child := path + "[" + strconv.Quote(k.Value) + "]"
+			child := path + "[" + quote.Value(k.Value) + "]"
 			if k.Kind != yaml.ScalarNode {
 				r.fail(k, child, "want a key, not %s", kindName(k))
 				continue
@@ -246,7 +286,7 @@ func (r *reader) decode(n *yaml.Node, path string, v reflect.Value) {
 			seen[k.Value] = k.Line
 			idx, ok := fields[k.Value]
 			if !ok {
-				r.fail(k, child, "unknown field %q (the fields here: %s)", k.Value, strings.Join(names, ", "))
+				r.fail(k, child, "unknown field %s (the fields here: %s)", quote.Value(k.Value), strings.Join(names, ", "))
 				continue
 			}
 			r.src.lines[child] = k.Line
@@ -266,7 +306,7 @@ func keyName(key string) string {
 	if plainKey().MatchString(key) {
 		return key
 	}
-	return strconv.Quote(key)
+	return quote.Value(key)
 }
 
 // fieldByIndex is v's field at idx (through inline structs).
@@ -308,7 +348,7 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	}
-	return fmt.Sprintf("the value %q", n.Value)
+	return "the value " + quote.Value(n.Value)
 }
 
 // validate checks the values of a decoded document: what each field's
@@ -317,10 +357,10 @@ func (d *Document) validate() []error {
 	var errs []error
 	bad := func(path, format string, a ...any) { errs = append(errs, d.errorAt(path, format, a...)) }
 	if d.APIVersion != APIVersion {
-		bad("apiVersion", "want %q, not %q", APIVersion, d.APIVersion)
+		bad("apiVersion", "want %q, not %s", APIVersion, quote.Value(d.APIVersion))
 	}
 	if d.Kind != Kind {
-		bad("kind", "want %q, not %q", Kind, d.Kind)
+		bad("kind", "want %q, not %s", Kind, quote.Value(d.Kind))
 	}
 	if d.Metadata.Name == "" {
 		bad("metadata.name", "the colony's name is required")
@@ -352,7 +392,7 @@ func (d *Document) validate() []error {
 		}
 		if s.Rank != nil {
 			if _, err := state.ParseRank(*s.Rank); err != nil {
-				bad(p+".rank", "invalid value %q: want one of spore, swarm, colony, arch", *s.Rank)
+				bad(p+".rank", "invalid value %s: want one of spore, swarm, colony, arch", quote.Value(*s.Rank))
 			}
 		}
 		for name, v := range map[string]*string{"swarm": s.Swarm, "role": s.Role} {
@@ -391,14 +431,14 @@ func (d *Document) validateFields(p string, f Fields) []error {
 		switch state.Desired(*f.Desired) {
 		case state.Running, state.Paused, state.Stopped:
 		default:
-			bad(p+".desired", "invalid value %q: want one of Running, Paused, Stopped", *f.Desired)
+			bad(p+".desired", "invalid value %s: want one of Running, Paused, Stopped", quote.Value(*f.Desired))
 		}
 	}
 	if f.Image != nil {
 		if *f.Image == "" {
 			bad(p+".image", "is empty: give an image such as ghcr.io/org/spore:1.2, or leave the field out")
 		} else if err := state.CheckImage(*f.Image); err != nil {
-			bad(p+".image", "invalid value %q: %v", *f.Image, err)
+			bad(p+".image", "invalid value %s: %v", quote.Value(*f.Image), err)
 		}
 	}
 	errs = append(errs, d.validateBudget(p+".budget", f.Budget)...)
@@ -413,7 +453,7 @@ func (d *Document) validateFields(p string, f Fields) []error {
 				bad(p+".resources."+q.name, "is empty: give a quantity such as 2, 500m, 3Gi, or leave the field out")
 			default:
 				if err := state.CheckQuantity(q.name, *q.v); err != nil {
-					bad(p+".resources."+q.name, "invalid value %q: %v", *q.v, err)
+					bad(p+".resources."+q.name, "invalid value %s: %v", quote.Value(*q.v), err)
 				}
 			}
 		}
@@ -435,7 +475,7 @@ func (d *Document) validateBudget(path string, b *Budget) []error {
 	}
 	if b.CostPerDay != nil {
 		if _, err := state.ParseCost("costPerDay", *b.CostPerDay); err != nil {
-			errs = append(errs, d.errorAt(path+".costPerDay", "invalid value %q: want 0 (no limit) or a cost in US dollars such as 2.50", *b.CostPerDay))
+			errs = append(errs, d.errorAt(path+".costPerDay", "invalid value %s: want 0 (no limit) or a cost in US dollars such as 2.50", quote.Value(*b.CostPerDay)))
 		}
 	}
 	return errs
@@ -446,7 +486,7 @@ func (d *Document) validateBudget(path string, b *Budget) []error {
 func reason(err error) string {
 	var inv *state.InvalidError
 	if errors.As(err, &inv) {
-		return fmt.Sprintf("invalid value %q: %s", inv.Value, inv.Reason)
+		return fmt.Sprintf("invalid value %s: %s", quote.Value(inv.Value), inv.Reason)
 	}
 	return err.Error()
 }

@@ -130,3 +130,26 @@ func unjoin(err error) []error {
 	}
 	return []error{err}
 }
+
+// A fault quotes at most a short prefix of a huge value (and says how
+// long it was), still naming the file, line and field.
+func TestReadBoundsTheValuesItQuotes(t *testing.T) {
+	big := strings.Repeat("x", 30<<20)
+	head := "apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: lab}\nspec:\n  spores:\n"
+	for name, c := range map[string]struct{ yaml, field string }{
+		"an image":       {head + "  - id: a\n    image: '" + big + "'\n", "lab.yaml:7: spec.spores[0].image: invalid value \"xxx"},
+		"an id":          {head + "  - id: " + big + "\n", "lab.yaml:6: spec.spores[0].id: invalid value \"xxx"},
+		"an unknown key": {head + "  - id: a\n    ? " + big + "\n    : 1\n", "lab.yaml:7: spec.spores[0].\"xxx"},
+		"a list's value": {head + "  - " + big + "\n", "lab.yaml:6: spec.spores[0]: want a mapping of fields, not the value \"xxx"},
+		"an apiVersion":  {"apiVersion: " + big + "\nkind: Colony\nmetadata: {name: lab}\n", "lab.yaml:1: apiVersion: want \"sporectl/v1\", not \"xxx"},
+		"a label":        {head + "  - id: a\n    pod:\n      labels:\n        ? " + big + "\n        : v\n", "lab.yaml:9: spec.spores[0].pod.labels[\"xxx"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Read("lab.yaml", []byte(c.yaml))
+			require.Error(t, err)
+			require.Less(t, len(err.Error()), 600, "%.600s", err.Error())
+			require.Contains(t, err.Error(), c.field)
+			require.Contains(t, err.Error(), "(31457280 bytes)")
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -90,7 +91,7 @@ func (b *Budget) budget() state.Budget {
 func parseTokens(v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid value %q: want 0 (no limit) or more tokens", v)
+		return 0, fmt.Errorf("invalid value %s: want 0 (no limit) or more tokens", quote.Value(v))
 	}
 	return n, nil
 }
@@ -181,10 +182,10 @@ func (f Fields) spec(stored state.Spec) state.Spec {
 func parseLoop(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("invalid value %q: want a duration such as 30m (0: no loop)", v)
+		return 0, fmt.Errorf("invalid value %s: want a duration such as 30m (0: no loop)", quote.Value(v))
 	}
 	if d != 0 && (d < time.Duration(state.MinLoop) || d > time.Duration(state.MaxLoop)) {
-		return 0, fmt.Errorf("invalid value %q: want 0 (no loop) or from %s to %s", v, state.MinLoop, state.MaxLoop)
+		return 0, fmt.Errorf("invalid value %s: want 0 (no loop) or from %s to %s", quote.Value(v), state.MinLoop, state.MaxLoop)
 	}
 	return d, nil
 }
@@ -194,10 +195,10 @@ func parseLoop(v string) (time.Duration, error) {
 func parseSleepAfter(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("invalid value %q: want a duration such as 30m (0: none)", v)
+		return 0, fmt.Errorf("invalid value %s: want a duration such as 30m (0: none)", quote.Value(v))
 	}
 	if d != 0 && (d < time.Duration(state.MinSleepAfter) || d > time.Duration(state.MaxSleepAfter)) {
-		return 0, fmt.Errorf("invalid value %q: want 0 (none) or from %s to %s", v, state.MinSleepAfter, state.MaxSleepAfter)
+		return 0, fmt.Errorf("invalid value %s: want 0 (none) or from %s to %s", quote.Value(v), state.MinSleepAfter, state.MaxSleepAfter)
 	}
 	return d, nil
 }

@@ -81,9 +81,12 @@ func checkSpores(ctx context.Context, tx queryer, rep *state.CheckReport) error 
 	defer rows.Close()
 	for rows.Next() {
 		rep.Spores++
-		if _, err := scanSpore(rows); err != nil {
+		sp, err := scanSpore(rows)
+		if err != nil {
 			problem(rep, "sporectl.spores", "%v", err)
+			continue
 		}
+		checkValues(rep, sp)
 	}
 	return classify("read spores", rows.Err())
 }

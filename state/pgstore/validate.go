@@ -15,7 +15,7 @@ import (
 // NUL bytes included, which round-trip exactly.
 func checkBody(field, v string) error {
 	if !utf8.ValidString(v) {
-		return &state.InvalidError{Field: field, Value: preview(v), Reason: "is not valid UTF-8"}
+		return &state.InvalidError{Field: field, Value: v, Reason: "is not valid UTF-8"}
 	}
 	return nil
 }
@@ -27,7 +27,7 @@ func checkText(field, v string) error {
 		return err
 	}
 	if strings.IndexByte(v, 0) >= 0 {
-		return &state.InvalidError{Field: field, Value: preview(v), Reason: "contains a NUL byte"}
+		return &state.InvalidError{Field: field, Value: v, Reason: "contains a NUL byte"}
 	}
 	return nil
 }
@@ -47,7 +47,7 @@ func checkEvent(i int, e *state.Event) error {
 		return err
 	}
 	if len(e.Line) > 0 && !json.Valid(e.Line) {
-		return &state.InvalidError{Field: field("line"), Value: preview(string(e.Line)), Reason: "is not valid JSON"}
+		return &state.InvalidError{Field: field("line"), Value: string(e.Line), Reason: "is not valid JSON"}
 	}
 	return nil
 }
@@ -124,24 +124,15 @@ func checkEntry(e *state.OutboxEntry) error {
 		return err
 	}
 	if e.ID == "" || len(e.ID) > 128 {
-		return &state.InvalidError{Field: "message id", Value: preview(e.ID), Reason: "must be 1 to 128 characters"}
+		return &state.InvalidError{Field: "message id", Value: e.ID, Reason: "must be 1 to 128 characters"}
 	}
 	for i := 0; i < len(e.ID); i++ {
 		if c := e.ID[i]; c <= ' ' || c >= 0x7f {
-			return &state.InvalidError{Field: "message id", Value: preview(e.ID), Reason: "must be printable ASCII without spaces"}
+			return &state.InvalidError{Field: "message id", Value: e.ID, Reason: "must be printable ASCII without spaces"}
 		}
 	}
 	if err := checkBody("message from", e.From); err != nil {
 		return err
 	}
 	return checkBody("message text", e.Text)
-}
-
-// preview keeps a rejected value short in an error message.
-func preview(v string) string {
-	const max = 64
-	if len(v) <= max {
-		return v
-	}
-	return v[:max] + "…"
 }

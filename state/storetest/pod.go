@@ -57,9 +57,15 @@ func testPodOptions(t *testing.T, s state.Store) {
 
 	settings := view(t, s, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	settings.DefaultSpec.Pod = pod
+	// Its Secrets are not on the operator's list (pod_secrets) yet.
+	var unlisted *state.InvalidError
+	require.ErrorAs(t, s.Update(ctx, func(tx state.Tx) error { return tx.PutSettings(ctx, settings) }), &unlisted)
+	require.Equal(t, "default_spec.pod.env_from_secrets[0]", unlisted.Field)
+	settings = settings.WithPodSecrets(pod.EnvFromSecrets)
 	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.PutSettings(ctx, settings) }))
 	got := view(t, s, func(ctx context.Context, tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
 	require.Equal(t, pod, got.DefaultSpec.Pod)
+	require.Equal(t, pod.EnvFromSecrets, got.PodSecrets(), "the list is kept")
 	settings.DefaultSpec.Pod = &state.PodOptions{Annotations: map[string]string{"sporectl.dev/owner": "me"}}
 	err := s.Update(ctx, func(tx state.Tx) error { return tx.PutSettings(ctx, settings) })
 	var inv *state.InvalidError
