@@ -152,7 +152,9 @@ func TestFailedReportSummonsTheArchOnce(t *testing.T) {
 	require.Contains(t, got[0].Text, "Failed deploy: spore lab-c")
 	require.Contains(t, got[0].Text, `"helm upgrade web: timed out"`)
 	require.Contains(t, got[0].Text, "`mycologist spore lab-c`")
-	require.Equal(t, []state.Incident{{Key: fmt.Sprintf("failed:lab-c:%d", rep.Seq), At: h.spore("arch").Incidents[0].At}}, h.spore("arch").Incidents)
+	at := h.spore("arch").Incidents[0].At
+	require.Equal(t, []state.Incident{{Key: fmt.Sprintf("failed:lab-c:%d", rep.Seq), At: at}, {Key: "summons:lab-c", At: at}}, h.spore("arch").Incidents,
+		"the incident's key, and the summons counted against lab-c's limit")
 	// Delivered at once: the [arch] is awake.
 	var prompted int
 	for _, p := range h.prompts("arch") {
