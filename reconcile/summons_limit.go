@@ -9,8 +9,8 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
-// The sender's bound on summonses (docs/mycologists.md "The automatic
-// summons", "Limits"): every summons is charged to the spore whose
+// The sender's bound on summonses (docs/mycologists.md "A sender's limit
+// and coalescing"): every summons is charged to the spore whose
 // incident raises it, its sender (Summons.Sender, else By), so that no
 // spore can make a mycologist run turns without end:
 //
