@@ -45,7 +45,18 @@ type ReportResponse struct {
 	Spore  string `json:"spore"`
 	Seq    uint64 `json:"seq"`
 	Action string `json:"action"`
+	// Summons says what a failed report did: SummonsRaised, or
+	// SummonsHeld (the reporter is over its limit of summonses,
+	// reconcile.SummonsLimit: the next one counts it); "" for none (not
+	// failed, no [arch], the [arch]'s own, or raised before).
+	Summons string `json:"summons,omitempty"`
 }
+
+// What a failed report did (ReportResponse.Summons).
+const (
+	SummonsRaised = "raised"
+	SummonsHeld   = "held"
+)
 
 // Collision, FileEdit and Deploy are derived by package incident.
 type (
@@ -160,7 +171,7 @@ func (s *Server) report(c *call) (int, any, error) {
 	}
 	action := incident.ReportAction(req.Kind, req.Failed)
 	var seq uint64
-	var summons []state.OutboxEntry
+	var summons reconcile.Summoned
 	err = s.Store.Update(c.ctx(), func(tx state.Tx) error {
 		now := s.now()
 		evs, err := tx.Append(c.ctx(), c.caller.ID, []state.Event{{Kind: state.KindLifecycle, Action: action, From: From(c.caller), At: now, Text: req.Text}})
@@ -172,20 +183,29 @@ func (s *Server) report(c *call) (int, any, error) {
 			return nil
 		}
 		// A failed push or deploy summons the [arch], in the same
-		// transaction: raised once, with the report (reconcile/summons.go).
+		// transaction: raised once, with the report, unless the reporter
+		// is over its limit of summonses; the report is recorded either
+		// way, since it is the reporter's fact (reconcile/summons.go).
 		d := incident.Deploy{Spore: c.caller.ID, At: evs[0].At, Seq: seq, Kind: req.Kind, Source: incident.SourceReport, Failed: true, What: req.Text}
-		summons, err = reconcile.Summon(c.ctx(), tx, "", []reconcile.Summons{reconcile.DeploySummons(d)}, now)
+		summons, err = reconcile.SummonReport(c.ctx(), tx, d, now)
 		return err
 	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("record the report of %s: %w", c.caller.ID, err)
 	}
-	for _, e := range summons {
+	res := ReportResponse{Spore: c.caller.ID, Seq: seq, Action: action}
+	switch {
+	case len(summons.Entries) > 0:
+		res.Summons = SummonsRaised
+	case len(summons.Held) > 0:
+		res.Summons = SummonsHeld
+	}
+	for _, e := range summons.Entries {
 		// Recorded: delivering now is a courtesy, the next pass does it
 		// otherwise.
 		if _, err := s.Pass.Deliver(c.ctx(), e, false, 0); err != nil {
 			s.logger().Warn("deliver the summons now failed; left in the outbox", "message", e.ID, "spore", e.Spore, "err", err)
 		}
 	}
-	return http.StatusCreated, ReportResponse{Spore: c.caller.ID, Seq: seq, Action: action}, nil
+	return http.StatusCreated, res, nil
 }

@@ -152,7 +152,10 @@ func TestFailedReportSummonsTheArchOnce(t *testing.T) {
 	require.Contains(t, got[0].Text, "Failed deploy: spore lab-c")
 	require.Contains(t, got[0].Text, `"helm upgrade web: timed out"`)
 	require.Contains(t, got[0].Text, "`mycologist spore lab-c`")
-	require.Equal(t, []state.Incident{{Key: fmt.Sprintf("failed:lab-c:%d", rep.Seq), At: h.spore("arch").Incidents[0].At}}, h.spore("arch").Incidents)
+	require.Equal(t, SummonsRaised, rep.Summons)
+	at := h.spore("arch").Incidents[0].At
+	require.Equal(t, []state.Incident{{Key: fmt.Sprintf("failed:lab-c:%d", rep.Seq), At: at}, {Key: "summons:lab-c", At: at}}, h.spore("arch").Incidents,
+		"the incident's key, and the summons counted against lab-c's limit")
 	// Delivered at once: the [arch] is awake.
 	var prompted int
 	for _, p := range h.prompts("arch") {
@@ -175,4 +178,60 @@ func TestFailedReportSummonsTheArchOnce(t *testing.T) {
 	for id, tok := range h.tokens {
 		require.NotContains(t, h.logs.String(), tok, "the token of %s", id)
 	}
+}
+
+// The report route cannot flood the [arch]: 200 failed reports from one
+// spore are all recorded in its log, and raise reconcile.SummonsLimit
+// summonses; another spore's still raises one; a window later, the next
+// counts every one held.
+func TestFailedReportsAreLimitedPerSender(t *testing.T) {
+	h := newHarness(t).colony()
+	summonses := func() []state.Event {
+		var out []state.Event
+		for _, ev := range h.messages("arch") {
+			if ev.From == reconcile.SummonsFrom {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	answers := map[string]int{}
+	for i := range 200 {
+		r := h.do("lab-c", http.MethodPost, "/api/mycologist/report", map[string]any{"kind": "push", "failed": true, "text": fmt.Sprintf("push %d rejected", i)})
+		require.Equal(t, http.StatusCreated, r.status, "report %d: %s", i, r.body)
+		var rep ReportResponse
+		r.decode(t, &rep)
+		answers[rep.Summons]++
+	}
+	require.Equal(t, map[string]int{SummonsRaised: reconcile.SummonsLimit, SummonsHeld: 200 - reconcile.SummonsLimit}, answers)
+	require.Len(t, summonses(), reconcile.SummonsLimit)
+	var reports int
+	for _, ev := range h.events("lab-c") {
+		if ev.Action == ReportActionPrefix+"push-failed" {
+			reports++
+		}
+	}
+	require.Equal(t, 200, reports, "every report is the reporter's fact, recorded")
+
+	// Another spore is not held back by lab-c.
+	r := h.do("lab-a", http.MethodPost, "/api/mycologist/report", map[string]any{"kind": "deploy", "failed": true, "text": "helm upgrade timed out"})
+	require.Equal(t, http.StatusCreated, r.status, "answer: %s", r.body)
+	var rep ReportResponse
+	r.decode(t, &rep)
+	require.Equal(t, SummonsRaised, rep.Summons)
+	got := summonses()
+	require.Len(t, got, reconcile.SummonsLimit+1)
+	require.Contains(t, got[len(got)-1].Text, "Failed deploy: spore lab-a")
+
+	// A window later, lab-c's next failed report raises one summons that
+	// counts the 195 held and itself.
+	h.ahead.Store(int64(reconcile.SummonsPer + time.Second))
+	r = h.do("lab-c", http.MethodPost, "/api/mycologist/report", map[string]any{"kind": "push", "failed": true, "text": "push 200 rejected"})
+	require.Equal(t, http.StatusCreated, r.status, "answer: %s", r.body)
+	r.decode(t, &rep)
+	require.Equal(t, SummonsRaised, rep.Summons)
+	got = summonses()
+	require.Len(t, got, reconcile.SummonsLimit+2)
+	require.Contains(t, got[len(got)-1].Text, "Spore lab-c: 196 failed pushes since ")
+	require.Contains(t, got[len(got)-1].Text, `it reported "push 200 rejected"`)
 }

@@ -68,6 +68,9 @@ type harness struct {
 	compacts sync.Map
 	// noHosts makes the runtime one without hosts (reconcile.HostRuntime).
 	noHosts atomic.Bool
+	// ahead moves the server's clock (Server.Now) that far past the
+	// time, for what a window of time changes.
+	ahead atomic.Int64
 }
 
 func (h *harness) runtime() reconcile.Runtime {
@@ -121,7 +124,7 @@ func newHarness(t *testing.T) *harness {
 		Dial:    h.dial,
 		Logger:  log,
 	}
-	h.srv = &Server{Store: h.st, Pass: pass, Logger: log}
+	h.srv = &Server{Store: h.st, Pass: pass, Logger: log, Now: func() time.Time { return time.Now().Add(time.Duration(h.ahead.Load())) }}
 	h.ts = httptest.NewServer(h.srv)
 	t.Cleanup(h.ts.Close)
 	return h

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -41,7 +42,9 @@ func TestPGTellAndSummonsCross(t *testing.T) {
 				if _, err := tx.Append(ctx, "worker", []state.Event{{Kind: state.KindLifecycle, Action: "report-deploy-failed", Text: fmt.Sprintf("deploy %d failed", r)}}); err != nil {
 					return err
 				}
-				_, err := reconcile.Summon(ctx, tx, "arch", []reconcile.Summons{{Key: fmt.Sprintf("deploy-%d", r), Text: fmt.Sprintf("summons %d", r), By: "worker"}}, e.now)
+				// A window apart, so worker's limit of summonses holds none back.
+				now := e.now.Add(time.Duration(r) * reconcile.SummonsPer)
+				_, err := reconcile.Summon(ctx, tx, "arch", []reconcile.Summons{{Key: fmt.Sprintf("deploy-%d", r), Text: fmt.Sprintf("summons %d", r), By: "worker"}}, now)
 				return err
 			})
 		}()

@@ -43,8 +43,13 @@ import (
 //     lines hold a push, a deploy or a failed result. Only collisions
 //     that include a spore that edited in this pass are raised.
 //   - a failed `mycologist report push|deploy --failed` is raised by
-//     serve in the report's own transaction (Summon), since reports are
-//     written by serve, not ingested.
+//     serve in the report's own transaction (SummonReport), since
+//     reports are written by serve, not ingested; under its sender's
+//     limit it reads the reporter's window for the failures that limit
+//     held back, and raises them with it.
+//
+// Every summons is charged to a sender, and what one step finds for one
+// sender is one summons, within that sender's limit (summons_limit.go).
 //
 // Keys (incident.CollisionKey, incident.DeployKey) are kept for
 // IncidentKeep after the summons, twice the window the incidents are
@@ -61,8 +66,9 @@ import (
 // kept. Once one is created, a collision still in the window is raised
 // by the next pass that ingests an edit of one of its spores, and a
 // failed deploy by the next pass that ingests a push, a deploy or a
-// failed result of its spore; an earlier failed report is not raised
-// (`mycologist deploys` still shows it).
+// failed result of its spore; an earlier failed report only with its
+// spore's next failure within the window (`mycologist deploys` still
+// shows it).
 
 // SummonsFrom is the sender a summons is recorded with; SummonsMark is
 // its mark, the first line of its text.
@@ -85,6 +91,15 @@ type Summons struct {
 	// for several (a collision). The [arch] is not summoned about its own
 	// failure: it saw it.
 	By string
+	// Sender is the spore the summons is charged to (summons_limit.go),
+	// when not By: a collision's, the spore whose edit in this pass made
+	// it. Neither set: charged to no one.
+	Sender string
+	// Kind names the incident for a count ("failed push", "collision"),
+	// At when it happened: a coalesced summons says how many of each
+	// kind since when.
+	Kind string
+	At   time.Time
 }
 
 // CollisionSummons is the summons of a collision.
@@ -101,7 +116,13 @@ func CollisionSummons(c incident.Collision) Summons {
 	text := fmt.Sprintf("Collision: %d spores edited the same file %s in the last %s: %s. "+
 		"Look: `mycologist collisions`, %s; steer them with `mycologist tell ID \"…\"`. No answer is expected.",
 		len(c.Spores), show(c.Path), incident.DefaultWindow, strings.Join(who, ", "), strings.Join(look, ", "))
-	return Summons{Key: incident.CollisionKey(c), Text: text}
+	last := c.Spores[0].LastAt
+	for _, fe := range c.Spores {
+		if fe.LastAt.After(last) {
+			last = fe.LastAt
+		}
+	}
+	return Summons{Key: incident.CollisionKey(c), Text: text, Kind: "collision", At: last}
 }
 
 // DeploySummons is the summons of a failed push or deploy.
@@ -113,7 +134,7 @@ func DeploySummons(d incident.Deploy) Summons {
 	text := fmt.Sprintf("Failed %s: spore %s, at %s (event %d of its log): %s. "+
 		"Look: `mycologist deploys`, `mycologist spore %s`; steer it with `mycologist tell %s \"…\"`. No answer is expected.",
 		d.Kind, d.Spore, d.At.UTC().Format(time.RFC3339), d.Seq, what, d.Spore, d.Spore)
-	return Summons{Key: incident.DeployKey(d), Text: text, By: d.Spore}
+	return Summons{Key: incident.DeployKey(d), Text: text, By: d.Spore, Kind: "failed " + d.Kind, At: d.At}
 }
 
 // maxShown bounds a path or command quoted in a summons.
@@ -132,12 +153,14 @@ func show(s string) string {
 	return strconv.Quote(s)
 }
 
-// Summon records, inside tx, one message to the [arch] mycologist for
-// each summons whose key its record does not hold, and the keys, pruned
-// to IncidentKeep and state.MaxIncidents. arch names it when the caller
-// knows it ("" looks it up among every spore). It returns the entries
-// recorded: none when there is no [arch] or every key is known, and then
-// nothing is written.
+// Summon records, inside tx, the summonses of the incidents in ss whose
+// keys the [arch] mycologist's record does not hold, with their keys,
+// pruned to IncidentKeep and state.MaxIncidents: one message per sender
+// (several incidents coalesced), none for a sender over its limit
+// (summons_limit.go). arch names it when the caller knows it ("" looks
+// it up among every spore). It returns the entries recorded: none when
+// there is no [arch], every key is known or every sender is held, and
+// then nothing is written.
 func Summon(ctx context.Context, tx state.Tx, arch string, ss []Summons, now time.Time) ([]state.OutboxEntry, error) {
 	if len(ss) == 0 {
 		return nil, nil
@@ -147,12 +170,59 @@ func Summon(ctx context.Context, tx state.Tx, arch string, ss []Summons, now tim
 	if err != nil || !ok {
 		return nil, err
 	}
+	got, err := summonOn(ctx, tx, sp, ss, now)
+	return got.Entries, err
+}
+
+// Summoned is what a summons step did.
+type Summoned struct {
+	// Entries are the summonses recorded.
+	Entries []state.OutboxEntry
+	// Held are the senders over their limit (SummonsLimit) whose
+	// incidents raised nothing this time.
+	Held []string
+}
+
+// SummonReport raises, inside tx (the one that appended the report),
+// the failed report d to the [arch] mycologist, with every other failed
+// push or deploy of d.Spore in the window not raised yet (those its
+// limit held back before): one summons that counts them. Over its
+// limit, the report raises nothing and Held names the spore; nothing is
+// read past the [arch]'s record then. The [arch]'s own reports raise
+// nothing (it knows).
+func SummonReport(ctx context.Context, tx state.Tx, d incident.Deploy, now time.Time) (Summoned, error) {
+	now = now.UTC()
+	sp, ok, err := archRecord(ctx, tx, "")
+	if err != nil || !ok || sp.ID == d.Spore {
+		return Summoned{}, err
+	}
+	if overLimit(sp.Incidents, d.Spore, now) {
+		return Summoned{Held: []string{d.Spore}}, nil
+	}
+	evs, _, err := incident.RecentEvents(ctx, tx, d.Spore, now.Add(-incident.DefaultWindow), incident.MaxScanEvents)
+	if err != nil {
+		return Summoned{}, fmt.Errorf("read the recent events of %s: %w", d.Spore, err)
+	}
+	var ss []Summons
+	seen := false
+	for _, f := range incident.Deploys(d.Spore, evs) {
+		if f.Failed {
+			ss = append(ss, DeploySummons(f))
+			seen = seen || f.Seq == d.Seq
+		}
+	}
+	if !seen {
+		// Not in the window as the scan saw it (cut by its bound): the
+		// report is raised all the same.
+		ss = append(ss, DeploySummons(d))
+	}
 	return summonOn(ctx, tx, sp, ss, now)
 }
 
 // summonOn is Summon to sp, as read in tx (the [arch], or a colony
-// mycologist a budget summons): the keys are kept on sp's record.
-func summonOn(ctx context.Context, tx state.Tx, sp state.Spore, ss []Summons, now time.Time) ([]state.OutboxEntry, error) {
+// mycologist a budget summons): the keys and the senders' counts are
+// kept on sp's record.
+func summonOn(ctx context.Context, tx state.Tx, sp state.Spore, ss []Summons, now time.Time) (Summoned, error) {
 	known := map[string]bool{}
 	for _, in := range sp.Incidents {
 		known[in.Key] = true
@@ -165,32 +235,42 @@ func summonOn(ctx context.Context, tx state.Tx, sp state.Spore, ss []Summons, no
 		}
 	}
 	if len(todo) == 0 {
-		return nil, nil
+		return Summoned{}, nil
 	}
-	for _, s := range todo {
-		sp.Incidents = append(sp.Incidents, state.Incident{Key: s.Key, At: now})
+	msgs, held := planSummonses(sp.Incidents, todo, now)
+	res := Summoned{Held: held}
+	if len(msgs) == 0 {
+		return res, nil
+	}
+	for _, o := range msgs {
+		for _, k := range o.keys {
+			sp.Incidents = append(sp.Incidents, state.Incident{Key: k, At: now})
+		}
+		if o.sender != "" {
+			sp.Incidents = append(sp.Incidents, state.Incident{Key: senderMark(o.sender), At: now})
+		}
 	}
 	sp.Incidents = pruneIncidents(sp.Incidents, now)
 	if err := tx.PutStatus(ctx, sp.ID, sp.StatusAtWish()); err != nil {
-		return nil, fmt.Errorf("record incidents on %s: %w", sp.ID, err)
+		return Summoned{}, fmt.Errorf("record incidents on %s: %w", sp.ID, err)
 	}
-	var out []state.OutboxEntry
-	for _, s := range todo {
-		m := Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Mark: SummonsMark, Text: s.Text, Wake: true}
+	for _, o := range msgs {
+		m := Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Mark: SummonsMark, Text: o.text, Wake: true}
 		e := m.entry(NewMessageID(), now)
 		woke, _, err := record(ctx, tx, sp, m, &e, e.ID, now)
 		if err != nil {
-			return nil, fmt.Errorf("record the summons %s for %s: %w", s.Key, sp.ID, err)
+			return Summoned{}, fmt.Errorf("record the summons %s for %s: %w", o.keys[0], sp.ID, err)
 		}
 		if woke {
 			// record wrote the woken record; the next message sees it.
+			var err error
 			if sp, err = tx.Spore(ctx, sp.ID); err != nil {
-				return nil, err
+				return Summoned{}, err
 			}
 		}
-		out = append(out, e)
+		res.Entries = append(res.Entries, e)
 	}
-	return out, nil
+	return res, nil
 }
 
 // archRecord reads the [arch] mycologist's record inside tx: the named
@@ -218,11 +298,16 @@ func archRecord(ctx context.Context, tx state.Tx, id string) (state.Spore, bool,
 	return state.Spore{}, false, nil
 }
 
-// pruneIncidents drops keys older than IncidentKeep, then the oldest past
-// state.MaxIncidents.
+// pruneIncidents drops keys older than IncidentKeep and senders' counts
+// older than SummonsPer, then the oldest past state.MaxIncidents.
 func pruneIncidents(in []state.Incident, now time.Time) []state.Incident {
-	cutoff := now.Add(-IncidentKeep)
-	out := slices.DeleteFunc(slices.Clone(in), func(i state.Incident) bool { return i.At.Before(cutoff) })
+	cutoff, counted := now.Add(-IncidentKeep), now.Add(-SummonsPer)
+	out := slices.DeleteFunc(slices.Clone(in), func(i state.Incident) bool {
+		if isSenderMark(i.Key) {
+			return !i.At.After(counted)
+		}
+		return i.At.Before(cutoff)
+	})
 	slices.SortStableFunc(out, func(a, b state.Incident) int { return a.At.Compare(b.At) })
 	if len(out) > state.MaxIncidents {
 		out = out[len(out)-state.MaxIncidents:]
@@ -295,8 +380,10 @@ func (ps *Pass) summon(ctx context.Context, tx state.Tx, snap *Snapshot, got map
 			}
 		}
 		for _, c := range edits.Collisions() {
-			if slices.ContainsFunc(c.Spores, func(fe incident.FileEdit) bool { return editors[fe.ID] }) {
-				ss = append(ss, CollisionSummons(c))
+			if by := collisionSender(c, editors); by != "" {
+				s := CollisionSummons(c)
+				s.Sender = by
+				ss = append(ss, s)
 			}
 		}
 		return nil
@@ -306,6 +393,19 @@ func (ps *Pass) summon(ctx context.Context, tx state.Tx, snap *Snapshot, got map
 		return nil, err
 	}
 	return Summon(ctx, tx, arch, ss, now)
+}
+
+// collisionSender is the spore a collision's summons is charged to:
+// of its spores that edited in this pass, the one whose edit of the file
+// is the latest (the first by id among equals); "" when none did.
+func collisionSender(c incident.Collision, editors map[string]bool) string {
+	by, last := "", time.Time{}
+	for _, fe := range c.Spores {
+		if editors[fe.ID] && (by == "" || fe.LastAt.After(last)) {
+			by, last = fe.ID, fe.LastAt
+		}
+	}
+	return by
 }
 
 // toolCallsSince reports whether sp's record counts tool calls in an

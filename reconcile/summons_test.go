@@ -95,10 +95,26 @@ func (e *env) summonses() []state.OutboxEntry {
 	return out
 }
 
+// incidentKeys are sp's incident keys, without the entries that count
+// each sender's summonses ("summons:<sender>", summonsCounts).
 func incidentKeys(sp state.Spore) []string {
 	var out []string
 	for _, in := range sp.Incidents {
-		out = append(out, in.Key)
+		if !strings.HasPrefix(in.Key, "summons:") {
+			out = append(out, in.Key)
+		}
+	}
+	return out
+}
+
+// summonsCounts are the entries of sp.Incidents that count its senders'
+// summonses.
+func summonsCounts(sp state.Spore) []string {
+	var out []string
+	for _, in := range sp.Incidents {
+		if strings.HasPrefix(in.Key, "summons:") {
+			out = append(out, in.Key)
+		}
 	}
 	return out
 }

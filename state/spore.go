@@ -179,8 +179,10 @@ type Status struct {
 	// left out.
 	Activity []HourActivity `json:"activity,omitempty"`
 	// Incidents are the incidents a pass has raised a summons for (kept
-	// on the [arch] mycologist's record), so each is raised once: at most
-	// MaxIncidents, oldest dropped first.
+	// on the [arch] mycologist's record), so each is raised once, and one
+	// "summons:<sender>" entry per summons, which the sender's limit
+	// counts (reconcile/summons_limit.go): at most MaxIncidents, oldest
+	// dropped first.
 	Incidents []Incident `json:"incidents,omitempty"`
 
 	// ActiveAt is when a pass last saw the spore do something: it

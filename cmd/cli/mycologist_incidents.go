@@ -137,7 +137,14 @@ func (l deployList) Names() []string {
 type reportResult struct{ mycelia.ReportResponse }
 
 func (r reportResult) Table(bool) ([]string, [][]string) {
-	return nil, [][]string{{fmt.Sprintf("report/%s recorded in the log of spore/%s (event %d)", r.Action, r.Spore, r.Seq)}}
+	line := fmt.Sprintf("report/%s recorded in the log of spore/%s (event %d)", r.Action, r.Spore, r.Seq)
+	switch r.Summons {
+	case mycelia.SummonsRaised:
+		line += "; the [arch] is summoned"
+	case mycelia.SummonsHeld:
+		line += "; the [arch] is not summoned now (you reached your limit of summonses an hour): your next summons counts it"
+	}
+	return nil, [][]string{{line}}
 }
 
 func (r reportResult) Names() []string { return []string{"report/" + r.Action} }
