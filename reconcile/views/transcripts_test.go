@@ -346,6 +346,8 @@ func TestParseStamp(t *testing.T) {
 		strings.TrimSuffix(s.String(), "\n"),
 		s.String()[1:],
 		strings.Replace(s.String(), " crc32c=00000abc", "", 1),
+		strings.Replace(s.String(), "last=00ff", "last=00\nt", 1),
+		strings.Replace(s.String(), "last=00ff", "last=", 1),
 	} {
 		_, ok := parseStamp(bad)
 		require.False(t, ok, "%q", bad)

@@ -127,11 +127,23 @@ func parseStamp(line string) (stamp, bool) {
 	body, err3 := strconv.ParseInt(v[5], 10, 64)
 	crc, err4 := strconv.ParseUint(v[6], 16, 32)
 	s := stamp{format: format, lastSeq: last, created: v[2], last: v[3], open: v[4] == "1", body: body, crc: uint32(crc)}
-	// Only the very line String makes: no other spelling of a number.
-	if errors.Join(err1, err2, err3, err4) != nil || body < 0 || s.String() != line {
+	// Only the very line String makes: no other spelling of a number,
+	// and no field that would not be one field of a line of .stamps.
+	if errors.Join(err1, err2, err3, err4) != nil || body < 0 || !plain(s.created) || !plain(s.last) || s.String() != line {
 		return stamp{}, false
 	}
 	return s, true
+}
+
+// plain says whether s is a non-empty run of printable ASCII without a
+// space.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // readStamp reads the transcript at p whole, and says which file it read
