@@ -17,7 +17,8 @@ import (
 )
 
 // fileStamp is what a projection found of one transcript: the stamp it
-// starts with (ok false when none, or no file) and which file that is.
+// ends with (ok false when none, no file, or a file the stamp does not
+// describe) and which file that is.
 type fileStamp struct {
 	s   stamp
 	ok  bool
