@@ -95,3 +95,30 @@ func TestMarkdownEmpty(t *testing.T) {
 	require.NoError(t, Markdown(&b, "worker-7", nil))
 	require.Equal(t, "# Transcript of worker-7\n\n_No events yet._\n", b.String())
 }
+
+// TestMarkdownContinued: a transcript cut after any event, its closing
+// set aside, and carried on by another writer from the state the first
+// left, is the transcript written at once. The state is all that one
+// event's rendering takes from those before it.
+func TestMarkdownContinued(t *testing.T) {
+	for _, name := range []string{"conversation", "hostile"} {
+		evs := readEvents(t, name)
+		var whole bytes.Buffer
+		require.NoError(t, Markdown(&whole, "worker-7", evs))
+		for cut := range len(evs) + 1 {
+			var b bytes.Buffer
+			m := NewMarkdown(&b, "worker-7")
+			require.NoError(t, m.Events(evs[:cut]))
+			require.NoError(t, m.Flush())
+			s := m.State()
+			require.Equal(t, cut > 0, s.Started)
+			var closing bytes.Buffer
+			require.NoError(t, ContinueMarkdown(&closing, s).Close())
+			require.Equal(t, s.Closing(), closing.String(), "%s: Close writes the closing", name)
+			rest := ContinueMarkdown(&b, s)
+			require.NoError(t, rest.Events(evs[cut:]))
+			require.NoError(t, rest.Close())
+			require.Equal(t, whole.String(), b.String(), "%s cut after %d events", name, cut)
+		}
+	}
+}

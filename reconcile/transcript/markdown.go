@@ -38,6 +38,45 @@ func NewMarkdown(w io.Writer, id string) *MarkdownWriter {
 	return m
 }
 
+// MarkdownState is all a transcript's rendering carries from one event to
+// the next: whether any event was written, and whether the last one left
+// a paragraph of one-line entries open (the next entry joins it with a
+// hard line break; a block, or Close, ends it first). The bytes of an
+// event depend on nothing else before it, so what the events after some
+// point add is a function of this state and those events alone.
+type MarkdownState struct {
+	Started bool
+	Open    bool
+}
+
+// State is the writer's state after the events written so far.
+func (m *MarkdownWriter) State() MarkdownState {
+	return MarkdownState{Started: m.n > 0, Open: m.chain}
+}
+
+// Closing is what Close writes in state s.
+func (s MarkdownState) Closing() string {
+	switch {
+	case !s.Started:
+		return "\n_No events yet._\n"
+	case s.Open:
+		return "\n"
+	}
+	return ""
+}
+
+// ContinueMarkdown carries on, on w, a transcript whose events so far
+// left state s and whose closing (s.Closing) w does not hold: what it
+// writes, then Close, is what one writer would have written after those
+// events (the views append a transcript's new events this way).
+func ContinueMarkdown(w io.Writer, s MarkdownState) *MarkdownWriter {
+	m := &MarkdownWriter{w: bufio.NewWriter(w), chain: s.Open}
+	if s.Started {
+		m.n = 1
+	}
+	return m
+}
+
 // Events appends evs, in order, to the transcript.
 func (m *MarkdownWriter) Events(evs []state.Event) error {
 	for _, ev := range evs {
@@ -51,15 +90,14 @@ func (m *MarkdownWriter) Events(evs []state.Event) error {
 
 // Close ends the document.
 func (m *MarkdownWriter) Close() error {
-	if m.n == 0 {
-		m.block("_No events yet._\n")
-	}
-	if m.chain {
-		m.w.WriteByte('\n')
-		m.chain = false
-	}
+	m.w.WriteString(m.State().Closing())
+	m.chain = false
 	return m.flush()
 }
+
+// Flush writes what the writer holds to its io.Writer: everything but
+// the closing, which only Close writes.
+func (m *MarkdownWriter) Flush() error { return m.flush() }
 
 func (m *MarkdownWriter) flush() error {
 	if err := m.w.Flush(); err != nil {

@@ -43,6 +43,9 @@ var (
 		}
 		return nil
 	}
+	// appendFile writes data over the file at path from offset at on,
+	// in place (appendInPlace).
+	appendFile = appendInPlace
 	// openView opens a view to read it.
 	openView   = os.Open
 	renameFile = os.Rename
@@ -92,6 +95,9 @@ type changes struct {
 	written []string
 	dirs    map[string]bool
 	staged  []stagedFile
+	// appended are the files written in place (appendAt), to be made
+	// durable with the staged ones.
+	appended []string
 	// ids are the files (by rel) found holding what they should, and
 	// those renamed into place, for the stamps.
 	ids map[string]fileID
@@ -164,6 +170,74 @@ func (c *changes) replace(rel string, data []byte) error {
 	return nil
 }
 
+// errMoved says a view is no longer the file a projection read (another
+// projection replaced it or appended to it, or is appending to it now):
+// it is not appended to.
+var errMoved = errors.New("view changed since it was read")
+
+// appendAt writes data over rel (under root) from offset at on, in place,
+// if the file there is still the one id names: a transcript's new events,
+// closing and stamp over its old closing and stamp. Unlike replace it is
+// not atomic: a reader, or a crash, may meet the file with part of data
+// written, which the stamp it then ends with does not describe
+// (readStamp), so the next projection renders it again. errMoved when
+// the file is another.
+func (c *changes) appendAt(rel string, at int64, data []byte, id fileID) error {
+	p := filepath.Join(c.root, rel)
+	now, err := appendFile(p, at, data, id)
+	if errors.Is(err, errMoved) {
+		return err
+	}
+	if err != nil {
+		return viewErr("append to view", p, err)
+	}
+	c.appended = append(c.appended, p)
+	c.written = append(c.written, rel)
+	c.ids[rel] = now
+	return nil
+}
+
+// appendInPlace writes data at offset at of the file at p, cut to end
+// there, under an exclusive flock and only if the file is still want
+// (errMoved otherwise, and when another projection holds the lock: two
+// appending at once would write over each other). It returns the file's
+// new fileID.
+func appendInPlace(p string, at int64, data []byte, want fileID) (fileID, error) {
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileID{}, errMoved
+	}
+	if err != nil {
+		return fileID{}, err
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return fileID{}, errMoved
+		}
+		return fileID{}, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return fileID{}, err
+	}
+	if idOf(&st) != want {
+		return fileID{}, errMoved
+	}
+	if _, err := f.WriteAt(data, at); err != nil {
+		return fileID{}, err
+	}
+	if end := at + int64(len(data)); st.Size > end {
+		if err := f.Truncate(end); err != nil {
+			return fileID{}, err
+		}
+	}
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		return fileID{}, err
+	}
+	return idOf(&st), nil
+}
+
 // remove deletes rel; a file already gone is not an error.
 func (c *changes) remove(rel string) error {
 	p := filepath.Join(c.root, rel)
@@ -196,18 +270,21 @@ func (c *changes) mkdir(dir string) error {
 }
 
 // sync puts the staged files in place, each atomically: their data made
-// durable first (all at once), then each renamed over its view, then
-// every directory whose entries changed fsynced. If the data cannot be
-// made durable no view is replaced: the staged files are removed, and the
-// views stay as they were.
+// durable first (all at once, with the files appended to), then each
+// renamed over its view, then every directory whose entries changed
+// fsynced. If the data cannot be made durable no view is replaced: the
+// staged files are removed, and the views stay as they were (but for the
+// appended ones, already written in place, whose stamps are then not
+// recorded).
 func (c *changes) sync() error {
 	var errs []error
-	if len(c.staged) > 0 {
-		tmps := make([]string, len(c.staged))
-		for i, f := range c.staged {
-			tmps[i] = f.tmp
+	if len(c.staged)+len(c.appended) > 0 {
+		files := make([]string, 0, len(c.staged)+len(c.appended))
+		for _, f := range c.staged {
+			files = append(files, f.tmp)
 		}
-		if err := syncFiles(c.root, tmps); err != nil {
+		files = append(files, c.appended...)
+		if err := syncFiles(c.root, files); err != nil {
 			for _, f := range c.staged {
 				_ = os.Remove(f.tmp)
 			}

@@ -30,7 +30,7 @@ const StampsFile = ".stamps"
 const fleetStampFormat = 1
 
 const (
-	stampsHeader  = "sporectl views stamps v1\n"
+	stampsHeader  = "sporectl views stamps v2\n"
 	stampsTrailer = "crc32c "
 )
 
@@ -126,7 +126,7 @@ func parseStamps(raw []byte) (stamps, bool) {
 	}
 	// One copy of the text: the ids and times kept are slices of it.
 	text := string(body[:i])
-	var f [9]string
+	var f [13]string
 	for line := range strings.Lines(text) {
 		n := fields(strings.TrimSuffix(line, "\n"), f[:])
 		switch {
@@ -137,14 +137,17 @@ func parseStamps(raw []byte) (stamps, bool) {
 				return stamps{}, false
 			}
 			s.fleet = fleetStamp{digest: f[1], fleet: fl, status: st}
-		case n == 8 && f[0] == "t":
+		case n == 12 && f[0] == "t":
 			format, err1 := strconv.Atoi(f[2])
 			last, err2 := strconv.ParseUint(f[3], 10, 64)
-			id, ok := parseID(f[5:8])
-			if err1 != nil || err2 != nil || !ok {
+			body, err3 := strconv.ParseInt(f[7], 10, 64)
+			crc, err4 := strconv.ParseUint(f[8], 16, 32)
+			id, ok := parseID(f[9:12])
+			if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !ok || f[6] != "0" && f[6] != "1" {
 				return stamps{}, false
 			}
-			s.transcripts[f[1]] = transcriptStamp{s: stamp{format: format, lastSeq: last, created: f[4]}, id: id}
+			s.transcripts[f[1]] = transcriptStamp{id: id, s: stamp{format: format, lastSeq: last, created: f[4],
+				last: f[5], open: f[6] == "1", body: body, crc: uint32(crc)}}
 		default:
 			return stamps{}, false
 		}
@@ -195,6 +198,14 @@ func (s stamps) marshal(sizeHint int) []byte {
 		b = append(b, ' ')
 		b = append(b, t.s.created...)
 		b = append(b, ' ')
+		b = append(b, t.s.last...)
+		if t.s.open {
+			b = append(b, " 1 "...)
+		} else {
+			b = append(b, " 0 "...)
+		}
+		b = strconv.AppendInt(b, t.s.body, 10)
+		b = fmt.Appendf(b, " %08x ", t.s.crc)
 		b = appendID(b, t.id)
 		b = append(b, '\n')
 	}

@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
+	"hash/crc32"
 	"maps"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sporectl/sporectl/internal/parallel"
 	"github.com/sporectl/sporectl/reconcile"
@@ -19,39 +16,9 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
-// transcriptFormat is the version in each transcript's first line; raising
-// it makes the next projection render every transcript again (do so when
-// the transcript package changes what it writes).
-//
-// Version 2 stamps the spore's creation time instead of its last event's,
-// so that an unchanged transcript costs no read of the log.
-const transcriptFormat = 2
-
-// stamp is the first line of a transcript: which events of which spore it
-// was rendered from. A projection renders a spore's transcript again only
-// when its stamp no longer matches the pass's result (docs/views.md
-// "Transcripts").
-type stamp struct {
-	format  int
-	lastSeq uint64
-	// created is the spore's creation time, RFC 3339 in UTC: a spore
-	// deleted and created again under its id has another.
-	created string
-}
-
-const stampPrefix = "<!-- sporectl transcript "
-
-func (s stamp) String() string {
-	return fmt.Sprintf("%sv%d last_seq=%d created=%s; rebuilt from the store's event log, edits are lost -->\n",
-		stampPrefix, s.format, s.lastSeq, s.created)
-}
-
-func stampOf(lastSeq uint64, created time.Time) stamp {
-	return stamp{format: transcriptFormat, lastSeq: lastSeq, created: created.UTC().Format(time.RFC3339Nano)}
-}
-
 // fileStamp is what a projection found of one transcript: the stamp it
-// starts with (ok false when none, or no file) and which file that is.
+// ends with (ok false when none, no file, or a file the stamp does not
+// describe) and which file that is.
 type fileStamp struct {
 	s   stamp
 	ok  bool
@@ -64,7 +31,8 @@ func transcriptPath(id string) string { return filepath.Join(TranscriptsDir, id+
 
 // stampAt is the stamp of the transcript at p: the one the stamps file
 // recorded (known) when p is still that file, which costs one lstat, else
-// what its first line says.
+// the one it ends with, when the file is what that stamp describes
+// (readStamp).
 func stampAt(p string, recorded transcriptStamp, known bool) fileStamp {
 	if known && isFile(p, recorded.id) {
 		return fileStamp{s: recorded.s, ok: true, id: recorded.id}
@@ -72,51 +40,6 @@ func stampAt(p string, recorded transcriptStamp, known bool) fileStamp {
 	var fst fileStamp
 	fst.s, fst.ok, fst.id, fst.err = readStamp(p)
 	return fst
-}
-
-// readStamp reads the stamp of the transcript at p, and which file it
-// read; ok is false when the file is missing or does not start with a
-// stamp this version wrote.
-func readStamp(p string) (s stamp, ok bool, id fileID, err error) {
-	f, id, err := openID(p)
-	if errors.Is(err, fs.ErrNotExist) {
-		return stamp{}, false, fileID{}, nil
-	}
-	if err != nil {
-		return stamp{}, false, fileID{}, fmt.Errorf("read view %s: %w", p, err)
-	}
-	defer f.Close()
-	s, ok, err = parseStampOf(f, p)
-	return s, ok, id, err
-}
-
-// parseStampOf reads the first line of the transcript f (at p).
-func parseStampOf(f io.Reader, p string) (s stamp, ok bool, err error) {
-	head := make([]byte, 256)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return stamp{}, false, fmt.Errorf("read view %s: %w", p, err)
-	}
-	line, _, found := bytes.Cut(head[:n], []byte("\n"))
-	if !found || !bytes.HasPrefix(line, []byte(stampPrefix)) {
-		return stamp{}, false, nil
-	}
-	fields := strings.Fields(strings.TrimPrefix(string(line), stampPrefix))
-	if len(fields) < 3 || !strings.HasPrefix(fields[0], "v") {
-		return stamp{}, false, nil
-	}
-	s.format, err = strconv.Atoi(fields[0][1:])
-	if err != nil {
-		return stamp{}, false, nil
-	}
-	v, cut := strings.CutPrefix(fields[1], "last_seq=")
-	if s.lastSeq, err = strconv.ParseUint(v, 10, 64); !cut || err != nil {
-		return stamp{}, false, nil
-	}
-	if s.created, cut = strings.CutPrefix(strings.TrimSuffix(fields[2], ";"), "created="); !cut {
-		return stamp{}, false, nil
-	}
-	return s, true, nil
 }
 
 // transcripts projects the transcript of every spore in res, and on a full
@@ -181,20 +104,35 @@ func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res r
 	return errors.Join(errs...)
 }
 
-// transcript renders one spore's transcript when its stamp is not that
-// of the pass's result: a different last seq, or another creation time
-// (the spore was deleted and created again under the same id), and
-// returns the stamp it rendered (nil when it rendered none). An unchanged
-// one costs what finding its stamp did (have, found before), and nothing
-// of the store.
+// transcript brings one spore's transcript to the pass's result, and
+// returns the stamp it wrote (nil when it wrote none). An unchanged one
+// costs what finding its stamp did (have, found before), and nothing of
+// the store. One that holds a prefix of the log (the same spore, an
+// older last seq) has the events after it appended (extend), which costs
+// what they are, not the history. Any other (no file, another format,
+// another creation time, a log rewritten, a newer last seq than the
+// pass's) is rendered whole and replaces the file.
 func (d *Dir) transcript(ctx context.Context, c *changes, tx state.Tx, s reconcile.SporeHealth, have fileStamp) (*stamp, error) {
 	rel := transcriptPath(s.ID)
 	old, ok := have.s, have.ok
 	if have.err != nil {
 		return nil, have.err
 	}
-	if ok && old == stampOf(s.LastSeq, s.Created) {
+	if ok && old.covers(s.LastSeq, s.Created) {
 		return nil, nil
+	}
+	if ok && old.format == transcriptFormat && old.created == createdOf(s.Created) && old.lastSeq > 0 && old.lastSeq < s.LastSeq {
+		made, err := d.extend(ctx, c, tx, s, have)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			return nil, nil
+		case errors.Is(err, errRewrite):
+			// Rendered whole, below.
+		case err != nil:
+			return nil, fmt.Errorf("transcript of %s: %w", s.ID, err)
+		default:
+			return made, nil
+		}
 	}
 	b, made, err := d.render(ctx, tx, s)
 	if errors.Is(err, state.ErrNotFound) {
@@ -212,41 +150,117 @@ func (d *Dir) transcript(ctx context.Context, c *changes, tx state.Tx, s reconci
 	return &made, c.replace(rel, b)
 }
 
+// errRewrite says a transcript cannot be appended to: the log no longer
+// holds what it was rendered from, or the file is no longer the one its
+// stamp was read from. It is rendered whole instead.
+var errRewrite = errors.New("transcript must be rendered whole")
+
+// repairedAction is the lifecycle event a repair of a spore's log records
+// (issue 35's `sporectl repair`): lines before it may have been moved
+// aside, so a transcript that meets it is rendered whole.
+const repairedAction = "repaired"
+
+// extend appends to the transcript have describes the events after its
+// last seq, up to the pass's, in place: it reads the log from the
+// transcript's last event on (which must still be the one its stamp
+// names), renders the new events from the state the stamp keeps, and
+// writes them with the new closing and stamp over the old ones. It
+// returns the stamp written, nil when the log holds nothing new.
+func (d *Dir) extend(ctx context.Context, c *changes, tx state.Tx, s reconcile.SporeHealth, have fileStamp) (*stamp, error) {
+	old := have.s
+	var md bytes.Buffer
+	w := transcript.ContinueMarkdown(&md, old.state())
+	made := old
+	first := true
+	for after := old.lastSeq - 1; after < s.LastSeq; {
+		evs, err := tx.Events(ctx, s.ID, after, d.pageSize())
+		if err != nil {
+			return nil, err
+		}
+		if first {
+			if len(evs) == 0 || evs[0].Seq != old.lastSeq || eventDigest(evs[0]) != old.last {
+				return nil, errRewrite
+			}
+			first, after, evs = false, old.lastSeq, evs[1:]
+			if len(evs) == 0 {
+				continue
+			}
+		}
+		if evs = upTo(evs, s.LastSeq); len(evs) == 0 {
+			break
+		}
+		for _, ev := range evs {
+			if ev.Kind == state.KindLifecycle && ev.Action == repairedAction {
+				return nil, errRewrite
+			}
+		}
+		if err := w.Events(evs); err != nil {
+			return nil, err
+		}
+		last := evs[len(evs)-1]
+		made.lastSeq, made.last, after = last.Seq, eventDigest(last), last.Seq
+	}
+	if made.lastSeq == old.lastSeq {
+		return nil, nil
+	}
+	made.body += int64(md.Len())
+	made.crc = crc32.Update(old.crc, castagnoli, md.Bytes())
+	made.open = w.State().Open
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	md.WriteString(made.String())
+	if err := c.appendAt(transcriptPath(s.ID), old.body, md.Bytes(), have.id); err != nil {
+		if errors.Is(err, errMoved) {
+			return nil, errRewrite
+		}
+		return nil, err
+	}
+	return &made, nil
+}
+
+// upTo is evs without the events after seq last.
+func upTo(evs []state.Event, last uint64) []state.Event {
+	for i, ev := range evs {
+		if ev.Seq > last {
+			return evs[:i]
+		}
+	}
+	return evs
+}
+
 // render reads the spore's log a page at a time, up to the pass's last
-// seq (what fleet.json says), and renders it after its stamp, which it
+// seq (what fleet.json says), and renders it before its stamp, which it
 // returns too.
 func (d *Dir) render(ctx context.Context, tx state.Tx, s reconcile.SporeHealth) ([]byte, stamp, error) {
 	var md bytes.Buffer
 	w := transcript.NewMarkdown(&md, s.ID)
-	var lastSeq uint64
+	made := stamp{format: transcriptFormat, created: createdOf(s.Created), last: "-"}
 	for after := uint64(0); after < s.LastSeq; {
 		evs, err := tx.Events(ctx, s.ID, after, d.pageSize())
 		if err != nil {
 			return nil, stamp{}, err
 		}
-		if len(evs) == 0 {
-			break
-		}
-		for i, ev := range evs {
-			if ev.Seq > s.LastSeq {
-				evs = evs[:i]
-				break
-			}
-		}
-		if len(evs) == 0 {
+		if evs = upTo(evs, s.LastSeq); len(evs) == 0 {
 			break
 		}
 		if err := w.Events(evs); err != nil {
 			return nil, stamp{}, err
 		}
 		last := evs[len(evs)-1]
-		lastSeq, after = last.Seq, last.Seq
+		made.lastSeq, made.last, after = last.Seq, eventDigest(last), last.Seq
 	}
+	if err := w.Flush(); err != nil {
+		return nil, stamp{}, err
+	}
+	made.body = int64(md.Len())
+	made.crc = crc32.Checksum(md.Bytes(), castagnoli)
+	made.open = w.State().Open
 	if err := w.Close(); err != nil {
 		return nil, stamp{}, err
 	}
-	made := stampOf(lastSeq, s.Created)
-	return append([]byte(made.String()), md.Bytes()...), made, nil
+	md.WriteString(made.String())
+	return md.Bytes(), made, nil
 }
 
 // removeDeleted removes the transcripts of spores not in keep. Only files
