@@ -139,7 +139,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read the last ingested lines: %w", err)
 		}
-		got = ingest(ctx, snap.Spores, obs, known, orDefault(ps.IngestDeadline, DefaultIngestDeadline))
+		got = ingest(ctx, snap.Spores, snap.Settings, now, obs, known, orDefault(ps.IngestDeadline, DefaultIngestDeadline))
 		for id, in := range got {
 			if in.problem != "" {
 				o := obs.spores[id]

@@ -15,6 +15,11 @@ const (
 	ReasonBridgeRefused     Reason = "BridgeRefused"   // the way to the bridge refused the call (API server proxy 400/403)
 	ReasonBridgeUnhealthy   Reason = "BridgeUnhealthy" // the bridge answers but cannot append to its log
 	ReasonNoEndpoint        Reason = "NoBridgeEndpoint"
+	// ReasonContractBreach: the bridge's answer broke its contract (too
+	// long, not JSON, a state none of the five, numbers that go back, a
+	// usage no turn can spend); the bridge is the agent's, so nothing
+	// more of that answer is taken (docs/bridge.md).
+	ReasonContractBreach Reason = "ContractBreach"
 )
 
 // Reasons the plan derives.
@@ -34,6 +39,10 @@ const (
 	ReasonBreakerOpen     Reason = "BreakerOpen"
 	ReasonIngestGap       Reason = "IngestGap" // the bridge's numbers skip, repeat or go back
 	ReasonBridgeLogLost   Reason = "BridgeLogLost"
+	// ReasonIngestQuota: the spore stored its daily quota of bytes
+	// (the ingest-quota colony setting); its bridge keeps what waits,
+	// and ingest takes it on the next UTC day.
+	ReasonIngestQuota Reason = "IngestQuota"
 
 	// ReasonOldPodTerminating: desired Running, and its only pod (process
 	// tree) is the previous one going away, as after a sleep and a wake;
