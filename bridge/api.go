@@ -106,8 +106,9 @@ const (
 	MaxLineBytes = 1 << 20
 	// MaxPageLineBytes bounds the lines of one page of events: the bridge
 	// stops gathering a page once it holds this many bytes of lines, but
-	// always serves at least one line.
-	MaxPageLineBytes = 4 << 20
+	// always serves at least one line. Small, so that a page costs its
+	// reader little: a pass asks many bridges at once.
+	MaxPageLineBytes = 1 << 20
 	// MaxEventsAnswerBytes bounds the body of a page of events: its lines
 	// (MaxPageLineBytes, plus the one line that may pass it) and, for each
 	// of up to MaxLimit events, its number, time and keys. The client
@@ -117,8 +118,8 @@ const (
 	// prompts, compact, interrupt, errors): each is a few small fields.
 	MaxAnswerBytes = 64 << 10
 	// maxEventFraming is what one event adds around its line:
-	// {"seq":…,"at":"…","line":…}, with room for blanks.
-	maxEventFraming = 256
+	// {"seq":…,"at":"…","line":…} is under 100 bytes.
+	maxEventFraming = 128
 	// MaxStatusText bounds each text of a status (session id, agent,
 	// error, prompt id) as a pass keeps it; a longer one is cut.
 	MaxStatusText = 256

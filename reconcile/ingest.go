@@ -21,10 +21,13 @@ const DefaultIngestDeadline = 10 * time.Second
 // from one bridge, in lines and in bytes of lines, so a spore with a huge
 // backlog (or a bridge that floods) cannot make one commit, or the pass's
 // memory, unbounded; the rest waits in the bridge's log for the next
-// pass (docs/bridge.md "An untrusted answer").
+// pass (docs/bridge.md "An untrusted answer"). 2 MiB is two of the
+// largest lines, and far more than a turn writes between two passes; a
+// larger bound cost a flooded pass more than 1.5 times a calm one's peak
+// (BenchmarkPassHostileBridge).
 const (
 	maxIngestPerSpore      = 50_000
-	maxIngestBytesPerSpore = 16 << 20
+	maxIngestBytesPerSpore = 2 << 20
 )
 
 // ingested is what a pass fetched from one bridge: agent events to append
@@ -139,6 +142,13 @@ func fetch(ctx context.Context, c BridgeClient, base, last uint64, known json.Ra
 	}
 	for next <= last && len(in.events) < bound.lines {
 		limit := min(bridge.MaxLimit, bound.lines-len(in.events))
+		if len(in.events) > 0 {
+			// Ask for no more lines than the bytes left should hold at
+			// the size seen so far: a page's lines are decoded whole,
+			// and those past the bound would be read for nothing.
+			avg := max(in.bytes/int64(len(in.events)), 1)
+			limit = int(min(int64(limit), (bound.bytes-in.bytes)/avg+1))
+		}
 		page, err := c.Events(ctx, next-1, limit, 0)
 		if err == nil {
 			err = bridge.CheckPage(page, next-1, limit)
