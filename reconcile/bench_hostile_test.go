@@ -31,7 +31,11 @@ import (
 // 50,000 more lines of 740 bytes (37 MB) to give. It reports the pass's
 // peak live heap, sampled, and what it allocated.
 //
-//	go test -run '^$' -bench PassHostileBridge -benchtime 5x -count 3 ./reconcile/
+// Run each variant in a process of its own, so that peak-RSS-MiB is its:
+//
+//	for v in calm hostile; do
+//	  go test -run '^$' -bench "PassHostileBridge/$v\$" -benchtime 5x -count 1 ./reconcile/
+//	done
 func BenchmarkPassHostileBridge(b *testing.B) {
 	for _, hostile := range []bool{false, true} {
 		name := "calm"
