@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -326,4 +327,37 @@ func TestPassNeverShowsABridgesStateRaw(t *testing.T) {
 		require.NotContains(t, e.lastHealth("a"), s)
 	}
 	require.Contains(t, e.lastHealth("a"), "none of starting, idle, working, blocked, backoff")
+}
+
+// A bridge whose page of events is not JSON (a bare, unquoted line) is a
+// breach that status shows, not a failed fetch seen only under -v while
+// the spore shows Healthy and nothing is ingested.
+func TestPassShowsABridgeAnsweringNotJSON(t *testing.T) {
+	e := newEnv(t, "a", "b")
+	e.awake("a", "b")
+	e.rt.BridgeOf("b").Write(`{"n":1}`)
+	h := reconciletest.NewHTTP(e.rt)
+	defer h.Close()
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"state":"idle","last_seq":1,"healthy":true}`)
+	})
+	mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, `{"events":[{"seq":1,"at":"2026-01-01T00:00:00Z","line":not json from the agent}],"last_seq":1}`)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	pass := e.pass()
+	pass.Dial = reconcile.DialHTTP
+	pass.Runtime = func(context.Context, state.Settings) (reconcile.Runtime, error) {
+		return &hostileRuntime{Runtime: h.Runtime(), hostile: map[string]string{"a": srv.URL}}, nil
+	}
+	out, err := pass.Run(context.Background(), reconcile.Options{Heal: true, Deliver: true})
+	require.NoError(t, err)
+	a := health(out, "a")
+	require.Equal(t, reconcile.Suspect, a.Effective)
+	require.Equal(t, reconcile.ReasonContractBreach, a.Observed.Reason)
+	require.Contains(t, e.lastHealth("a"), "an answer that is not JSON")
+	require.Equal(t, reconcile.Healthy, health(out, "b").Effective)
+	require.Equal(t, []uint64{1}, agentSeqs(e.events("b")))
 }
