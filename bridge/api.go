@@ -8,6 +8,17 @@ import (
 // State is what the agent is doing, as the bridge sees it.
 type State string
 
+// Known reports whether s is one of the states the contract names; any
+// other is a contract breach (the bridge is the agent's: its words are
+// checked, never shown raw).
+func (s State) Known() bool {
+	switch s {
+	case StateStarting, StateIdle, StateWorking, StateBlocked, StateBackoff:
+		return true
+	}
+	return false
+}
+
 const (
 	StateStarting State = "starting" // the bridge is opening its log and queue
 	StateIdle     State = "idle"     // nothing to do
@@ -87,4 +98,29 @@ const (
 	MaxLimit     = 5000
 	// MaxWait bounds a long-poll.
 	MaxWait = 60 * time.Second
+
+	// MaxLineBytes bounds one line as the bridge stores and serves it: a
+	// longer line of agent output is stored as a truncation marker
+	// (bridge/eventlog), and a served line longer than this breaks the
+	// contract.
+	MaxLineBytes = 1 << 20
+	// MaxPageLineBytes bounds the lines of one page of events: the bridge
+	// stops gathering a page once it holds this many bytes of lines, but
+	// always serves at least one line. Small, so that a page costs its
+	// reader little: a pass asks many bridges at once.
+	MaxPageLineBytes = 1 << 20
+	// MaxEventsAnswerBytes bounds the body of a page of events: its lines
+	// (MaxPageLineBytes, plus the one line that may pass it) and, for each
+	// of up to MaxLimit events, its number, time and keys. The client
+	// reads no more; a longer answer breaks the contract.
+	MaxEventsAnswerBytes = MaxPageLineBytes + MaxLineBytes + MaxLimit*maxEventFraming
+	// MaxAnswerBytes bounds the body of every other answer (status,
+	// prompts, compact, interrupt, errors): each is a few small fields.
+	MaxAnswerBytes = 64 << 10
+	// maxEventFraming is what one event adds around its line:
+	// {"seq":…,"at":"…","line":…} is under 100 bytes.
+	maxEventFraming = 128
+	// MaxStatusText bounds each text of a status (session id, agent,
+	// error, prompt id) as a pass keeps it; a longer one is cut.
+	MaxStatusText = 256
 )

@@ -80,27 +80,27 @@ var (
 
 // Health is GET /healthz: nil when the bridge serves and can append.
 func (c *Client) Health(ctx context.Context) error {
-	return c.do(ctx, c.timeout, http.MethodGet, "/healthz", nil, nil, nil)
+	return c.do(ctx, c.timeout, http.MethodGet, "/healthz", nil, nil, nil, MaxAnswerBytes)
 }
 
 // Status is GET /v1/status.
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var s Status
-	err := c.do(ctx, c.timeout, http.MethodGet, "/v1/status", nil, nil, &s)
+	err := c.do(ctx, c.timeout, http.MethodGet, "/v1/status", nil, nil, &s, MaxAnswerBytes)
 	return s, err
 }
 
 // Prompt is POST /v1/prompts.
 func (c *Client) Prompt(ctx context.Context, p PromptRequest) (PromptAccepted, error) {
 	var a PromptAccepted
-	err := c.do(ctx, c.timeout, http.MethodPost, "/v1/prompts", nil, p, &a)
+	err := c.do(ctx, c.timeout, http.MethodPost, "/v1/prompts", nil, p, &a, MaxAnswerBytes)
 	return a, err
 }
 
 // PromptState is GET /v1/prompts/{id}.
 func (c *Client) PromptState(ctx context.Context, id string) (PromptState, error) {
 	var s PromptState
-	err := c.do(ctx, c.timeout, http.MethodGet, "/v1/prompts/"+url.PathEscape(id), nil, nil, &s)
+	err := c.do(ctx, c.timeout, http.MethodGet, "/v1/prompts/"+url.PathEscape(id), nil, nil, &s, MaxAnswerBytes)
 	return s, err
 }
 
@@ -115,23 +115,27 @@ func (c *Client) Events(ctx context.Context, after uint64, limit int, wait time.
 		q.Set("wait", wait.String())
 	}
 	var e Events
-	err := c.do(ctx, c.timeout+wait, http.MethodGet, "/v1/events", q, nil, &e)
+	err := c.do(ctx, c.timeout+wait, http.MethodGet, "/v1/events", q, nil, &e, MaxEventsAnswerBytes)
 	return e, err
 }
 
 // Compact is POST /v1/compact: queue /compact on the session.
 func (c *Client) Compact(ctx context.Context) (PromptAccepted, error) {
 	var a PromptAccepted
-	err := c.do(ctx, c.timeout, http.MethodPost, "/v1/compact", nil, struct{}{}, &a)
+	err := c.do(ctx, c.timeout, http.MethodPost, "/v1/compact", nil, struct{}{}, &a, MaxAnswerBytes)
 	return a, err
 }
 
 // Interrupt is POST /v1/interrupt: stop the running turn.
 func (c *Client) Interrupt(ctx context.Context) error {
-	return c.do(ctx, c.timeout, http.MethodPost, "/v1/interrupt", nil, struct{}{}, nil)
+	return c.do(ctx, c.timeout, http.MethodPost, "/v1/interrupt", nil, struct{}{}, nil, MaxAnswerBytes)
 }
 
-func (c *Client) do(ctx context.Context, timeout time.Duration, method, path string, q url.Values, in, out any) error {
+// do makes one call. The answer's body is read up to limit bytes and no
+// further (the route's bound, docs/bridge.md): a longer or malformed
+// answer is a *BreachError, so a hostile bridge costs the caller at most
+// limit bytes per call.
+func (c *Client) do(ctx context.Context, timeout time.Duration, method, path string, q url.Values, in, out any, limit int64) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	u := *c.base
@@ -162,18 +166,23 @@ func (c *Client) do(ctx context.Context, timeout time.Duration, method, path str
 	defer resp.Body.Close()
 	if resp.StatusCode >= 400 {
 		var eb ErrorBody
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswerBytes))
 		if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
 			eb.Error = strings.TrimSpace(string(b))
 		}
 		return fmt.Errorf("bridge %s %s: %w", method, path, &APIError{Status: resp.StatusCode, Message: eb.Error})
 	}
 	if out == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
+		// Drained for the connection's reuse, but only so far.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, limit))
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("bridge %s %s: decode answer: %w", method, path, err)
+	if err := decodeBounded(resp.Body, limit, method+" "+path, out); err != nil {
+		var be *BreachError
+		if errors.As(err, &be) {
+			return be
+		}
+		return fmt.Errorf("bridge %s %s: read answer: %w", method, path, scrub(err, c.token))
 	}
 	return nil
 }

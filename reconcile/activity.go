@@ -3,6 +3,7 @@ package reconcile
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -36,10 +37,35 @@ import (
 // string) counts as nothing; it never fails the ingest. Negative figures
 // count as zero and sums saturate, so no line can make the record
 // invalid.
+//
+// Every agent line also counts its bytes as stored (the ingest quota's
+// measure, docs/bridge.md).
+//
+// The line is the agent's word (its bridge is its own): a result line
+// claiming more than one turn can spend (maxLineTokens of input or of
+// output, maxLineCostMicros) counts its turn but none of its usage, and
+// ingest records it as a contract breach. And every line counts in the
+// hour of the pass that ingests it, not the hour its bridge stamped: a
+// line stamped yesterday is today's spend.
+
+// Bounds of the usage one result line may claim. A line is one turn (one
+// `claude -p` run): however many model calls it makes, each reads at
+// most a context window (1M tokens at most) afresh and writes at most a
+// few tens of thousands; 20M tokens either way is a hundred full-context
+// calls, beyond any real turn, and $2,000 is beyond what they cost at
+// list prices. A forged 9e18 is refused, a real turn never.
+const (
+	maxLineTokens     = 20_000_000
+	maxLineCostMicros = 2_000 * 1_000_000
+)
 
 // lineCounts is what one line adds to its hour.
 type lineCounts struct {
 	turns, tools, in, out, cost int64
+	bytes                       int64 // the line's, as stored
+	// forged says, in words, which usage claim of the line passed its
+	// bound ("" when none); its usage is then not counted.
+	forged string
 }
 
 func (c lineCounts) zero() bool { return c == lineCounts{} }
@@ -70,7 +96,7 @@ type countedLine struct {
 // those fields (malformed JSON, a string, a field of another type)
 // counts as nothing.
 func countLine(line json.RawMessage) lineCounts {
-	var c lineCounts
+	c := lineCounts{bytes: int64(len(line))}
 	if !bytes.Contains(line, markToolUse) && !bytes.Contains(line, markResult) {
 		return c
 	}
@@ -90,6 +116,17 @@ func countLine(line json.RawMessage) lineCounts {
 		c.in = state.AddCount(nonNeg(w.Usage.InputTokens), nonNeg(w.Usage.CacheCreationInputTokens))
 		c.out = nonNeg(w.Usage.OutputTokens)
 		c.cost = micros(w.TotalCostUSD)
+		switch {
+		case c.in > maxLineTokens:
+			c.forged = fmt.Sprintf("claims %d input tokens, over the %d one turn can read", c.in, maxLineTokens)
+		case c.out > maxLineTokens:
+			c.forged = fmt.Sprintf("claims %d output tokens, over the %d one turn can write", c.out, maxLineTokens)
+		case c.cost > maxLineCostMicros:
+			c.forged = fmt.Sprintf("claims a cost of %s, over the %s one turn can cost", state.CostText(c.cost), state.CostText(maxLineCostMicros))
+		}
+		if c.forged != "" {
+			c.in, c.out, c.cost = 0, 0, 0
+		}
 	}
 	return c
 }
@@ -118,10 +155,10 @@ func activityWindow(now time.Time) (first, last time.Time) {
 
 // addActivity adds the agent lines among evs to hs (ascending by hour),
 // each counted by count (nil: countLine), and drops the hours before the
-// window at now. Each line goes to the
-// UTC hour of its time (a line without one, or from the future, to
-// now's hour); a line older than the window is not counted. hs is never
-// modified: when nothing changes it is returned as it is.
+// window at now. Every line goes to now's UTC hour, the hour it is
+// ingested in, whatever time its bridge gave it (the agent's word: a line
+// stamped yesterday would escape today's budget). hs is never modified:
+// when nothing changes it is returned as it is.
 func addActivity(hs []state.HourActivity, evs []state.Event, now time.Time, count func(state.Event) lineCounts) []state.HourActivity {
 	if count == nil {
 		count = func(e state.Event) lineCounts { return countLine(e.Line) }
@@ -150,13 +187,7 @@ func addActivity(hs []state.HourActivity, evs []state.Event, now time.Time, coun
 		if c.zero() {
 			continue
 		}
-		hour := e.At.UTC().Truncate(time.Hour)
-		if e.At.IsZero() || hour.After(last) {
-			hour = last
-		}
-		if hour.Before(first) {
-			continue
-		}
+		hour := last
 		own()
 		i, found := slices.BinarySearchFunc(out, hour, func(h state.HourActivity, t time.Time) int { return h.Hour.Compare(t) })
 		if !found {
@@ -168,6 +199,7 @@ func addActivity(hs []state.HourActivity, evs []state.Event, now time.Time, coun
 		h.InputTokens = state.AddCount(h.InputTokens, c.in)
 		h.OutputTokens = state.AddCount(h.OutputTokens, c.out)
 		h.CostMicros = state.AddCount(h.CostMicros, c.cost)
+		h.StoredBytes = state.AddCount(h.StoredBytes, c.bytes)
 	}
 	if len(out) == 0 {
 		return nil

@@ -59,8 +59,11 @@ func TestPassCountsActivityInTheCommitThatIngests(t *testing.T) {
 			run()
 			sp := read()
 			require.Equal(t, uint64(6), sp.BridgeSeq, "the torn line is ingested like the others")
-			hour := fakeLineHour // the lines' hour, not the pass's
-			require.Equal(t, []state.HourActivity{{Hour: hour, Turns: 2, ToolCalls: 4, InputTokens: 240, OutputTokens: 60, CostMicros: 500_000}}, sp.Activity)
+			// The pass's hour, not the lines' (the bridge's time is the
+			// agent's word); every line's bytes count as stored.
+			hour := now.Truncate(time.Hour)
+			stored := int64(2*len(passTools) + len(passText) + len(passTorn) + 2*len(passResult))
+			require.Equal(t, []state.HourActivity{{Hour: hour, Turns: 2, ToolCalls: 4, InputTokens: 240, OutputTokens: 60, CostMicros: 500_000, StoredBytes: stored}}, sp.Activity)
 
 			// Nothing new: nothing written, the counts as they were.
 			updates := st.Updates.Load()
@@ -68,18 +71,21 @@ func TestPassCountsActivityInTheCommitThatIngests(t *testing.T) {
 			require.Equal(t, updates, st.Updates.Load(), "a pass with nothing ingested writes nothing")
 			require.Equal(t, sp.Activity, read().Activity)
 
-			// Lines of a later hour add an hour; a week later, the old
-			// hour is dropped when new lines come.
-			b.Write(passText) // line 7 at +7s: same hour
+			// A line a day later adds that day's hour; a week later, the
+			// old hours are dropped when new lines come.
+			b.Write(passText)
 			now = now.Add(24 * time.Hour)
 			run()
-			require.Len(t, read().Activity, 1, "a line that counts nothing adds no hour")
-			now = fakeLineHour.Add(time.Duration(state.MaxActivity)*time.Hour + time.Minute)
-			b.Write(passResult) // stamped in the first hour: now too old to count
+			sp = read()
+			require.Len(t, sp.Activity, 2)
+			require.Equal(t, state.HourActivity{Hour: now.Truncate(time.Hour), StoredBytes: int64(len(passText))}, sp.Activity[1])
+			now = now.Add(time.Duration(state.MaxActivity) * time.Hour)
+			b.Write(passResult) // stamped long ago: counted now all the same
 			run()
 			sp = read()
 			require.Equal(t, uint64(8), sp.BridgeSeq)
-			require.Empty(t, sp.Activity, "hours older than the window are dropped, and lines too old are not counted")
+			require.Equal(t, []state.HourActivity{{Hour: now.Truncate(time.Hour), Turns: 1, InputTokens: 120, OutputTokens: 30, CostMicros: 250_000,
+				StoredBytes: int64(len(passResult))}}, sp.Activity, "hours older than the window are dropped")
 		})
 	}
 }

@@ -22,7 +22,19 @@ const (
 		`{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"a.go"}},{"type":"server_tool_use","id":"t2","name":"web_search","input":{}}]}}`
 	toolAnswer = `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"\"result\" and tool_use\" inside"}]}}`
 	textLine   = `{"type":"assistant","message":{"content":[{"type":"text","text":"the \"result\" is tool_use\""}]}}`
+	// forgedResult claims what no turn can spend (issue 35: one such line
+	// put a whole colony over budget for the day).
+	forgedResult = `{"type":"result","subtype":"success","total_cost_usd":0.01,"usage":{"input_tokens":9000000000000000000,"output_tokens":4}}`
 )
+
+// n is the bytes of lines, as stored.
+func n(lines ...string) int64 {
+	var t int64
+	for _, l := range lines {
+		t += int64(len(l))
+	}
+	return t
+}
 
 func TestCountLine(t *testing.T) {
 	for _, tc := range []struct {
@@ -40,11 +52,19 @@ func TestCountLine(t *testing.T) {
 		{"torn result", `{"type":"result","total_cost_usd":0.1,"usage":{"input`, lineCounts{}},
 		{"a plain string", `"type result tool_use\""`, lineCounts{}},
 		{"negative figures count as zero", `{"type":"result","total_cost_usd":-3,"usage":{"input_tokens":-5,"output_tokens":-1}}`, lineCounts{turns: 1}},
-		{"a huge cost saturates", `{"type":"result","total_cost_usd":1e300,"usage":{"input_tokens":9223372036854775807,"cache_creation_input_tokens":5}}`,
-			lineCounts{turns: 1, in: math.MaxInt64, cost: math.MaxInt64}},
+		{"a usage no turn can spend counts none", `{"type":"result","total_cost_usd":1e300,"usage":{"input_tokens":9223372036854775807,"cache_creation_input_tokens":5}}`,
+			lineCounts{turns: 1, forged: "claims 9223372036854775807 input tokens, over the 20000000 one turn can read"}},
+		{"a forged 9e18 tokens", forgedResult, lineCounts{turns: 1, forged: "claims 9000000000000000000 input tokens, over the 20000000 one turn can read"}},
+		{"output over a turn's bound", `{"type":"result","usage":{"output_tokens":20000001}}`,
+			lineCounts{turns: 1, forged: "claims 20000001 output tokens, over the 20000000 one turn can write"}},
+		{"cost over a turn's bound", `{"type":"result","total_cost_usd":2000.01}`,
+			lineCounts{turns: 1, forged: "claims a cost of $2000.01, over the $2000.00 one turn can cost"}},
+		{"at the bounds counts", `{"type":"result","total_cost_usd":2000,"usage":{"input_tokens":20000000,"output_tokens":20000000}}`,
+			lineCounts{turns: 1, in: 20_000_000, out: 20_000_000, cost: 2_000_000_000}},
 		{"result without usage", `{"type":"result","subtype":"success"}`, lineCounts{turns: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.want.bytes = int64(len(tc.line)) // every line counts its bytes
 			if d := cmp.Diff(tc.want, countLine(json.RawMessage(tc.line)), cmp.AllowUnexported(lineCounts{})); d != "" {
 				t.Errorf("countLine(%s) (-want +got):\n%s", tc.line, d)
 			}
@@ -66,42 +86,43 @@ func TestAddActivity(t *testing.T) {
 		want []state.HourActivity
 	}{
 		{"nothing in, nothing out", nil, nil, nil},
-		{"lines that count nothing change nothing", []state.HourActivity{{Hour: h(1), Turns: 1}},
-			[]state.Event{line(now, textLine), line(now, toolAnswer)}, []state.HourActivity{{Hour: h(1), Turns: 1}}},
-		{"bucketed by each line's UTC hour, ascending",
+		{"lines that count nothing still count their bytes", []state.HourActivity{{Hour: h(1), Turns: 1}},
+			[]state.Event{line(now, textLine), line(now, toolAnswer)},
+			[]state.HourActivity{{Hour: h(1), Turns: 1}, {Hour: h(0), StoredBytes: n(textLine, toolAnswer)}}},
+		{"every line in the hour it is ingested, whatever its time",
 			nil,
 			[]state.Event{
 				line(h(2).Add(59*time.Minute), twoTools),
-				line(h(1).In(time.FixedZone("X", 5*3600)), resultLine), // the same instant in another zone
-				line(h(2).Add(time.Minute), resultLine),
+				line(h(1).In(time.FixedZone("X", 5*3600)), resultLine),
+				line(h(30), resultLine), // stamped yesterday: today's spend
 				line(h(0).Add(time.Second), twoTools),
 			},
 			[]state.HourActivity{
-				{Hour: h(2), Turns: 1, ToolCalls: 2, InputTokens: 250, OutputTokens: 4, CostMicros: 1300},
-				{Hour: h(1), Turns: 1, InputTokens: 250, OutputTokens: 4, CostMicros: 1300},
-				{Hour: h(0), ToolCalls: 2},
+				{Hour: h(0), Turns: 2, ToolCalls: 4, InputTokens: 500, OutputTokens: 8, CostMicros: 2600, StoredBytes: n(twoTools, resultLine, resultLine, twoTools)},
 			}},
-		{"added to the hours there, inserted between",
-			[]state.HourActivity{{Hour: h(5), Turns: 2}, {Hour: h(1), ToolCalls: 3}},
-			[]state.Event{line(h(1), twoTools), line(h(3), errorResult), line(h(1), resultLine)},
+		{"added to now's hour, the others kept",
+			[]state.HourActivity{{Hour: h(5), Turns: 2}, {Hour: h(0), ToolCalls: 3, StoredBytes: 10}},
+			[]state.Event{line(h(1), twoTools), line(h(3), errorResult)},
 			[]state.HourActivity{
 				{Hour: h(5), Turns: 2},
-				{Hour: h(3), Turns: 1, InputTokens: 10, OutputTokens: 1, CostMicros: 500_000},
-				{Hour: h(1), Turns: 1, ToolCalls: 5, InputTokens: 250, OutputTokens: 4, CostMicros: 1300},
+				{Hour: h(0), Turns: 1, ToolCalls: 5, InputTokens: 10, OutputTokens: 1, CostMicros: 500_000, StoredBytes: 10 + n(twoTools, errorResult)},
 			}},
-		{"hours older than 7 days are dropped, lines too",
+		{"hours older than 7 days are dropped",
 			[]state.HourActivity{{Hour: h(200), Turns: 9}, {Hour: h(state.MaxActivity), Turns: 8}, {Hour: h(state.MaxActivity - 1), Turns: 7}},
-			[]state.Event{line(h(state.MaxActivity), resultLine), line(h(300), twoTools), line(h(0), twoTools)},
-			[]state.HourActivity{{Hour: h(state.MaxActivity - 1), Turns: 7}, {Hour: h(0), ToolCalls: 2}}},
-		{"every hour too old: none left", []state.HourActivity{{Hour: h(500), Turns: 1}}, []state.Event{line(now, textLine)}, nil},
-		{"no time, or a future one, is now's hour", nil,
+			[]state.Event{line(h(300), twoTools)},
+			[]state.HourActivity{{Hour: h(state.MaxActivity - 1), Turns: 7}, {Hour: h(0), ToolCalls: 2, StoredBytes: n(twoTools)}}},
+		{"every hour too old, no line: none left", []state.HourActivity{{Hour: h(500), Turns: 1}}, nil, nil},
+		{"no time, or a future one, is now's hour too", nil,
 			[]state.Event{line(time.Time{}, twoTools), line(now.Add(30*24*time.Hour), twoTools)},
-			[]state.HourActivity{{Hour: h(0), ToolCalls: 4}}},
+			[]state.HourActivity{{Hour: h(0), ToolCalls: 4, StoredBytes: n(twoTools, twoTools)}}},
 		{"only agent lines count", nil,
 			[]state.Event{{Kind: state.KindPrompt, At: now, Text: resultLine}, {Kind: state.KindLifecycle, At: now, Line: json.RawMessage(resultLine)}}, nil},
 		{"sums saturate", []state.HourActivity{{Hour: h(0), CostMicros: math.MaxInt64 - 1}},
 			[]state.Event{line(now, resultLine)},
-			[]state.HourActivity{{Hour: h(0), Turns: 1, InputTokens: 250, OutputTokens: 4, CostMicros: math.MaxInt64}}},
+			[]state.HourActivity{{Hour: h(0), Turns: 1, InputTokens: 250, OutputTokens: 4, CostMicros: math.MaxInt64, StoredBytes: n(resultLine)}}},
+		{"a forged usage counts its turn and bytes, no spend", nil,
+			[]state.Event{line(now, forgedResult)},
+			[]state.HourActivity{{Hour: h(0), Turns: 1, StoredBytes: n(forgedResult)}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var before []state.HourActivity
@@ -181,8 +202,9 @@ func TestIngestedCountOf(t *testing.T) {
 	require(lineCounts{tools: 7}, state.Event{BridgeSeq: 11, Line: json.RawMessage(textLine)})
 	require(lineCounts{turns: 1}, state.Event{BridgeSeq: 12, Line: json.RawMessage(textLine)})
 	// Outside what was fetched: counted from the line.
-	require(lineCounts{tools: 2}, state.Event{BridgeSeq: 13, Line: json.RawMessage(twoTools)})
-	require(lineCounts{tools: 2}, state.Event{BridgeSeq: 10, Line: json.RawMessage(twoTools)})
+	two := lineCounts{tools: 2, bytes: n(twoTools)}
+	require(two, state.Event{BridgeSeq: 13, Line: json.RawMessage(twoTools)})
+	require(two, state.Event{BridgeSeq: 10, Line: json.RawMessage(twoTools)})
 	in = nil
-	require(lineCounts{tools: 2}, state.Event{BridgeSeq: 1, Line: json.RawMessage(twoTools)})
+	require(two, state.Event{BridgeSeq: 1, Line: json.RawMessage(twoTools)})
 }

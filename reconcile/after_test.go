@@ -53,5 +53,6 @@ func TestAfterThePass(t *testing.T) {
 		})
 	}
 	hs := plan(5, BridgeUp, 9, lines).Activity(now)
-	require.Equal(t, state.HourActivity{Hour: hour, Turns: 2, InputTokens: 13, OutputTokens: 4, CostMicros: 500_000}, hs[0])
+	require.Equal(t, state.HourActivity{Hour: hour, Turns: 2, InputTokens: 13, OutputTokens: 4, CostMicros: 500_000,
+		StoredBytes: int64(len(result) + len(`"text"`))}, hs[0])
 }

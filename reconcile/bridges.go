@@ -2,9 +2,12 @@ package reconcile
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/transcript"
 )
 
 // BridgeClient is what a pass asks of one bridge. *bridge.Client
@@ -24,3 +27,31 @@ func DialHTTP(ep BridgeEndpoint) (BridgeClient, error) {
 }
 
 var _ BridgeClient = (*bridge.Client)(nil)
+
+// statusText is a text of a bridge's status as a pass keeps it: the
+// bridge is the agent's, so it is cut to bridge.MaxStatusText bytes and
+// every control character, ANSI escape and bidirectional override in it
+// is written visibly (an ESC as \x1b), never passed on raw.
+func statusText(s string) string {
+	if len(s) > bridge.MaxStatusText {
+		s = strings.ToValidUTF8(s[:bridge.MaxStatusText], "") + "…"
+	}
+	return transcript.Sanitize(s)
+}
+
+// maxBreachText bounds the words kept of a breach.
+const maxBreachText = 512
+
+// breachText says how err broke the bridge's contract, "" when it is no
+// breach: sporectl's words, bounded and sanitised all the same.
+func breachText(err error) string {
+	var be *bridge.BreachError
+	if !errors.As(err, &be) {
+		return ""
+	}
+	s := be.Route + ": " + be.What
+	if len(s) > maxBreachText {
+		s = strings.ToValidUTF8(s[:maxBreachText], "") + "…"
+	}
+	return transcript.Sanitize(s)
+}

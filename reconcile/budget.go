@@ -35,16 +35,13 @@ type Spends struct {
 // set anywhere (the cost of a fleet without budgets is this scan).
 func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) Spends {
 	var out Spends
-	day := state.Day(now)
 	colonyBudget := func(c string) bool { return !snap.Settings.Colony(c).Budget.IsZero() }
 	of := func(sp state.Spore) state.Spend {
 		s := state.SpendOn(sp.Activity, now)
 		if in := got[sp.ID]; in != nil {
-			for i, c := range in.counts {
-				// The hour the commit counts the line in (addActivity).
-				if at := in.events[i].At; !at.IsZero() && !at.After(now) && !state.Day(at).Equal(day) {
-					continue
-				}
+			// The commit counts every line in the hour of this pass
+			// (addActivity), whatever its bridge stamped it: today's.
+			for _, c := range in.counts {
 				s = s.Add(state.Spend{Tokens: state.AddCount(c.in, c.out), CostMicros: c.cost})
 			}
 		}

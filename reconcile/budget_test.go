@@ -126,13 +126,14 @@ func TestCountSpendsIncludesThisPassAndSkipsFleetsWithoutBudgets(t *testing.T) {
 		"b": {counts: []lineCounts{{in: 1}}, events: []state.Event{{}}},
 	}
 	s := countSpends(&Snapshot{Spores: []state.Spore{a, b}, All: []state.Spore{a, b}}, got, now)
-	require.Equal(t, map[string]state.Spend{"a": {Tokens: 7, CostMicros: 9}}, s.Spore, "only a spore with a budget is counted, only today's lines")
+	require.Equal(t, map[string]state.Spend{"a": {Tokens: 1007, CostMicros: 9}}, s.Spore,
+		"only a spore with a budget is counted, and every line it ingests is today's, a line stamped yesterday too")
 	require.Nil(t, s.Colony)
 	none := countSpends(&Snapshot{Spores: []state.Spore{b}, All: []state.Spore{a, b}}, got, now)
 	require.Nil(t, none.Spore)
 	lab := state.Settings{}.WithColony("lab", state.ColonySettings{Budget: state.Budget{TokensPerDay: 100}})
 	s = countSpends(&Snapshot{Settings: lab, Spores: []state.Spore{b}, All: []state.Spore{a, b}}, got, now)
-	require.Equal(t, state.Spend{Tokens: 8, CostMicros: 9}, s.Colony["lab"], "every spore of the colony, covered or not")
+	require.Equal(t, state.Spend{Tokens: 1008, CostMicros: 9}, s.Colony["lab"], "every spore of the colony, covered or not")
 	require.Equal(t, state.Spend{Tokens: 1}, s.Spore["b"])
 }
 

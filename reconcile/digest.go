@@ -24,6 +24,7 @@ func (h *SporeHealth) AddTo(d *digest.Digest) {
 	d.Str(string(o.LastTermination))
 	d.Bool(o.Exited)
 	d.Str(string(o.BridgeProblem))
+	d.Str(o.Breach)
 	d.Uint(o.BridgeLastSeq)
 	d.Int(int64(o.Queue))
 	d.Str(o.SessionID)

@@ -107,6 +107,10 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 		switch {
 		case o.BridgeProblem == ReasonBridgeUnhealthy:
 			return v(Suspect, ReasonBridgeUnhealthy, "the bridge cannot append to its log")
+		case o.Ingest == ReasonContractBreach:
+			return v(Suspect, ReasonContractBreach, "the bridge broke its contract: nothing from the breach on is ingested")
+		case o.Ingest == ReasonIngestQuota:
+			return v(Suspect, ReasonIngestQuota, "it stored its daily quota of bytes: nothing more is stored today")
 		case o.Ingest == ReasonBridgeLogLost:
 			return v(Suspect, ReasonBridgeLogLost, "the bridge's log is behind the store's: its home lost lines the store keeps")
 		case o.Ingest != "":
@@ -118,6 +122,15 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 		}
 		return v(Healthy, "", "")
 	case BridgeDown:
+		if o.BridgeProblem == ReasonContractBreach {
+			// It answered, but broke the contract: what it said is not
+			// taken, and that is the telling part.
+			text := "the bridge broke its contract"
+			if o.Breach != "" {
+				text += ": " + o.Breach
+			}
+			return v(Suspect, ReasonContractBreach, text)
+		}
 		if o.LastTermination != "" {
 			// Came back after a crash and not answering yet: the crash is
 			// the telling part.

@@ -61,6 +61,9 @@ func TestHealth(t *testing.T) {
 		{"old OOM, running fine", state.Running, with(up, func(o *Observed) { o.LastTermination = ReasonOOMKilled }), false, Healthy, "", ""},
 		{"agent keeps dying", state.Running, with(up, func(o *Observed) { o.Activity = bridge.StateBackoff }), false, Suspect, ReasonAgentBackoff, "the agent keeps dying; the bridge is backing off"},
 		{"ingest gap", state.Running, with(up, func(o *Observed) { o.Ingest = ReasonIngestGap }), false, Suspect, ReasonIngestGap, "the bridge's line numbers do not follow on from the store's"},
+		{"a page that broke the contract", state.Running, with(up, func(o *Observed) { o.Ingest = ReasonContractBreach }), false, Suspect, ReasonContractBreach, "the bridge broke its contract: nothing from the breach on is ingested"},
+		{"over the ingest quota", state.Running, with(up, func(o *Observed) { o.Ingest = ReasonIngestQuota }), false, Suspect, ReasonIngestQuota, "it stored its daily quota of bytes: nothing more is stored today"},
+		{"a status that broke the contract", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1, BridgeProblem: ReasonContractBreach, Breach: "GET /v1/status: a state of 9 bytes", LastTermination: ReasonExited}, false, Suspect, ReasonContractBreach, "the bridge broke its contract: GET /v1/status: a state of 9 bytes"},
 		{"bridge log lost", state.Running, with(up, func(o *Observed) { o.Ingest = ReasonBridgeLogLost }), false, Suspect, ReasonBridgeLogLost, "the bridge's log is behind the store's: its home lost lines the store keeps"},
 	}
 	for _, c := range cases {

@@ -102,15 +102,21 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 	var mu sync.Mutex
 	forEach(ctx, toAsk, bridgeWorkers, func(id string) {
 		c, st, err := askBridge(ctx, rt, dial, eps, id)
+		if err == nil {
+			err = bridge.CheckStatus(st)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		o := out.spores[id]
 		if err != nil {
+			// A bridge that broke its contract is not asked for lines nor
+			// given prompts this pass: it is Down to the pass, with why.
 			o.Bridge, o.BridgeErr = BridgeDown, err
 			o.BridgeProblem = bridgeProblem(err)
+			o.Breach = breachText(err)
 		} else {
 			o.Bridge, o.Activity = BridgeUp, st.State
-			o.BridgeLastSeq, o.Queue, o.SessionID = st.LastSeq, st.Queue, st.SessionID
+			o.BridgeLastSeq, o.Queue, o.SessionID = st.LastSeq, max(st.Queue, 0), statusText(st.SessionID)
 			if !st.Healthy {
 				o.BridgeProblem = ReasonBridgeUnhealthy
 			}
@@ -137,7 +143,10 @@ func exitMessage(tail string) string {
 func bridgeProblem(err error) Reason {
 	var ae *bridge.APIError
 	var ne *noEndpointError
+	var be *bridge.BreachError
 	switch {
+	case errors.As(err, &be):
+		return ReasonContractBreach
 	case errors.As(err, &ne):
 		return ReasonNoEndpoint
 	case errors.As(err, &ae) && (ae.Status == http.StatusBadRequest || ae.Status == http.StatusForbidden):

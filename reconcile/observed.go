@@ -66,6 +66,10 @@ type Observed struct {
 	// BridgeProblem says why the bridge is not Up, or what ails it while
 	// Up (BridgeUnhealthy: it cannot append to its log).
 	BridgeProblem Reason `json:"-"`
+	// Breach says, in words of sporectl's (never the bridge's text), how
+	// the bridge broke its contract when BridgeProblem or Ingest is
+	// ContractBreach; "" otherwise.
+	Breach string `json:"-"`
 	// BridgeErr is the error of the bridge call, for -v; never shown to
 	// spores and never stored.
 	BridgeErr error `json:"-"`
@@ -106,6 +110,8 @@ func (o *Observed) display() {
 		o.Reason = o.BridgeProblem
 	case o.Bridge == BridgeUp && o.Ingest != "":
 		o.Reason = o.Ingest
+	case o.BridgeProblem == ReasonContractBreach:
+		o.Reason = o.BridgeProblem
 	case o.LastTermination != "":
 		o.Reason = o.LastTermination
 	default:

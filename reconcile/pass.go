@@ -148,7 +148,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 		for id, text := range damage {
 			ps.logger().Info("spore's stored data is damaged: judged alone", "spore", id, "damage", text)
 		}
-		got = ingest(ctx, snap.Spores, obs, known, orDefault(ps.IngestDeadline, DefaultIngestDeadline))
+		got = ingest(ctx, snap.Spores, snap.Settings, now, obs, known, orDefault(ps.IngestDeadline, DefaultIngestDeadline))
 		for id, in := range got {
 			if in.problem != "" {
 				o := obs.spores[id]

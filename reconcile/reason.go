@@ -17,6 +17,11 @@ const (
 	ReasonBridgeRefused     Reason = "BridgeRefused"   // the way to the bridge refused the call (API server proxy 400/403)
 	ReasonBridgeUnhealthy   Reason = "BridgeUnhealthy" // the bridge answers but cannot append to its log
 	ReasonNoEndpoint        Reason = "NoBridgeEndpoint"
+	// ReasonContractBreach: the bridge's answer broke its contract (too
+	// long, not JSON, a state none of the five, numbers that go back, a
+	// usage no turn can spend); the bridge is the agent's, so nothing
+	// more of that answer is taken (docs/bridge.md).
+	ReasonContractBreach Reason = "ContractBreach"
 )
 
 // Reasons the plan derives.
@@ -41,6 +46,10 @@ const (
 	// and the pass goes on for every other spore; `sporectl repair` sets
 	// the damage aside, `sporectl check` names it.
 	ReasonStoreDamage Reason = state.ReasonStoreDamage
+	// ReasonIngestQuota: the spore stored its daily quota of bytes
+	// (the ingest-quota colony setting); its bridge keeps what waits,
+	// and ingest takes it on the next UTC day.
+	ReasonIngestQuota Reason = "IngestQuota"
 
 	// ReasonOldPodTerminating: desired Running, and its only pod (process
 	// tree) is the previous one going away, as after a sleep and a wake;

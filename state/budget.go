@@ -96,6 +96,23 @@ func SpendOn(activity []HourActivity, now time.Time) Spend {
 	return s
 }
 
+// StoredOn is the bytes of agent lines activity records as stored on the
+// UTC day that holds now (the ingest quota's measure).
+func StoredOn(activity []HourActivity, now time.Time) int64 {
+	day := Day(now)
+	var n int64
+	for i := len(activity) - 1; i >= 0; i-- {
+		a := activity[i]
+		if a.Hour.Before(day) {
+			break
+		}
+		if a.Hour.Sub(day) < 24*time.Hour {
+			n = AddCount(n, a.StoredBytes)
+		}
+	}
+	return n
+}
+
 // ParseCost reads a cost in US dollars ("0.50", "2") as micros; field
 // names where it came from.
 func ParseCost(field, s string) (int64, error) {

@@ -157,6 +157,38 @@ func ValidateOperators(ops []OperatorToken) error {
 	return nil
 }
 
+// The ingest quota: how many bytes of agent lines a spore may have stored
+// per UTC day (docs/bridge.md "An untrusted answer"). A spore's bridge is
+// its agent's, so without it one spore could grow the store without end;
+// over it the spore is Suspect (IngestQuota) and its bridge keeps what
+// waits until the next day. A colony sets it (ColonySettings
+// IngestQuotaMiB, `colony set --ingest-quota`); 0 is the default.
+const (
+	DefaultIngestQuotaMiB = 64
+	// MaxIngestQuotaMiB (1 TiB a day) keeps the quota in bytes far from
+	// overflow.
+	MaxIngestQuotaMiB = 1 << 20
+)
+
+// IngestQuotaOf is sp's ingest quota in bytes per day: its colony's, else
+// the default.
+func IngestQuotaOf(sp Spore, s Settings) int64 {
+	mib := s.Colony(sp.Colony).IngestQuotaMiB
+	if mib <= 0 {
+		mib = DefaultIngestQuotaMiB
+	}
+	return mib << 20
+}
+
+// ValidateIngestQuota refuses a quota below 0 (0: the default) or above
+// MaxIngestQuotaMiB; field names the setting.
+func ValidateIngestQuota(field string, mib int64) error {
+	if mib < 0 || mib > MaxIngestQuotaMiB {
+		return &InvalidError{Field: field, Value: fmt.Sprint(mib), Reason: fmt.Sprintf("must be 0 (the default, %d MiB) to %d MiB a day", DefaultIngestQuotaMiB, MaxIngestQuotaMiB)}
+	}
+	return nil
+}
+
 // Defaults of a spore's spec and of the storage class of its home. A new
 // store takes them into its settings (init's flag defaults), so a spore
 // gets them from there; the kube runtime falls back to them only for a

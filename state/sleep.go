@@ -88,6 +88,10 @@ type ColonySettings struct {
 	// Budget is the daily limit on what the colony's spores spend
 	// together (docs/budgets.md); zero: none.
 	Budget Budget `json:"budget,omitzero"`
+	// IngestQuotaMiB is how many MiB of agent lines each spore of the
+	// colony may have stored per UTC day (docs/bridge.md); 0: the
+	// default, DefaultIngestQuotaMiB.
+	IngestQuotaMiB int64 `json:"ingest_quota_mib,omitempty"`
 	// Pod is the colony's pod options (docs/runtimes.md "Pod options"):
 	// every spore of the colony gets them at its next start, over the
 	// store's default and under the spore's own. Nil: none.
@@ -96,13 +100,13 @@ type ColonySettings struct {
 
 // IsZero reports whether c sets nothing (WithColony drops such a colony).
 func (c ColonySettings) IsZero() bool {
-	return c.SleepAfter == 0 && !c.WakeOnMessage && c.Budget.IsZero() && c.Pod.IsZero()
+	return c.SleepAfter == 0 && !c.WakeOnMessage && c.Budget.IsZero() && c.IngestQuotaMiB == 0 && c.Pod.IsZero()
 }
 
 // Equal reports whether c and o say the same. Pod options compare by
 // what they set: none and an empty set are the same.
 func (c ColonySettings) Equal(o ColonySettings) bool {
-	if c.SleepAfter != o.SleepAfter || c.WakeOnMessage != o.WakeOnMessage || c.Budget != o.Budget {
+	if c.SleepAfter != o.SleepAfter || c.WakeOnMessage != o.WakeOnMessage || c.Budget != o.Budget || c.IngestQuotaMiB != o.IngestQuotaMiB {
 		return false
 	}
 	if c.Pod.IsZero() || o.Pod.IsZero() {
@@ -161,6 +165,9 @@ func ValidateColonies(cs ColonyList) error {
 			return err
 		}
 		if err := ValidateBudget("colonies."+name+".budget", cs[name].Budget); err != nil {
+			return err
+		}
+		if err := ValidateIngestQuota("colonies."+name+".ingest_quota_mib", cs[name].IngestQuotaMiB); err != nil {
 			return err
 		}
 		if err := cs[name].Pod.Validate("colonies." + name + ".pod"); err != nil {

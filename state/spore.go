@@ -247,6 +247,9 @@ type HourActivity struct {
 	// CostMicros is the cost the agent reported, in millionths of a US
 	// dollar.
 	CostMicros int64 `json:"cost_micros,omitempty"`
+	// StoredBytes are the bytes of agent lines stored in the hour: what
+	// the ingest quota (IngestQuotaOf) counts.
+	StoredBytes int64 `json:"stored_bytes,omitempty"`
 }
 
 // Incident is one raised incident: its key (what identifies it, such
@@ -379,7 +382,7 @@ func validateActivity(hs []HourActivity) error {
 		if i > 0 && !hs[i-1].Hour.Before(h.Hour) {
 			return &InvalidError{Field: "activity hour", Value: v, Reason: "must be after the hour before it"}
 		}
-		if h.Turns < 0 || h.ToolCalls < 0 || h.InputTokens < 0 || h.OutputTokens < 0 || h.CostMicros < 0 {
+		if h.Turns < 0 || h.ToolCalls < 0 || h.InputTokens < 0 || h.OutputTokens < 0 || h.CostMicros < 0 || h.StoredBytes < 0 {
 			return &InvalidError{Field: "activity", Value: v, Reason: "counts must not be negative"}
 		}
 	}

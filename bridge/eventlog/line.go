@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/sporectl/sporectl/bridge"
 )
 
-// MaxLine is the largest line stored as it came. A longer line is replaced
-// by a truncation marker (see Truncated), so one runaway tool output can
-// neither exhaust memory nor make a page of events unservable.
-const MaxLine = 1 << 20
+// MaxLine is the largest line stored as it came, the contract's
+// bridge.MaxLineBytes. A longer line (or one whose JSON string form is
+// longer) is replaced by a truncation marker (see Truncated), so one
+// runaway tool output can neither exhaust memory nor make a page of events
+// unservable, and no line served breaks the contract.
+const MaxLine = bridge.MaxLineBytes
 
 // TruncatedHead is how much of an oversized line the marker keeps.
 const TruncatedHead = 4 << 10
@@ -27,7 +31,11 @@ func Normalize(raw []byte) json.RawMessage {
 	if utf8.Valid(raw) && json.Valid(raw) && bytes.IndexByte(raw, '\n') < 0 {
 		return append(json.RawMessage(nil), raw...)
 	}
-	return quote(raw)
+	// Escapes can make the string form up to six times the line.
+	if q := quote(raw); len(q) <= MaxLine {
+		return q
+	}
+	return Truncated(raw[:min(len(raw), TruncatedHead)], len(raw))
 }
 
 // Truncated is the marker stored in place of a line of total bytes, of

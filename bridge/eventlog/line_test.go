@@ -47,6 +47,16 @@ func TestNormalize(t *testing.T) {
 		require.Equal(t, len(big), m.OriginalBytes)
 		require.True(t, strings.HasPrefix(big, m.Head))
 	})
+	t.Run("a line whose string form passes the bound is truncated", func(t *testing.T) {
+		// Under MaxLine as it came, but every control byte is six in its
+		// JSON string form: served whole, it would break the contract.
+		raw := strings.Repeat("\x01", MaxLine/2)
+		got := Normalize([]byte(raw))
+		require.LessOrEqual(t, len(got), MaxLine)
+		var m struct{ Subtype string }
+		require.NoError(t, json.Unmarshal(got, &m))
+		require.Equal(t, "line_truncated", m.Subtype)
+	})
 }
 
 func FuzzNormalize(f *testing.F) {

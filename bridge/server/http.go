@@ -18,8 +18,9 @@ import (
 	"github.com/sporectl/sporectl/strictjson"
 )
 
-// maxEventsBytes bounds the lines of one page of events.
-const maxEventsBytes = 4 << 20
+// maxEventsBytes bounds the lines of one page of events (the contract's
+// bound, which the client holds a page to).
+const maxEventsBytes = bridge.MaxPageLineBytes
 
 // maxIDBytes bounds prompt ids and senders.
 const maxIDBytes = 256
@@ -314,7 +315,11 @@ func decode(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	// A line goes out as it is stored: escaping <, > and & would make it
+	// longer than the contract's bound (bridge.MaxLineBytes).
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
 }
 
 func writeError(w http.ResponseWriter, status int, format string, args ...any) {

@@ -33,6 +33,9 @@ type colonySetOptions struct {
 	// (micros), each changed only when given.
 	BudgetTokens int64
 	BudgetCost   int64
+	// IngestQuotaMiB is --ingest-quota: the MiB of agent lines each spore
+	// may have stored per UTC day (0: the default).
+	IngestQuotaMiB int64
 	// Pod sets the colony's pod options (docs/runtimes.md "Pod options"):
 	// each flag given replaces its field, an empty value removes it.
 	Pod podFlags
@@ -46,7 +49,7 @@ func newCmdColonySet(f *Factory, runF func(context.Context, *colonySetOptions) e
 	o := &colonySetOptions{f: f}
 	var sleepAfter, cost string
 	cmd := &cobra.Command{
-		Use:   "set NAME [--sleep-after D] [--wake-on-message[=false]] [--budget-tokens N] [--budget-cost USD] [pod option flags]",
+		Use:   "set NAME [--sleep-after D] [--wake-on-message[=false]] [--budget-tokens N] [--budget-cost USD] [--ingest-quota MiB] [pod option flags]",
 		Short: "Change a colony's idle-sleep settings, budget and pod options (only the flags given)",
 		Long: `Change the settings of colony NAME that the flags give; the others are kept.
 --sleep-after D puts its awake spores to sleep after D idle (no turn running,
@@ -56,6 +59,9 @@ spore of the colony that idle put to sleep, without --wake; one a person put
 to sleep still needs --wake. The [arch] mycologist is always on. See
 docs/sleep.md. --budget-tokens and --budget-cost are the daily budget of all
 the colony's spores together, over the UTC day (0: no limit; docs/budgets.md).
+--ingest-quota MiB is how much of its agent's lines each spore of the colony
+may have stored per UTC day (0: the default, 64; docs/bridge.md); over it the
+spore is Suspect (IngestQuota) and its bridge keeps the rest until the next day.
 The pod option flags (--runtime-class, --node-selector, --toleration,
 --env-from-secret, --label, --annotation; kube) set the options every spore
 of the colony gets on its pod at its next start, over the store's default
@@ -70,8 +76,11 @@ field, an empty value (--label '') removes it (docs/runtimes.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name, o.changed = args[0], cmd.Flags().Changed
 			if !o.changed("sleep-after") && !o.changed("wake-on-message") && !o.changed("budget-tokens") && !o.changed("budget-cost") &&
-				len(o.Pod.given(o.changed)) == 0 {
-				return usageErrorf("%s: give --sleep-after, --wake-on-message, --budget-tokens, --budget-cost or a pod option flag (nothing to change)", cmd.CommandPath())
+				!o.changed("ingest-quota") && len(o.Pod.given(o.changed)) == 0 {
+				return usageErrorf("%s: give --sleep-after, --wake-on-message, --budget-tokens, --budget-cost, --ingest-quota or a pod option flag (nothing to change)", cmd.CommandPath())
+			}
+			if err := state.ValidateIngestQuota("--ingest-quota", o.IngestQuotaMiB); err != nil {
+				return usageErrorf("%v", err)
 			}
 			// Checked before anything is read: a bad value is a usage error.
 			if _, err := o.Pod.onto(nil, o.changed, true); err != nil {
@@ -100,6 +109,7 @@ field, an empty value (--label '') removes it (docs/runtimes.md).`,
 	fl.BoolVar(&o.WakeOnMessage, "wake-on-message", false, "a message wakes a spore that idle put to sleep")
 	fl.Int64Var(&o.BudgetTokens, "budget-tokens", 0, "the colony's daily budget of tokens, all its spores together (0: none)")
 	fl.StringVar(&cost, "budget-cost", "0", "the colony's daily budget of cost in US dollars, e.g. 20 (0: none)")
+	fl.Int64Var(&o.IngestQuotaMiB, "ingest-quota", 0, "MiB of agent lines each spore may have stored per UTC day (0: the default, 64)")
 	o.Pod.register(fl)
 	return cmd
 }
@@ -129,6 +139,9 @@ func (o *colonySetOptions) run(ctx context.Context) error {
 		}
 		if o.changed("budget-cost") {
 			c.Budget.CostPerDayMicros = o.BudgetCost
+		}
+		if o.changed("ingest-quota") {
+			c.IngestQuotaMiB = o.IngestQuotaMiB
 		}
 		if c.Pod, err = o.Pod.onto(c.Pod, o.changed, true); err != nil {
 			return err

@@ -106,3 +106,22 @@ func TestColonyListShowsBudgetSpendAndPodOptions(t *testing.T) {
 		require.Equal(t, &state.PodOptions{Labels: map[string]string{"team": "lab"}}, settings().Colony("lab").Pod, "%v: nothing written", args)
 	}
 }
+
+// colony set --ingest-quota sets the MiB each spore of the colony may
+// have stored per day; a value out of bounds is exit 2 naming the flag.
+func TestColonySetIngestQuota(t *testing.T) {
+	store := fixture(t)
+	require.Equal(t, "colony/lab configured\n", mustRun(t, store, "colony", "set", "lab", "--ingest-quota", "128"))
+	st, err := dirstore.Open(t.Context(), store, dirstore.Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	var s state.Settings
+	require.NoError(t, st.View(t.Context(), func(tx state.Tx) error { s, err = tx.Settings(t.Context()); return err }))
+	require.Equal(t, int64(128), s.Colony("lab").IngestQuotaMiB)
+	require.Equal(t, int64(128<<20), state.IngestQuotaOf(state.Spore{Wish: state.Wish{Colony: "lab"}}, s))
+	require.Equal(t, int64(state.DefaultIngestQuotaMiB<<20), state.IngestQuotaOf(state.Spore{Wish: state.Wish{Colony: "hq"}}, s), "another colony has the default")
+
+	r := run(t, store, "colony", "set", "lab", "--ingest-quota", "-1")
+	require.Equal(t, ExitUsage, r.code, r.err)
+	require.Contains(t, r.err, "--ingest-quota")
+}

@@ -342,8 +342,15 @@ func (b *Bridge) Events(ctx context.Context, after uint64, limit int, wait time.
 		limit = bridge.DefaultLimit
 	}
 	out := bridge.Events{LastSeq: b.lastSeq(), Events: []bridge.Event{}}
+	size := 0
 	for _, e := range b.lines {
 		if e.Seq > after && len(out.Events) < limit {
+			// As the real bridge: a page stops at its bound of bytes, but
+			// holds at least one line (however long: a hostile test's).
+			if len(out.Events) > 0 && size+len(e.Line) > bridge.MaxPageLineBytes {
+				break
+			}
+			size += len(e.Line)
 			out.Events = append(out.Events, e)
 		}
 	}

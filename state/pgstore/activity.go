@@ -12,7 +12,8 @@ import (
 
 // The activity column holds a spore's hours compactly, as a JSON array of
 // arrays of six integers — [unix seconds of the hour, turns, tool calls,
-// input tokens, output tokens, cost in micros] — rather than as the
+// input tokens, output tokens, cost in micros] — and, since schema 10, a
+// seventh, the bytes stored (written only when not 0) — rather than as the
 // objects the directory store keeps: every pass loads every spore's
 // record, and decoding RFC 3339 objects was most of a PostgreSQL pass's
 // time once spores had a week of activity (docs/postgres.md).
@@ -29,7 +30,11 @@ func encodeActivity(hs []state.HourActivity) any {
 			b = append(b, ',')
 		}
 		b = append(b, '[')
-		for j, v := range [...]int64{h.Hour.Unix(), h.Turns, h.ToolCalls, h.InputTokens, h.OutputTokens, h.CostMicros} {
+		vs := []int64{h.Hour.Unix(), h.Turns, h.ToolCalls, h.InputTokens, h.OutputTokens, h.CostMicros, h.StoredBytes}
+		if h.StoredBytes == 0 {
+			vs = vs[:6]
+		}
+		for j, v := range vs {
 			if j > 0 {
 				b = append(b, ',')
 			}
@@ -40,7 +45,7 @@ func encodeActivity(hs []state.HourActivity) any {
 	return string(append(b, ']'))
 }
 
-var errActivity = errors.New("not an array of [hour, turns, tool calls, input tokens, output tokens, cost] arrays")
+var errActivity = errors.New("not an array of [hour, turns, tool calls, input tokens, output tokens, cost(, stored bytes)] arrays")
 
 // decodeActivity reads the column's form. It accepts exactly what
 // encodeActivity writes, give or take whitespace; anything else is an
@@ -55,11 +60,14 @@ func decodeActivity(b []byte) ([]state.HourActivity, error) {
 		return hs, p.end()
 	}
 	for {
-		var v [6]int64
+		var v [7]int64
 		if !p.eat('[') {
 			return nil, errActivity
 		}
 		for j := range v {
+			if j == 6 && p.eat(']') {
+				break // six: no bytes stored
+			}
 			if j > 0 && !p.eat(',') {
 				return nil, errActivity
 			}
@@ -68,15 +76,15 @@ func decodeActivity(b []byte) ([]state.HourActivity, error) {
 				return nil, errActivity
 			}
 			v[j] = n
-		}
-		if !p.eat(']') {
-			return nil, errActivity
+			if j == 6 && !p.eat(']') {
+				return nil, errActivity
+			}
 		}
 		if len(hs) == state.MaxActivity {
 			return nil, fmt.Errorf("more than %d hours", state.MaxActivity)
 		}
 		hs = append(hs, state.HourActivity{Hour: time.Unix(v[0], 0).UTC(), Turns: v[1], ToolCalls: v[2],
-			InputTokens: v[3], OutputTokens: v[4], CostMicros: v[5]})
+			InputTokens: v[3], OutputTokens: v[4], CostMicros: v[5], StoredBytes: v[6]})
 		if p.eat(']') {
 			return hs, p.end()
 		}

@@ -17,9 +17,10 @@ func TestActivityColumn(t *testing.T) {
 	hs := []state.HourActivity{
 		{Hour: h, Turns: 2, ToolCalls: 7, InputTokens: 1200, OutputTokens: 340, CostMicros: 15_500},
 		{Hour: h.Add(time.Hour), Turns: 9223372036854775807},
+		{Hour: h.Add(2 * time.Hour), Turns: 1, StoredBytes: 4096},
 	}
 	enc := encodeActivity(hs)
-	require.Equal(t, "[[1796029200,2,7,1200,340,15500],[1796032800,9223372036854775807,0,0,0,0]]", enc)
+	require.Equal(t, "[[1796029200,2,7,1200,340,15500],[1796032800,9223372036854775807,0,0,0,0],[1796036400,1,0,0,0,0,4096]]", enc)
 	got, err := decodeActivity([]byte(enc.(string)))
 	require.NoError(t, err)
 	require.Equal(t, hs, got)
@@ -35,7 +36,7 @@ func TestActivityColumn(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, got)
 
-	for _, bad := range []string{"", "[", "]", "[[]]", "[[1,2,3,4,5]]", "[[1,2,3,4,5,6,7]]", "[[1,2,3,4,5,6]", "[[1,2,3,4,5,6]]x",
+	for _, bad := range []string{"", "[", "]", "[[]]", "[[1,2,3,4,5]]", "[[1,2,3,4,5,6,7,8]]", "[[1,2,3,4,5,6,]]", "[[1,2,3,4,5,6]", "[[1,2,3,4,5,6]]x",
 		`[{"hour":"2026-11-30T09:00:00Z"}]`, "[[1.5,2,3,4,5,6]]", "[[99999999999999999999,2,3,4,5,6]]", "[[9223372036854775808,2,3,4,5,6]]", "[[-,2,3,4,5,6]]", "[[1,2,3,4,5,6],]", "null"} {
 		_, err := decodeActivity([]byte(bad))
 		require.Error(t, err, "%q", bad)

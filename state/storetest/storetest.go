@@ -1104,7 +1104,7 @@ func testActivityAndIncidents(t *testing.T, s state.Store) {
 	h := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	act := []state.HourActivity{
 		{Hour: h, Turns: 2, ToolCalls: 7, InputTokens: 1200, OutputTokens: 340, CostMicros: 15_500},
-		{Hour: h.Add(3 * time.Hour), Turns: 1},
+		{Hour: h.Add(3 * time.Hour), Turns: 1, StoredBytes: 1 << 20}, // the ingest quota's count
 	}
 	inc := []state.Incident{{Key: "collision:src/a.go:s1,s2", At: state.Stamp(h.Add(90 * time.Second))}}
 	require.NoError(t, update(ctx, s, "one", func(sp *state.Spore) { sp.Activity, sp.Incidents = act, inc }))
@@ -1124,6 +1124,7 @@ func testActivityAndIncidents(t *testing.T, s state.Store) {
 		"off the hour":   func(sp *state.Spore) { sp.Activity = []state.HourActivity{{Hour: h.Add(time.Minute)}} },
 		"out of order":   func(sp *state.Spore) { sp.Activity = []state.HourActivity{act[1], act[0]} },
 		"negative":       func(sp *state.Spore) { sp.Activity = []state.HourActivity{{Hour: h, Turns: -1}} },
+		"negative bytes": func(sp *state.Spore) { sp.Activity = []state.HourActivity{{Hour: h, StoredBytes: -1}} },
 		"too many hours": func(sp *state.Spore) { sp.Activity = many },
 		"empty key":      func(sp *state.Spore) { sp.Incidents = []state.Incident{{At: h}} },
 		"control char":   func(sp *state.Spore) { sp.Incidents = []state.Incident{{Key: "a\nb", At: h}} },
