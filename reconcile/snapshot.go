@@ -26,6 +26,9 @@ type Snapshot struct {
 	Heads map[string]state.SporeHead
 	// Pending is every covered spore's undelivered outbox, in queue order.
 	Pending map[string][]state.OutboxEntry
+	// Dead is how many dead letters each spore that has any holds (the
+	// fleet's: one read whose cost is the dead letters).
+	Dead map[string]int
 	// Missing are named ids that are not in the store.
 	Missing []error
 }
@@ -47,6 +50,9 @@ func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) 
 	err := st.View(ctx, func(tx state.Tx) error {
 		var err error
 		if snap.Settings, err = tx.Settings(ctx); err != nil {
+			return err
+		}
+		if snap.Dead, err = tx.DeadLetterCounts(ctx); err != nil {
 			return err
 		}
 		if len(ids) > 0 && len(ids) <= namedReads {
