@@ -3,6 +3,8 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +128,25 @@ func TestPromptRefusesFramedTooLarge(t *testing.T) {
 	require.Equal(t, before, statetest.Events(t, st, "worker-7"), "nothing was recorded")
 	out := statetest.Read(t, st, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "worker-7") })
 	require.Empty(t, out)
+}
+
+// TestPromptDeadLetter: a prompt its bridge refuses for good is a dead
+// letter at once: prompt says so, exits 9, and outbox lists it.
+func TestPromptDeadLetter(t *testing.T) {
+	loc := filepath.Join(t.TempDir(), "store")
+	r := newApplyRig(t, loc, statetest.DirAt(t, loc, applySettings))
+	r.ok("", "create", "a", "--colony", "lab", "--wake")
+	b := r.rt.BridgeOf("a")
+	require.NotNil(t, b)
+	b.SetRefuse(func(bridge.PromptRequest) error {
+		return fmt.Errorf("bridge POST /v1/prompts: %w", &bridge.APIError{Status: 400, Message: "prompt text is not what I take"})
+	})
+	res := r.run("", "prompt", "a", "hello")
+	require.Equal(t, ExitRuntime, res.code, res.err)
+	require.Contains(t, res.out, "refused for good by the bridge of spore/a (the bridge answered 400 Bad Request: prompt text is not what I take): it is a dead letter now")
+	var got outboxList
+	require.NoError(t, json.Unmarshal([]byte(r.ok("", "outbox", "a", "-o", "json")), &got))
+	require.Empty(t, got.Queued)
+	require.Len(t, got.Dead, 1)
+	require.Equal(t, "hello", got.Dead[0].Text)
 }
