@@ -290,11 +290,16 @@ func (s *Server) fail(w http.ResponseWriter, rt *Route, err error) {
 	var limited *reconcile.RateLimitError
 	var unavail *state.UnavailableError
 	var invalid *state.InvalidError
+	var tooLarge *reconcile.TooLargeError
 	switch {
 	case errors.As(err, &ae):
 	case errors.As(err, &asleep) && rt == RouteSwarmTell:
 		// A swarm tell has no wake: only a mycologist's tell may ask for one.
 		ae = errorf(http.StatusConflict, CodeAsleep, "spore %s is asleep (desired %s): nothing was sent; a swarm tell does not wake a teammate a person put to sleep (ask your mycologist)", asleep.ID, asleep.Desired)
+	case errors.As(err, &tooLarge):
+		// Its text is within MaxTextBytes, but not once framed (a bridge's
+		// bound): refused as a text that is too long.
+		ae = errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "%v", tooLarge)
 	case errors.As(err, &asleep):
 		ae = errorf(http.StatusConflict, CodeAsleep, "spore %s is asleep (desired %s): nothing was sent; send it again with \"wake\": true (--wake) to wake it", asleep.ID, asleep.Desired)
 	case errors.As(err, &stopped):

@@ -72,6 +72,9 @@ const (
 	Delivered = "delivered" // the target's bridge took it
 	Queued    = "queued"    // the target is working; its bridge queued it at Position
 	Waiting   = "waiting"   // recorded in the target's outbox; the next pass delivers it
+	// Dead: the target's bridge refused it for good; it is a dead letter
+	// now (Detail says why; docs/bridge.md "Delivery").
+	Dead = "dead"
 )
 
 // SendResponse answers every route that sends a message (202): the

@@ -105,11 +105,17 @@ func (ps *Pass) act(ctx context.Context, rt Runtime, plans []*SporePlan, obs obs
 		c := obs.clients[p.Spore.ID]
 		for _, e := range p.Deliver {
 			a, err := c.Prompt(ctx, bridge.PromptRequest{ID: e.ID, From: e.From, Text: e.Text})
-			mu.Lock()
-			p.Delivered = append(p.Delivered, Delivery{Entry: e, Position: a.Position, Duplicate: a.Duplicate, Err: err})
-			mu.Unlock()
+			dead := ""
 			if err != nil {
-				// Order matters: what follows waits for the next pass.
+				dead = undeliverable(err)
+			}
+			mu.Lock()
+			p.Delivered = append(p.Delivered, Delivery{Entry: e, Position: a.Position, Duplicate: a.Duplicate, Err: err, Dead: dead})
+			mu.Unlock()
+			if err != nil && dead == "" {
+				// Order matters: what follows waits for the next pass. An
+				// entry refused for good does not hold it up: the commit
+				// makes it a dead letter (deadletter.go).
 				return
 			}
 		}

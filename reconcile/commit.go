@@ -50,6 +50,7 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 	}
 	err := ps.Store.Update(ctx, func(tx state.Tx) error {
 		clear(last)
+		var dead []buried
 		for _, p := range todo {
 			id := p.Spore.ID
 			fresh, err := tx.Spore(ctx, id)
@@ -71,6 +72,17 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 				st.Activity = addActivity(st.Activity, evs, now, p.Ingest.countOf)
 			}
 			for _, d := range p.Delivered {
+				if d.Dead != "" {
+					ev, ok, err := bury(ctx, tx, id, d, now)
+					if err != nil {
+						return err
+					}
+					if ok {
+						evs = append(evs, ev)
+						dead = append(dead, buried{spore: fresh, entry: d.Entry.ID, reason: d.Dead})
+					}
+					continue
+				}
 				if d.Err != nil {
 					continue
 				}
@@ -96,6 +108,9 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 				}
 				last[id] = got[len(got)-1].Seq
 			}
+		}
+		if err := deadLetterSummons(ctx, tx, dead, now); err != nil {
+			return err
 		}
 		if then != nil {
 			return then(ctx, tx)

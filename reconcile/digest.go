@@ -50,6 +50,7 @@ func (h *SporeHealth) AddTo(d *digest.Digest) {
 	d.Int(int64(h.Pending))
 	d.Time(h.PendingSince)
 	d.Int(int64(h.Held))
+	d.Int(int64(h.DeadLetters))
 	d.Str(h.Image)
 	d.Time(h.Created)
 }

@@ -249,8 +249,9 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends S
 		}
 		var pending int
 		var since time.Time
+		dead := snap.Dead[sp.ID] + p.buried()
 		for _, e := range snap.Pending[sp.ID] {
-			if !p.delivered(e.ID) {
+			if !p.delivered(e.ID) && !p.isBuried(e.ID) {
 				if pending == 0 {
 					since = e.At
 				}
@@ -276,6 +277,10 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends S
 				h.Reason = "over budget (" + p.OverText + ")"
 			}
 		}
+		if h.DeadLetters = dead; dead > 0 && h.Reason == "" {
+			// Healthy, but not plainly: something sent to it never will be.
+			h.Reason = deadLettersText(sp.ID, dead)
+		}
 		r.Spores = append(r.Spores, h)
 	}
 	return r
@@ -290,6 +295,37 @@ func (p *SporePlan) delivered(id string) bool {
 		}
 	}
 	return false
+}
+
+// buried counts the entries this pass found refused for good (the
+// commit made them dead letters, unless an overlapping pass had).
+func (p *SporePlan) buried() int {
+	n := 0
+	for _, d := range p.Delivered {
+		if d.Dead != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// isBuried reports whether this pass found entry id refused for good.
+func (p *SporePlan) isBuried(id string) bool {
+	for _, d := range p.Delivered {
+		if d.Dead != "" && d.Entry.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// deadLettersText is the status reason of a spore with n dead letters
+// and nothing worse to say.
+func deadLettersText(id string, n int) string {
+	if n == 1 {
+		return "1 dead letter in its outbox (sporectl outbox " + id + ")"
+	}
+	return fmt.Sprintf("%d dead letters in its outbox (sporectl outbox %s)", n, id)
 }
 
 // orphansOf are the observation's orphans when the pass covered the whole

@@ -93,6 +93,9 @@ type Delivery struct {
 	Position  int  // the bridge's queue position (0: running or next)
 	Duplicate bool // the bridge had it already: an earlier pass delivered it
 	Err       error
+	// Dead, with Err, is the reason the bridge refused the entry for good
+	// (undeliverable): the commit makes it a dead letter.
+	Dead string
 }
 
 // Plan decides, for every spore, its effective health and what to do.

@@ -44,6 +44,10 @@ type SporeHealth struct {
 	// operator marked over-budget, when the spore reached a budget
 	// (OverBudget); 0 within budget.
 	Held int `json:"-"`
+	// DeadLetters counts the entries its bridge refused for good, moved
+	// out of the queue (docs/bridge.md "Delivery"); they stay until a
+	// person drops them (`sporectl outbox drop`).
+	DeadLetters int `json:"dead_letters,omitempty"`
 	// Image and Created are the spore's spec image and creation time.
 	Image   string    `json:"-"`
 	Created time.Time `json:"-"`

@@ -167,7 +167,8 @@ func (m Message) entry(id string, now time.Time) state.OutboxEntry {
 	return state.OutboxEntry{ID: id, Spore: m.To, From: m.From, Text: Compose(m), At: now, Wake: m.Wake, OverBudget: m.OverBudget}
 }
 
-// record writes a message inside tx, for Send and SendOnce: a wake
+// record writes a message inside tx, for Send and SendOnce: refused with
+// *TooLargeError when its framed text is over a bridge's bound; a wake
 // (wish.WakeToDeliver: desired Running, a new generation, an event) when
 // the target sleeps and mayWake allows it, else *AsleepError; the message
 // event (its Action the given one, its text entry's); the outbox entry,
@@ -180,6 +181,9 @@ func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry *
 	kind := m.Kind
 	if kind == "" {
 		kind = state.KindPrompt
+	}
+	if e := checkFramed(m, entry.Text); e != nil {
+		return false, "", e
 	}
 	byBudget := sp.Desired == state.Paused && sp.DesiredBy == state.ByBudget
 	if sp.Desired != state.Running && !byBudget {
@@ -216,8 +220,9 @@ func record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, entry *
 // DeliveryResult says what became of one entry after Deliver.
 type DeliveryResult struct {
 	// State is "delivered", "queued" (the agent is working; Position is
-	// its place in the bridge's queue) or "waiting" (still in the outbox;
-	// Detail says why; the next pass delivers it).
+	// its place in the bridge's queue), "waiting" (still in the outbox;
+	// Detail says why; the next pass delivers it) or "dead" (the bridge
+	// refused it for good: a dead letter now; Detail is the reason).
 	State    string
 	Position int
 	Detail   string
@@ -247,6 +252,10 @@ func (ps *Pass) Deliver(ctx context.Context, e state.OutboxEntry, start bool, wa
 				return res, nil
 			}
 			for _, d := range p.Delivered {
+				if d.Entry.ID == e.ID && d.Dead != "" {
+					res.State, res.Detail = "dead", d.Dead
+					return res, nil
+				}
 				if d.Entry.ID != e.ID || d.Err != nil {
 					continue
 				}

@@ -28,6 +28,9 @@ type Snapshot struct {
 	Heads map[string]state.SporeHead
 	// Pending is every covered spore's undelivered outbox, in queue order.
 	Pending map[string][]state.OutboxEntry
+	// Dead is how many dead letters each covered spore that has any
+	// holds (a pass over the fleet: one read of every spore's count).
+	Dead map[string]int
 	// Missing are named ids that are not in the store.
 	Missing []error
 	// Damaged are covered spores whose stored record could not be read
@@ -57,6 +60,9 @@ func Load(ctx context.Context, st state.Store, ids []string) (*Snapshot, error) 
 		}
 		if len(ids) > 0 && len(ids) <= namedReads {
 			return snap.loadNamed(ctx, tx, ids)
+		}
+		if snap.Dead, err = tx.DeadLetterCounts(ctx); err != nil {
+			return err
 		}
 		all, err := tx.Spores(ctx)
 		if snap.Damaged, err = state.Damaged(err); err != nil {
@@ -139,6 +145,7 @@ func (snap *Snapshot) loadNamed(ctx context.Context, tx state.Tx, ids []string) 
 	snap.Named = true
 	snap.Heads = make(map[string]state.SporeHead, len(ids))
 	snap.Pending = make(map[string][]state.OutboxEntry)
+	snap.Dead = map[string]int{}
 	seen := map[string]bool{}
 	budgeted := false
 	for _, id := range ids {
@@ -174,6 +181,15 @@ func (snap *Snapshot) loadNamed(ctx context.Context, tx state.Tx, ids []string) 
 		}
 		if len(p) > 0 {
 			snap.Pending[id] = p
+		}
+		// Its own dead letters, not the fleet's count: on the directory
+		// store that count reads the whole snapshot.
+		dead, err := tx.DeadLetters(ctx, id)
+		if err != nil {
+			return err
+		}
+		if len(dead) > 0 {
+			snap.Dead[id] = len(dead)
 		}
 		budgeted = budgeted || !snap.Settings.Colony(sp.Colony).Budget.IsZero()
 	}

@@ -2,7 +2,11 @@ package state
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // EventKind names what an event records.
@@ -63,4 +67,33 @@ type OutboxEntry struct {
 	// OverBudget: an operator asked to deliver this to a spore over its
 	// budget (docs/budgets.md); entries without it wait for the budget.
 	OverBudget bool `json:"over_budget,omitempty"`
+	// Dead is set on a dead letter: an entry its spore's bridge refused
+	// for good (Tx.Bury). It stays in the store, out of the queue
+	// (Outbox and Pending skip it), until someone drops it (Dequeue).
+	Dead *DeadLetter `json:"dead,omitempty"`
+}
+
+// DeadLetter is why and when an outbox entry left the queue undelivered.
+type DeadLetter struct {
+	// Reason is single-line text of at most MaxDeadReason bytes: what the
+	// bridge answered ("413: prompt too large").
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// MaxDeadReason bounds a dead letter's reason: it quotes a bridge, which
+// is the agent's (docs/bridge.md).
+const MaxDeadReason = 256
+
+// CheckDeadLetter applies the dead-letter grammar both backends share.
+func CheckDeadLetter(d DeadLetter) error {
+	switch {
+	case d.Reason == "" || len(d.Reason) > MaxDeadReason || !utf8.ValidString(d.Reason):
+		return &InvalidError{Field: "dead letter reason", Value: fmt.Sprintf("(%d bytes)", len(d.Reason)), Reason: fmt.Sprintf("must be 1 to %d bytes of UTF-8", MaxDeadReason)}
+	case strings.ContainsFunc(d.Reason, unicode.IsControl):
+		return &InvalidError{Field: "dead letter reason", Value: d.Reason, Reason: "must be one line without control characters"}
+	case d.At.IsZero():
+		return &InvalidError{Field: "dead letter time", Value: "", Reason: "must be set"}
+	}
+	return nil
 }

@@ -126,17 +126,34 @@ type Tx interface {
 	// at a time), it does nothing.
 	LockSpores(ctx context.Context, ids []string) error
 
-	// Outbox lists the spore's undelivered messages in the order queued.
+	// Outbox lists the spore's undelivered messages in the order queued,
+	// dead letters left out.
 	Outbox(ctx context.Context, id string) ([]OutboxEntry, error)
 	// Enqueue adds e to its spore's outbox, stamping a zero At with the
-	// transaction's time; an entry with the same ID already queued makes it
-	// a no-op that reports added=false.
+	// transaction's time; an entry with the same ID already there, queued
+	// or dead, makes it a no-op that reports added=false. An entry given
+	// with Dead set is an *InvalidError: only Bury makes a dead letter.
 	Enqueue(ctx context.Context, e OutboxEntry) (added bool, err error)
-	// Dequeue removes a delivered entry; a missing entry is ErrNotFound.
+	// Dequeue removes an entry, queued or dead (delivered, or dropped by
+	// a person); a missing entry is ErrNotFound.
 	Dequeue(ctx context.Context, spore, entryID string) error
+	// Bury makes the queued entry entryID a dead letter (its Dead set to
+	// d, checked by CheckDeadLetter): it keeps its place among the dead
+	// letters and leaves the queue, so what was behind it is next. An
+	// entry that is not queued (missing, or dead already) is ErrNotFound.
+	Bury(ctx context.Context, spore, entryID string, d DeadLetter) error
+	// DeadLetters lists the spore's dead letters in the order they were
+	// queued.
+	DeadLetters(ctx context.Context, id string) ([]OutboxEntry, error)
+	// DeadLetterCounts is how many dead letters each spore that has any
+	// holds, keyed by spore id. Its cost grows with the dead letters
+	// (and, on the directory store, the queued entries and the rows
+	// committed since the last compaction), not with the fleet or the
+	// events.
+	DeadLetterCounts(ctx context.Context) (map[string]int, error)
 	// Pending returns every spore's undelivered entries, each list in the
-	// order queued, keyed by spore id; spores with an empty outbox are
-	// absent. It is one read whose cost grows with the number of queued
+	// order queued, keyed by spore id; spores with an empty outbox (or
+	// only dead letters) are absent. It is one read whose cost grows with the number of queued
 	// entries, not with the number of spores or events. Inside an Update
 	// it locks the spores it returns, as Outbox does. A damaged spore is
 	// left out and named in a *DamagedError, as by Spores.

@@ -103,11 +103,12 @@ func exitCode(err error) int {
 		listen   *ListenError
 		spec     *colonyspec.Error
 		differs  *DiffersError
+		tooLarge *reconcile.TooLargeError
 	)
 	switch {
 	case err == nil:
 		return ExitOK
-	case errors.As(err, &usage), errors.As(err, &invalid), errors.As(err, &refused), errors.As(err, &apiCfg), errors.As(err, &spec):
+	case errors.As(err, &usage), errors.As(err, &invalid), errors.As(err, &refused), errors.As(err, &apiCfg), errors.As(err, &spec), errors.As(err, &tooLarge):
 		return ExitUsage
 	case errors.Is(err, context.Canceled):
 		// Ctrl-C wins over what it interrupted (a runtime step, say).

@@ -53,11 +53,16 @@ waking a spore that a budget put to sleep (one a person put to sleep still
 needs --wake).
 
 TEXT "-" reads the prompt from standard input. Prompts must be valid UTF-8,
-not empty, at most 256 KiB, and hold no control character but newline and
-tab. --from names the sender in the store only: the
-agent reads the text alone, with no sender's mark, and a part of it shaped like
-one ("[from …") is rewritten as "[quoted: from …", so a prompt cannot pass for
-a message from a spore.`,
+not empty, at most 256 KiB as the agent reads them, and hold no control
+character but newline and tab (exit 2 otherwise, nothing sent). --from names
+the sender in the store only: the agent reads the text alone, with no sender's
+mark, and a part of it shaped like one ("[from …") is rewritten as
+"[quoted: from …", so a prompt cannot pass for a message from a spore; the
+256 KiB hold for the rewritten text.
+
+A prompt the spore's bridge refuses for good (docs/bridge.md "Delivery")
+becomes a dead letter: prompt says so and exits 9; 'sporectl outbox ID' lists
+it.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageErrorf("%s takes a spore id and the prompt text (or - for stdin), got %d argument(s)", cmd.CommandPath(), len(args))
@@ -115,6 +120,12 @@ func validatePrompt(text, from string) error {
 		}
 		return usageErrorf("%s", e.Of("the prompt"))
 	}
+	// The bound holds for what the bridge is given: the text with each
+	// "[from" rewritten (reconcile.Compose), which can be longer.
+	if e := reconcile.CheckFramed(reconcile.Message{Kind: state.KindPrompt, Text: text}); e != nil {
+		return usageErrorf("the prompt is %d bytes, and %d as the agent would read it (each \"[from\" rewritten as %q); at most %d are allowed: nothing was sent",
+			e.Text, e.Framed, reconcile.Quoted, e.Max)
+	}
 	if from == "" || len(from) > 128 || !utf8.ValidString(from) || strings.ContainsFunc(from, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return usageErrorf("invalid value %s for --from: want a short name without control characters, e.g. user:alice", quote.Value(from))
 	}
@@ -125,7 +136,7 @@ func validatePrompt(text, from string) error {
 type promptResult struct {
 	Spore    string `json:"spore"`
 	ID       string `json:"id"`
-	State    string `json:"state"` // delivered, queued, waiting
+	State    string `json:"state"` // delivered, queued, waiting, dead
 	Position int    `json:"position,omitempty"`
 	Detail   string `json:"detail,omitempty"`
 }
@@ -137,6 +148,8 @@ func (r promptResult) Table(bool) ([]string, [][]string) {
 		s += "delivered to spore/" + r.Spore
 	case "queued":
 		s += fmt.Sprintf("queued at position %d by spore/%s", r.Position, r.Spore)
+	case "dead":
+		s += "refused for good by the bridge of spore/" + r.Spore + " (" + r.Detail + "): it is a dead letter now (sporectl outbox " + r.Spore + ")"
 	default:
 		s += "waiting in the outbox of spore/" + r.Spore + ": " + r.Detail
 	}
@@ -175,5 +188,11 @@ func (o *promptOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.f.Print(promptResult{Spore: o.ID, ID: entry.ID, State: d.State, Position: d.Position, Detail: d.Detail})
+	if err := o.f.Print(promptResult{Spore: o.ID, ID: entry.ID, State: d.State, Position: d.Position, Detail: d.Detail}); err != nil {
+		return err
+	}
+	if d.State == "dead" {
+		return &RuntimeError{Op: "deliver prompt " + entry.ID + " to spore " + o.ID, Err: errors.New("its bridge refused it for good: " + d.Detail)}
+	}
+	return nil
 }

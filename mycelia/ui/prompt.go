@@ -2,6 +2,7 @@ package ui
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -104,6 +105,12 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, http.StatusBadRequest, e.Of("the prompt"))
 		return
 	}
+	// The bound holds for what the bridge is given: the text with each
+	// "[from" rewritten, which can be longer (reconcile.CheckFramed).
+	if e := reconcile.CheckFramed(reconcile.Message{To: id, Kind: state.KindPrompt, Text: text}); e != nil {
+		h.error(w, r, http.StatusRequestEntityTooLarge, framedTooLong(e))
+		return
+	}
 	wake := r.PostForm.Get("wake") != ""
 	// Every login of the page is an operator's: theirs to decide.
 	overBudget := r.PostForm.Get("over_budget") != ""
@@ -113,7 +120,11 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 	entry, err := reconcile.Send(ctx, h.Store, reconcile.Message{To: id, From: from, Kind: state.KindPrompt, Text: text, Wake: wake, OverBudget: overBudget}, h.now())
 	var asleep *reconcile.AsleepError
 	var over *reconcile.OverBudgetError
+	var tooLarge *reconcile.TooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		h.error(w, r, http.StatusRequestEntityTooLarge, framedTooLong(tooLarge))
+		return
 	case errors.As(err, &over):
 		// Recorded: sent again with the box ticked, it would be there twice.
 		h.error(w, r, http.StatusConflict, "spore "+id+" is over budget ("+over.Over+"): the prompt is queued and is delivered the next UTC day or once its budget is raised. "+
@@ -152,4 +163,10 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	http.Redirect(w, r, sporeHref(id), http.StatusSeeOther)
+}
+
+// framedTooLong is the page's refusal of a prompt whose text is within
+// the bound but not once its marks are rewritten.
+func framedTooLong(e *reconcile.TooLargeError) string {
+	return fmt.Sprintf("the prompt is too long: at most 256 KiB as the agent reads it, where each \"[from\" becomes %q (this one would be %d bytes); nothing was sent", reconcile.Quoted, e.Framed)
 }

@@ -150,6 +150,10 @@ func TestPromptRefused(t *testing.T) {
 		{"empty", url.Values{"csrf": {csrf}, "text": {" \n "}}, nil, http.StatusBadRequest},
 		{"not utf-8", url.Values{"csrf": {csrf}, "text": {"\xff\xfe"}}, nil, http.StatusBadRequest},
 		{"too long", url.Values{"csrf": {csrf}, "text": {strings.Repeat("a", bridge.MaxPromptBytes+1)}}, nil, http.StatusRequestEntityTooLarge},
+		// Within the bound, but not as the bridge would be given it (each
+		// "[from" rewritten): it would wait at the head of the outbox for
+		// ever.
+		{"too long once framed", url.Values{"csrf": {csrf}, "text": {strings.Repeat("[from ", 200000/6)}}, nil, http.StatusRequestEntityTooLarge},
 		// The one check every text passes (bridge.CheckText): a textarea's
 		// CRLF becomes LF, but a lone carriage return or an escape is refused.
 		{"escape", url.Values{"csrf": {csrf}, "text": {"hi [2J"}}, nil, http.StatusBadRequest},

@@ -238,6 +238,17 @@ type Bridge struct {
 	gapAt uint64
 	// ErrStatus answers status with this error.
 	errStatus error
+	// refuse, when set, is asked about each prompt before it is taken: a
+	// non-nil answer refuses it (bridge.APIError for an HTTP answer).
+	refuse func(bridge.PromptRequest) error
+}
+
+// SetRefuse scripts the bridge's answer to a prompt: fn's error refuses
+// it, nil takes it as usual; a nil fn takes every prompt again.
+func (b *Bridge) SetRefuse(fn func(bridge.PromptRequest) error) {
+	b.mu.Lock()
+	b.refuse = fn
+	b.mu.Unlock()
 }
 
 var _ reconcile.BridgeClient = (*Bridge)(nil)
@@ -365,6 +376,11 @@ func (b *Bridge) Prompt(ctx context.Context, p bridge.PromptRequest) (bridge.Pro
 	}
 	if b.seen[p.ID] {
 		return bridge.PromptAccepted{ID: p.ID, Position: -1, Duplicate: true}, nil
+	}
+	if b.refuse != nil {
+		if err := b.refuse(p); err != nil {
+			return bridge.PromptAccepted{}, err
+		}
 	}
 	b.seen[p.ID] = true
 	b.prompts = append(b.prompts, p)

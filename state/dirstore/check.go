@@ -141,6 +141,11 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 			if err := validateEntry(&e); err != nil {
 				problem(where, "outbox entry %d: %v", i+1, err)
 			}
+			if e.Dead != nil {
+				if err := state.CheckDeadLetter(*e.Dead); err != nil {
+					problem(where, "outbox entry %d: %v", i+1, err)
+				}
+			}
 		}
 		if r.Token != "" && !r.Token.Valid() {
 			problem(where, "stored token hash is not a SHA-256 in hex")

@@ -105,8 +105,8 @@ type model struct {
 	// published model build it concurrently, hence mu.
 	mu     sync.Mutex
 	sorted []string
-	// queued holds the ids of rows whose outbox is not empty, kept up to
-	// date by setRow, so Pending costs what is queued, not the fleet.
+	// queued holds the ids of rows whose outbox holds an entry that is
+	// not a dead letter, kept up to date by setRow, so Pending costs what is queued, not the fleet.
 	// The snapshot's rows add theirs (snapContent.queued).
 	queued map[string]struct{}
 }
@@ -138,7 +138,7 @@ func (m *model) setRow(id string, r *row) {
 			m.sorted = append(slices.Clip(m.sorted[:i]), m.sorted[i+1:]...)
 		}
 	}
-	if r != nil && len(r.Outbox) > 0 {
+	if r != nil && len(liveEntries(r.Outbox)) > 0 {
 		if m.queued == nil {
 			m.queued = map[string]struct{}{}
 		}
@@ -241,7 +241,9 @@ func (m *model) logFile(id string) (string, bool, error) {
 }
 
 // queuedIDs is every spore whose outbox is not empty: it reads the whole
-// snapshot (its lines, not its rows).
+// snapshot (its lines, not its rows). A snapshot row whose outbox holds
+// dead letters only is among them (its line says "outbox" all the same);
+// Pending leaves it out once it has read the row.
 func (m *model) queuedIDs() (map[string]struct{}, error) {
 	c, err := m.snapContent()
 	if err != nil {

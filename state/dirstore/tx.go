@@ -389,7 +389,73 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 	if err != nil {
 		return nil, err
 	}
-	return slices.Clone(r.Outbox), nil
+	return liveEntries(r.Outbox), nil
+}
+
+func (t *tx) DeadLetters(ctx context.Context, id string) ([]state.OutboxEntry, error) {
+	r, err := t.mustGet(id)
+	if err != nil {
+		return nil, err
+	}
+	var out []state.OutboxEntry
+	for _, e := range r.Outbox {
+		if e.Dead != nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// DeadLetterCounts reads the rows that may hold an outbox: those whose
+// snapshot line says "outbox" (queuedIDs: a row with dead letters only is
+// among them), and every row committed since the snapshot or replaced by
+// this transaction (the index of committed rows knows live entries only).
+func (t *tx) DeadLetterCounts(ctx context.Context) (map[string]int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ids, err := t.base.queuedIDs()
+	if err != nil {
+		return nil, err
+	}
+	for id := range t.base.rows {
+		ids[id] = struct{}{}
+	}
+	for id := range t.rows {
+		ids[id] = struct{}{}
+	}
+	out := map[string]int{}
+	for id := range ids {
+		r, ok, err := t.get(id)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // deleted
+		}
+		n := 0
+		for _, e := range r.Outbox {
+			if e.Dead != nil {
+				n++
+			}
+		}
+		if n > 0 {
+			out[id] = n
+		}
+	}
+	return out, nil
+}
+
+// liveEntries is a row's outbox without its dead letters, which the row keeps
+// in the same list (format §3), marked.
+func liveEntries(all []state.OutboxEntry) []state.OutboxEntry {
+	var out []state.OutboxEntry
+	for _, e := range all {
+		if e.Dead == nil {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Pending reads the queued ids index of the base model and the rows this
@@ -415,12 +481,17 @@ func (t *tx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, error
 				}
 				return nil, err
 			}
-			out[id] = slices.Clone(r.Outbox)
+			if q := liveEntries(r.Outbox); len(q) > 0 {
+				out[id] = q
+			}
 		}
 	}
 	for id, r := range t.rows {
-		if r != nil && len(r.Outbox) > 0 {
-			out[id] = slices.Clone(r.Outbox)
+		if r == nil {
+			continue
+		}
+		if q := liveEntries(r.Outbox); len(q) > 0 {
+			out[id] = q
 		}
 	}
 	return out, dmg.OrNil()
@@ -448,6 +519,9 @@ func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
 	}
 	if err := validateEntry(&e); err != nil {
 		return false, err
+	}
+	if e.Dead != nil {
+		return false, &state.InvalidError{Field: "message " + e.ID, Value: "dead", Reason: "a queued entry is not dead; only Bury makes a dead letter"}
 	}
 	r, err := t.mustGet(e.Spore)
 	if err != nil {
@@ -485,6 +559,29 @@ func (t *tx) Dequeue(ctx context.Context, spore, entryID string) error {
 	if len(n.Outbox) == 0 {
 		n.Outbox = nil
 	}
+	t.put(&n)
+	return nil
+}
+
+func (t *tx) Bury(ctx context.Context, spore, entryID string, d state.DeadLetter) error {
+	if err := t.writable(); err != nil {
+		return err
+	}
+	d.At = state.Stamp(d.At)
+	if err := state.CheckDeadLetter(d); err != nil {
+		return err
+	}
+	r, err := t.mustGet(spore)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(r.Outbox, func(q state.OutboxEntry) bool { return q.ID == entryID && q.Dead == nil })
+	if i < 0 {
+		return fmt.Errorf("queued message %s for %s: %w", entryID, spore, state.ErrNotFound)
+	}
+	n := *r
+	n.Outbox = slices.Clone(r.Outbox)
+	n.Outbox[i].Dead = &d
 	t.put(&n)
 	return nil
 }

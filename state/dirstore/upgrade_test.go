@@ -296,11 +296,45 @@ func TestUpgradeFormat4(t *testing.T) {
 	require.Empty(t, rep.Problems)
 }
 
+// TestUpgradeFormat5: a store written by the format-5 code, which knew no
+// dead letters, is refused until init (a format-5 binary would read a dead
+// letter as queued and drop its mark when it rewrote the row), and init
+// upgrades it in place: its queued entries stay queued, none dead, and
+// one of them can then be made a dead letter that the next handle reads.
+func TestUpgradeFormat5(t *testing.T) {
+	ctx := context.Background()
+	root := copyFixtureOf(t, 5)
+	requireFormatRefused(t, root, 5)
+	s, created, err := Init(ctx, root, state.Settings{}, Options{})
+	require.NoError(t, err)
+	require.False(t, created)
+	want := fixtureDumpOf(t, 5)
+	require.Len(t, want.Outbox["alpha"], 2)
+	require.Nil(t, want.Dead)
+	requireUpgraded(t, s, want)
+
+	at := time.Date(2026, 12, 6, 13, 0, 0, 0, time.UTC)
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		return tx.Bury(ctx, "alpha", "m1", state.DeadLetter{Reason: "bridge answered 413", At: at})
+	}))
+	o, err := Open(ctx, root, Options{})
+	require.NoError(t, err)
+	dead := view(t, o, func(tx state.Tx) ([]state.OutboxEntry, error) { return tx.DeadLetters(ctx, "alpha") })
+	require.Len(t, dead, 1)
+	require.Equal(t, want.Outbox["alpha"][0].Text, dead[0].Text)
+	require.Equal(t, &state.DeadLetter{Reason: "bridge answered 413", At: at}, dead[0].Dead)
+	queued := view(t, o, func(tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, "alpha") })
+	require.Equal(t, want.Outbox["alpha"][1:], queued)
+	rep, err := o.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+}
+
 // TestUpgradeCrash: an upgrade killed at any step leaves a store that
 // every command still refuses with "run 'sporectl init'" (never one that
 // reads half upgraded), and the next init finishes the upgrade.
 func TestUpgradeCrash(t *testing.T) {
-	for _, v := range []int{1, 2, 4} {
+	for _, v := range []int{1, 2, 4, 5} {
 		t.Run(fmt.Sprintf("format%d", v), func(t *testing.T) { testUpgradeCrash(t, v) })
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -149,7 +150,7 @@ func checkOrphans(ctx context.Context, tx queryer, rep *state.CheckReport) error
 }
 
 func checkOutboxRows(ctx context.Context, tx queryer, rep *state.CheckReport) error {
-	rows, err := tx.Query(ctx, `SELECT spore_id, id, sender, body FROM sporectl.outbox ORDER BY spore_id, pos`)
+	rows, err := tx.Query(ctx, `SELECT spore_id, id, sender, body, dead_at, dead_reason FROM sporectl.outbox ORDER BY spore_id, pos`)
 	if err != nil {
 		return classify("read outbox", err)
 	}
@@ -157,12 +158,19 @@ func checkOutboxRows(ctx context.Context, tx queryer, rep *state.CheckReport) er
 	var spore, id string
 	var sender, body []byte
 	for rows.Next() {
-		if err := rows.Scan(&spore, &id, &sender, &body); err != nil {
+		var deadAt *time.Time
+		var reason *string
+		if err := rows.Scan(&spore, &id, &sender, &body, &deadAt, &reason); err != nil {
 			return classify("read outbox", err)
 		}
 		where := fmt.Sprintf("sporectl.outbox spore_id=%s id=%q", spore, id)
 		if err := checkEntry(&state.OutboxEntry{ID: id, Spore: spore, From: string(sender), Text: string(body)}); err != nil {
 			problem(rep, where, "%v", err)
+		}
+		if deadAt != nil && reason != nil {
+			if err := state.CheckDeadLetter(state.DeadLetter{Reason: *reason, At: *deadAt}); err != nil {
+				problem(rep, where, "%v", err)
+			}
 		}
 	}
 	return classify("read outbox", rows.Err())

@@ -211,7 +211,7 @@ func (t *tx) takeFirst(ctx context.Context, w *lockSet) error {
 	// One statement, so the rows are locked in its ORDER BY: LockRows
 	// runs above the sort.
 	rows, err := t.tx.Query(ctx, `SELECT id FROM sporectl.spores
-		WHERE $1 OR id = ANY($2) OR ($3 AND id IN (SELECT spore_id FROM sporectl.outbox))
+		WHERE $1 OR id = ANY($2) OR ($3 AND id IN (SELECT spore_id FROM sporectl.outbox WHERE dead_at IS NULL))
 		ORDER BY id FOR UPDATE`, w.all, ids, w.pending)
 	if err != nil {
 		return classify("lock spores in order", err)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -15,8 +17,43 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 	if err := t.lockInUpdate(ctx, op, id); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.Query(ctx, `SELECT id, sender, body, at, wake, over_budget FROM sporectl.outbox
-		WHERE spore_id = $1 ORDER BY pos`, id)
+	return t.entries(ctx, op, id, false)
+}
+
+func (t *tx) DeadLetters(ctx context.Context, id string) ([]state.OutboxEntry, error) {
+	op := "read dead letters of " + id
+	if err := t.lockInUpdate(ctx, op, id); err != nil {
+		return nil, err
+	}
+	return t.entries(ctx, op, id, true)
+}
+
+// DeadLetterCounts is one read of the partial index outbox_dead, whose
+// rows are the dead letters alone.
+func (t *tx) DeadLetterCounts(ctx context.Context) (map[string]int, error) {
+	const op = "count dead letters"
+	rows, err := t.tx.Query(ctx, `SELECT spore_id, count(*) FROM sporectl.outbox WHERE dead_at IS NOT NULL GROUP BY spore_id`)
+	if err != nil {
+		return nil, classify(op, err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, classify(op, err)
+		}
+		out[id] = n
+	}
+	return out, classify(op, rows.Err())
+}
+
+// entries reads the spore's queued entries or its dead letters, in the
+// order queued.
+func (t *tx) entries(ctx context.Context, op, id string, dead bool) ([]state.OutboxEntry, error) {
+	rows, err := t.tx.Query(ctx, `SELECT id, sender, body, at, wake, over_budget, dead_at, dead_reason FROM sporectl.outbox
+		WHERE spore_id = $1 AND (dead_at IS NOT NULL) = $2 ORDER BY pos`, id, dead)
 	if err != nil {
 		return nil, classify(op, err)
 	}
@@ -25,10 +62,15 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 	for rows.Next() {
 		e := state.OutboxEntry{Spore: id}
 		var sender, body []byte
-		if err := rows.Scan(&e.ID, &sender, &body, &e.At, &e.Wake, &e.OverBudget); err != nil {
+		var deadAt *time.Time
+		var reason *string
+		if err := rows.Scan(&e.ID, &sender, &body, &e.At, &e.Wake, &e.OverBudget, &deadAt, &reason); err != nil {
 			return nil, classify(op, err)
 		}
 		e.From, e.Text, e.At = string(sender), string(body), e.At.UTC()
+		if deadAt != nil && reason != nil {
+			e.Dead = &state.DeadLetter{Reason: *reason, At: deadAt.UTC()}
+		}
 		out = append(out, e)
 	}
 	if err := rows.Err(); err != nil {
@@ -44,8 +86,9 @@ func (t *tx) Outbox(ctx context.Context, id string) ([]state.OutboxEntry, error)
 
 const (
 	pendingLockQuery = `SELECT s.id FROM sporectl.spores s
-		WHERE s.id IN (SELECT spore_id FROM sporectl.outbox) ORDER BY s.id FOR UPDATE OF s`
-	pendingQuery = `SELECT spore_id, id, sender, body, at, wake, over_budget FROM sporectl.outbox ORDER BY spore_id, pos`
+		WHERE s.id IN (SELECT spore_id FROM sporectl.outbox WHERE dead_at IS NULL) ORDER BY s.id FOR UPDATE OF s`
+	pendingQuery = `SELECT spore_id, id, sender, body, at, wake, over_budget FROM sporectl.outbox
+		WHERE dead_at IS NULL ORDER BY spore_id, pos`
 )
 
 // Pending is one ordered scan of sporectl.outbox along outbox_order
@@ -113,6 +156,9 @@ func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
 	if err := checkEntry(&e); err != nil {
 		return false, err
 	}
+	if e.Dead != nil {
+		return false, &state.InvalidError{Field: "message " + quote.Value(e.ID), Value: "dead", Reason: "a queued entry is not dead; only Bury makes a dead letter"}
+	}
 	if err := t.lockSpore(ctx, op, e.Spore); err != nil {
 		return false, err
 	}
@@ -147,6 +193,29 @@ func (t *tx) Dequeue(ctx context.Context, spore, entryID string) error {
 	}
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("message %s for %s: %w", entryID, spore, state.ErrNotFound)
+	}
+	return nil
+}
+
+func (t *tx) Bury(ctx context.Context, spore, entryID string, d state.DeadLetter) error {
+	op := fmt.Sprintf("make %s of %s a dead letter", quote.Value(entryID), spore)
+	if err := t.writable(op); err != nil {
+		return err
+	}
+	d.At = state.Stamp(d.At)
+	if err := state.CheckDeadLetter(d); err != nil {
+		return err
+	}
+	if err := t.lockSpore(ctx, op, spore); err != nil {
+		return err
+	}
+	tag, err := t.tx.Exec(ctx, `UPDATE sporectl.outbox SET dead_at = $3, dead_reason = $4
+		WHERE spore_id = $1 AND id = $2 AND dead_at IS NULL`, spore, entryID, d.At, d.Reason)
+	if err != nil {
+		return classify(op, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("queued message %s for %s: %w", entryID, spore, state.ErrNotFound)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 
 // Reads wraps a store and counts what its transactions read: spore
 // records (one per Spore found, one per record Spores returns), reads of
-// the whole fleet (Spores, Heads, Pending), and every read by method
+// the whole fleet (Spores, Heads, Pending, DeadLetterCounts), and every read by method
 // (Calls; each is one query on PostgreSQL), so a test can require that a
 // command about named spores reads only theirs, or that a request costs
 // the same round trips whatever the fleet.
@@ -103,6 +103,14 @@ func (t *readsTx) Pending(ctx context.Context) (map[string][]state.OutboxEntry, 
 	t.r.call("Pending")
 	t.r.Fleet.Add(1)
 	return t.Tx.Pending(ctx)
+}
+
+// DeadLetterCounts is a read of the whole fleet: a command about named
+// spores reads their own dead letters instead.
+func (t *readsTx) DeadLetterCounts(ctx context.Context) (map[string]int, error) {
+	t.r.call("DeadLetterCounts")
+	t.r.Fleet.Add(1)
+	return t.Tx.DeadLetterCounts(ctx)
 }
 
 func (t *readsTx) Head(ctx context.Context, id string) (state.SporeHead, error) {

@@ -103,6 +103,22 @@ func copySpore(ctx context.Context, in, out state.Tx, sp state.Spore) error {
 	if after != head.LastSeq {
 		return fmt.Errorf("source head says %d events, its log ends at %d (run `sporectl check`)", head.LastSeq, after)
 	}
+	// Dead letters first, then the queue: each list keeps its order (the
+	// two are read apart, so how they interleaved is not kept).
+	dead, err := in.DeadLetters(ctx, sp.ID)
+	if err != nil {
+		return fmt.Errorf("read dead letters: %w", err)
+	}
+	for _, e := range dead {
+		d := *e.Dead
+		e.Dead = nil
+		if _, err := out.Enqueue(ctx, e); err != nil {
+			return fmt.Errorf("write dead letter %s: %w", e.ID, err)
+		}
+		if err := out.Bury(ctx, sp.ID, e.ID, d); err != nil {
+			return fmt.Errorf("write dead letter %s: %w", e.ID, err)
+		}
+	}
 	entries, err := in.Outbox(ctx, sp.ID)
 	if err != nil {
 		return fmt.Errorf("read outbox: %w", err)

@@ -43,6 +43,7 @@ func TestCopyRoundTrip(t *testing.T) {
 				require.Len(t, want.Events["worker-2"], 12015, "the fixture is what the test expects")
 
 				require.NoError(t, storecopy.Copy(ctx, src, mid))
+				require.NotEmpty(t, want.Dead, "the seed has a dead letter")
 				requireSame(t, want, read(t, mid), a.name+" → "+b.name)
 				require.NoError(t, storecopy.Copy(ctx, mid, back))
 				requireSame(t, want, read(t, back), b.name+" → "+a.name)

@@ -118,10 +118,15 @@ func fill(t *testing.T, s state.Store) {
 			{ID: "m3", Spore: "worker-1", From: "user:a", Text: "third queued first", At: base},
 			{ID: "m1", Spore: "worker-1", From: "spore:arch", Text: "nul \x00 too", At: base.Add(time.Second), Wake: true},
 			{ID: "m2", Spore: "quiet", From: "user:a", Text: "x"},
+			{ID: "m4", Spore: "worker-1", From: "user:a", Text: "refused for good", At: base.Add(2 * time.Second)},
 		} {
 			if _, err := tx.Enqueue(ctx, e); err != nil {
 				return err
 			}
+		}
+		// A dead letter is copied as one, with its reason and time.
+		if err := tx.Bury(ctx, "worker-1", "m4", state.DeadLetter{Reason: "the bridge answered 413", At: base.Add(3 * time.Second)}); err != nil {
+			return err
 		}
 		if err := tx.SetTokenHash(ctx, "arch", h1); err != nil {
 			return err
@@ -139,6 +144,7 @@ func requireSame(t *testing.T, want, got dump, what string) {
 	require.Equal(t, want.Heads, got.Heads, "%s: heads", what)
 	require.Equal(t, want.Tokens, got.Tokens, "%s: tokens", what)
 	require.Equal(t, want.Outbox, got.Outbox, "%s: outbox", what)
+	require.Equal(t, want.Dead, got.Dead, "%s: dead letters", what)
 	require.Equal(t, len(want.Events), len(got.Events), "%s: spores with event logs", what)
 	for id, evs := range want.Events {
 		require.Len(t, got.Events[id], len(evs), "%s: events of %s", what, id)

@@ -14,7 +14,10 @@ type Dump struct {
 	Heads    map[string]state.SporeHead
 	Events   map[string][]state.Event
 	Outbox   map[string][]state.OutboxEntry
-	Tokens   map[string]state.TokenHash
+	// Dead holds the spores' dead letters, only those of spores that
+	// have any (nil when none has).
+	Dead   map[string][]state.OutboxEntry `json:",omitempty"`
+	Tokens map[string]state.TokenHash
 }
 
 // ReadAll reads a Dump of s in one View, so its parts agree.
@@ -37,6 +40,16 @@ func ReadAll(ctx context.Context, s state.Store) (*Dump, error) {
 			}
 			if d.Outbox[sp.ID], err = tx.Outbox(ctx, sp.ID); err != nil {
 				return err
+			}
+			dead, err := tx.DeadLetters(ctx, sp.ID)
+			if err != nil {
+				return err
+			}
+			if len(dead) > 0 {
+				if d.Dead == nil {
+					d.Dead = map[string][]state.OutboxEntry{}
+				}
+				d.Dead[sp.ID] = dead
 			}
 			h, err := tx.TokenHash(ctx, sp.ID)
 			switch {

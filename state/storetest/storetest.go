@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"HostileText", testHostileText},
 		{"Outbox", testOutbox},
 		{"Pending", testPending},
+		{"DeadLetters", testDeadLetters},
 		{"WishAndHealthBookkeeping", testBookkeeping},
 		{"SwarmLoop", testSwarmLoop},
 		{"IdleSleep", testIdleSleep},
@@ -753,12 +754,13 @@ func seqs(evs []state.Event) []uint64 {
 func testMissingSpore(t *testing.T, s state.Store) {
 	ctx := t.Context()
 	reads := map[string]func(tx state.Tx) error{
-		"Spore":     func(tx state.Tx) error { _, err := tx.Spore(ctx, "ghost"); return err },
-		"Head":      func(tx state.Tx) error { _, err := tx.Head(ctx, "ghost"); return err },
-		"Events":    func(tx state.Tx) error { _, err := tx.Events(ctx, "ghost", 0, 0); return err },
-		"Tail":      func(tx state.Tx) error { _, err := tx.Tail(ctx, "ghost", 5); return err },
-		"Outbox":    func(tx state.Tx) error { _, err := tx.Outbox(ctx, "ghost"); return err },
-		"TokenHash": func(tx state.Tx) error { _, err := tx.TokenHash(ctx, "ghost"); return err },
+		"Spore":       func(tx state.Tx) error { _, err := tx.Spore(ctx, "ghost"); return err },
+		"Head":        func(tx state.Tx) error { _, err := tx.Head(ctx, "ghost"); return err },
+		"Events":      func(tx state.Tx) error { _, err := tx.Events(ctx, "ghost", 0, 0); return err },
+		"Tail":        func(tx state.Tx) error { _, err := tx.Tail(ctx, "ghost", 5); return err },
+		"Outbox":      func(tx state.Tx) error { _, err := tx.Outbox(ctx, "ghost"); return err },
+		"DeadLetters": func(tx state.Tx) error { _, err := tx.DeadLetters(ctx, "ghost"); return err },
+		"TokenHash":   func(tx state.Tx) error { _, err := tx.TokenHash(ctx, "ghost"); return err },
 	}
 	// One wording in every backend, so a person (and a script) sees the
 	// same message whatever the store.
@@ -773,11 +775,12 @@ func testMissingSpore(t *testing.T, s state.Store) {
 	writes := map[string]func(tx state.Tx) error{
 		"DeleteSpore": func(tx state.Tx) error { return tx.DeleteSpore(ctx, "ghost") },
 		"Dequeue":     func(tx state.Tx) error { return tx.Dequeue(ctx, "ghost", "m") },
+		"Bury":        func(tx state.Tx) error { return tx.Bury(ctx, "ghost", "m", state.DeadLetter{Reason: "r", At: t0}) },
 	}
 	for name, write := range writes {
 		err := s.Update(ctx, write)
 		require.ErrorIs(t, err, state.ErrNotFound, name)
-		if name != "Dequeue" {
+		if name != "Dequeue" && name != "Bury" {
 			require.Equal(t, want, err.Error(), name)
 		}
 	}

@@ -1,0 +1,148 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/state"
+)
+
+// An outbox is delivered in order, and an entry a bridge refuses waits
+// for the next pass with everything behind it: right for a bridge that is
+// busy, restarting or briefly wrong, fatal for an entry no bridge will
+// ever take. Such an entry is made a dead letter (Tx.Bury) in the pass's
+// commit, with an event on its spore's log and a summons to its
+// mycologist, and the entries behind it are posted in the same pass
+// (docs/bridge.md "Delivery").
+
+// permanent are the answers of a bridge that judge the entry itself, so
+// no later try can succeed: 400 (the bridge's checks of an id, a sender
+// or a text), 413 (over its bound), 422. Every other failure is
+// transient and the entry stays queued: 401 and 403 (the token, not the
+// entry), 404 and 405 (something that is not a bridge of this version
+// answered: a spore's agent may run its own server on the port), 408,
+// 409, 429, every 5xx, and any error without an answer (a network
+// error, a timeout). A bridge is the agent's, so a hostile one can bury
+// only its own spore's entries.
+var permanent = map[int]bool{
+	http.StatusBadRequest:            true,
+	http.StatusRequestEntityTooLarge: true,
+	http.StatusUnprocessableEntity:   true,
+}
+
+// undeliverable is, for a delivery's error, the dead letter's reason when
+// the bridge refused the entry for good ("" when the error is transient).
+func undeliverable(err error) string {
+	var ae *bridge.APIError
+	if !errors.As(err, &ae) || !permanent[ae.Status] {
+		return ""
+	}
+	return boundReason(fmt.Sprintf("the bridge answered %d %s: %s", ae.Status, http.StatusText(ae.Status), ae.Message))
+}
+
+// boundReason makes s a dead letter's reason (state.CheckDeadLetter):
+// one line, no control character, at most state.MaxDeadReason bytes. It
+// quotes a bridge, which is the agent's.
+func boundReason(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > state.MaxDeadReason {
+		cut := state.MaxDeadReason - len("…")
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// DeadLetterKey is the incident key of a spore's dead letter: its
+// mycologist is summoned once per entry.
+func DeadLetterKey(spore, entry string) string { return "dead-letter:" + spore + ":" + entry }
+
+// buried is one entry the commit made a dead letter.
+type buried struct {
+	spore  state.Spore
+	entry  string
+	reason string
+}
+
+// bury makes d's entry a dead letter inside tx and returns its event;
+// ok is false when the entry was no longer queued (an overlapping pass
+// delivered or buried it, or a person dropped it): nothing is written.
+func bury(ctx context.Context, tx state.Tx, id string, d Delivery, now time.Time) (ev state.Event, ok bool, err error) {
+	err = tx.Bury(ctx, id, d.Entry.ID, state.DeadLetter{Reason: d.Dead, At: now})
+	switch {
+	case errors.Is(err, state.ErrNotFound):
+		return state.Event{}, false, nil
+	case err != nil:
+		return state.Event{}, false, fmt.Errorf("make %s of %s a dead letter: %w", d.Entry.ID, id, err)
+	}
+	return state.Event{Kind: state.KindLifecycle, Action: "dead-letter", At: now, Text: fmt.Sprintf(
+		"prompt %s refused for good (%s): moved to the dead letters; the queue goes on. `sporectl outbox %s` lists it, `sporectl outbox drop %s %s` drops it",
+		d.Entry.ID, d.Dead, id, id, d.Entry.ID)}, true, nil
+}
+
+// deadLetterSummons summons, inside tx, the mycologist of each spore that
+// got a dead letter: its colony mycologist, or the [arch] when the colony
+// has none or the spore is its colony mycologist; once per entry
+// (DeadLetterKey). The [arch] is not summoned about its own.
+func deadLetterSummons(ctx context.Context, tx state.Tx, dead []buried, now time.Time) error {
+	if len(dead) == 0 {
+		return nil
+	}
+	all, err := tx.Spores(ctx)
+	if err != nil {
+		return fmt.Errorf("find the mycologists to summon: %w", err)
+	}
+	var arch string
+	colonyMyc := map[string]string{}
+	for _, sp := range all {
+		switch sp.Rank {
+		case state.RankArch:
+			arch = sp.ID
+		case state.RankColony:
+			colonyMyc[sp.Colony] = sp.ID
+		}
+	}
+	byTarget := map[string][]Summons{}
+	var order []string
+	for _, b := range dead {
+		target := colonyMyc[b.spore.Colony]
+		if target == "" || target == b.spore.ID {
+			target = arch
+		}
+		if target == "" {
+			continue // no mycologist to summon
+		}
+		if _, ok := byTarget[target]; !ok {
+			order = append(order, target)
+		}
+		byTarget[target] = append(byTarget[target], Summons{Key: DeadLetterKey(b.spore.ID, b.entry), By: b.spore.ID, Text: fmt.Sprintf(
+			"Dead letter: a message to spore %s (entry %s) was refused by its bridge for good (%s) and moved out of its outbox; what was queued behind it is delivered. "+
+				"Look: `mycologist spore %s`; a person lists it with `sporectl outbox %s`. No answer is expected.",
+			b.spore.ID, b.entry, b.reason, b.spore.ID, b.spore.ID)})
+	}
+	for _, id := range order {
+		sp, err := tx.Spore(ctx, id)
+		if err != nil {
+			return fmt.Errorf("read %s to summon it: %w", id, err)
+		}
+		if _, err := summonOn(ctx, tx, sp, byTarget[id], now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
