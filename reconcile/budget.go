@@ -203,54 +203,23 @@ func budgetSummons(ctx context.Context, tx state.Tx, slept []*SporePlan, now tim
 	if len(slept) == 0 {
 		return nil
 	}
-	all, err := tx.Spores(ctx)
-	if _, err = state.Damaged(err); err != nil { // a damaged record is no mycologist to summon
-		return fmt.Errorf("find the mycologists to summon: %w", err)
-	}
-	var arch string
-	colonyMyc := map[string]string{}
-	for _, sp := range all {
-		switch sp.Rank {
-		case state.RankArch:
-			arch = sp.ID
-		case state.RankColony:
-			colonyMyc[sp.Colony] = sp.ID
-		}
+	myc, err := readMycologists(ctx, tx)
+	if err != nil {
+		return err
 	}
 	day := state.Day(now)
-	byTarget := map[string][]Summons{}
-	var order []string
+	var out summonses
 	for _, p := range slept {
 		sp := p.Spore
-		target := colonyMyc[sp.Colony]
 		s := Summons{Key: BudgetKey(sp.ID, day), By: sp.ID, Text: fmt.Sprintf(
 			"Budget: spore %s reached its daily budget (%s) and was put to sleep when its turn ended; what is sent to it stays queued until the next UTC day or a raised budget, which wake it. Look: `mycologist spore %s`. No answer is expected.",
 			sp.ID, p.OverText, sp.ID)}
 		if p.OverColony {
-			target = ""
 			s = Summons{Key: ColonyBudgetKey(sp.Colony, day), Text: fmt.Sprintf(
 				"Budget: colony %s reached its daily budget (%s); its spores get nothing new and are put to sleep as their turns end, until the next UTC day or a raised budget. No answer is expected.",
 				sp.Colony, p.OverText)}
 		}
-		if target == "" || target == sp.ID {
-			target = arch
-		}
-		if target == "" {
-			continue // no mycologist to summon
-		}
-		if _, ok := byTarget[target]; !ok {
-			order = append(order, target)
-		}
-		byTarget[target] = append(byTarget[target], s)
+		out.add(myc.of(sp, p.OverColony), s)
 	}
-	for _, id := range order {
-		sp, err := tx.Spore(ctx, id)
-		if err != nil {
-			return fmt.Errorf("read %s to summon it: %w", id, err)
-		}
-		if _, err := summonOn(ctx, tx, sp, byTarget[id], now); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out.send(ctx, tx, now)
 }

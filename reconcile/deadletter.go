@@ -103,46 +103,16 @@ func deadLetterSummons(ctx context.Context, tx state.Tx, dead []buried, now time
 	if len(dead) == 0 {
 		return nil
 	}
-	all, err := tx.Spores(ctx)
+	myc, err := readMycologists(ctx, tx)
 	if err != nil {
-		return fmt.Errorf("find the mycologists to summon: %w", err)
+		return err
 	}
-	var arch string
-	colonyMyc := map[string]string{}
-	for _, sp := range all {
-		switch sp.Rank {
-		case state.RankArch:
-			arch = sp.ID
-		case state.RankColony:
-			colonyMyc[sp.Colony] = sp.ID
-		}
-	}
-	byTarget := map[string][]Summons{}
-	var order []string
+	var out summonses
 	for _, b := range dead {
-		target := colonyMyc[b.spore.Colony]
-		if target == "" || target == b.spore.ID {
-			target = arch
-		}
-		if target == "" {
-			continue // no mycologist to summon
-		}
-		if _, ok := byTarget[target]; !ok {
-			order = append(order, target)
-		}
-		byTarget[target] = append(byTarget[target], Summons{Key: DeadLetterKey(b.spore.ID, b.entry), By: b.spore.ID, Text: fmt.Sprintf(
+		out.add(myc.of(b.spore, false), Summons{Key: DeadLetterKey(b.spore.ID, b.entry), By: b.spore.ID, Kind: "dead letter", At: now, Text: fmt.Sprintf(
 			"Dead letter: a message to spore %s (entry %s) was refused by its bridge for good (%s) and moved out of its outbox; what was queued behind it is delivered. "+
 				"Look: `mycologist spore %s`; a person lists it with `sporectl outbox %s`. No answer is expected.",
 			b.spore.ID, b.entry, b.reason, b.spore.ID, b.spore.ID)})
 	}
-	for _, id := range order {
-		sp, err := tx.Spore(ctx, id)
-		if err != nil {
-			return fmt.Errorf("read %s to summon it: %w", id, err)
-		}
-		if _, err := summonOn(ctx, tx, sp, byTarget[id], now); err != nil {
-			return err
-		}
-	}
-	return nil
+	return out.send(ctx, tx, now)
 }
