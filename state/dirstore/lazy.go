@@ -35,6 +35,11 @@ type lazyRow struct {
 	// outbox holds anything. The decoded row must agree.
 	log    string
 	queued bool
+	// raw is the whole line, as it is on disk, of a row whose checksum
+	// does not match (damagedRow): its damage is its spore's alone, and a
+	// compaction writes the line back byte for byte, never framed anew
+	// (which would pass the damage off as sound).
+	raw []byte
 
 	once sync.Once
 	r    *row
@@ -179,3 +184,22 @@ func (m *model) decodeAll() error {
 // 512 calls: row decoding, which a large fleet's whole read is mostly
 // made of.
 func inParallel(n int, fn func(i int)) { parallel.For(n, 512, fn) }
+
+// damagedRow is a row's line whose frame does not check (bad says why),
+// when its payload still shows whose row it is (peekRow): that spore's
+// damage alone, named on its line, which every read of the spore returns
+// and a whole read of the fleet leaves out (state.DamagedError). A line
+// whose owner cannot be told stays the snapshot's damage. line is the
+// whole line without its LF; err is its damage, named where it is.
+func damagedRow(line []byte, atTx uint64, err *state.CorruptError) (*lazyRow, bool) {
+	if len(line) < crcLen+1 || line[crcLen] != ' ' {
+		return nil, false
+	}
+	id, log, queued, ok := peekRow(line[crcLen+1:], atTx)
+	if !ok {
+		return nil, false
+	}
+	l := &lazyRow{id: id, log: log, queued: queued, atTx: atTx, raw: bytes.Clone(line), data: bytes.Clone(line[crcLen+1:]), err: err}
+	l.once.Do(func() {}) // decoded already: to its damage
+	return l, true
+}

@@ -84,7 +84,11 @@ func (s *Store) setRowAside(t *tx, id string, c *state.CorruptError, rep *state.
 	}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	if t.write {
-		p, err := s.saveAside(damagedDir, snapshotFile+"."+id+"."+stamp, append(append([]byte{}, l.data...), '\n'))
+		line := l.raw // the whole line, when its frame is the damage
+		if line == nil {
+			line = l.data
+		}
+		p, err := s.saveAside(damagedDir, snapshotFile+"."+id+"."+stamp, append(append([]byte{}, line...), '\n'))
 		if err != nil {
 			return err
 		}

@@ -113,3 +113,81 @@ func TestRepairOfAnUnknownSpore(t *testing.T) {
 	_, err := st.Repair(context.Background(), "nope", false)
 	require.ErrorIs(t, err, state.ErrNotFound)
 }
+
+// A row of state.json whose checksum fails (a flipped bit, a hand edit
+// that kept the line): it is its spore's damage alone, every other spore
+// reads and is written, a compaction keeps the damaged line byte for byte
+// (never framed anew), and repair sets the spore aside.
+func TestARowsDamagedLineIsItsSporesAlone(t *testing.T) {
+	for _, damage := range []struct {
+		name string
+		do   func(t *testing.T, snap string)
+	}{
+		{"a flipped bit", func(t *testing.T, snap string) {
+			require.Equal(t, 3, flipByte(t, snap, middleOfLine(t, snap, 3)), "beta's row")
+		}},
+		{"a hand edit", func(t *testing.T, snap string) {
+			// A person wakes beta by editing its desired state.
+			b, err := os.ReadFile(snap)
+			require.NoError(t, err)
+			lines := strings.SplitAfter(string(b), "\n")
+			require.Contains(t, lines[2], `"id":"beta"`)
+			edited := strings.Replace(lines[2], `"desired":"Paused"`, `"desired":"Running"`, 1)
+			require.NotEqual(t, lines[2], edited)
+			lines[2] = edited
+			require.NoError(t, os.WriteFile(snap, []byte(strings.Join(lines, "")), 0o600))
+		}},
+	} {
+		t.Run(damage.name, func(t *testing.T) { rowDamagedInPlace(t, damage.do) })
+	}
+}
+
+func rowDamagedInPlace(t *testing.T, damage func(t *testing.T, snap string)) {
+	ctx := context.Background()
+	root := populated(t)
+	snap := filepath.Join(root, snapshotFile)
+	damage(t, snap)
+	damaged := lineOfFile(t, snap, 3)
+
+	st, err := Open(ctx, root, Options{CompactBytes: 1}) // every commit compacts
+	require.NoError(t, err)
+	defer st.Close()
+	var all []state.Spore
+	err = st.View(ctx, func(tx state.Tx) (err error) { all, err = tx.Spores(ctx); return err })
+	var d *state.DamagedError
+	require.ErrorAs(t, err, &d)
+	require.Equal(t, []string{"beta"}, d.IDs())
+	require.Equal(t, snapshotFile+":3", d.Spores["beta"].Where())
+	require.Contains(t, d.Spores["beta"].Reason, "checksum mismatch")
+	require.Len(t, all, 2)
+
+	// Another spore is written, and the store compacted: the damaged line
+	// is still there as it was.
+	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
+		_, err := tx.Append(ctx, "gamma", []state.Event{{Kind: state.KindPrompt, From: "user:test", Text: "still here"}})
+		return err
+	}))
+	require.Equal(t, damaged, lineOfFile(t, snap, 3), "a compaction never frames a damaged line anew")
+	rep, err := st.Check(ctx)
+	require.NoError(t, err)
+	requireProblem(t, rep, snapshotFile+":3")
+
+	r, err := st.Repair(ctx, "beta", false)
+	require.NoError(t, err)
+	require.True(t, r.Removed)
+	kept, err := os.ReadFile(filepath.Join(root, r.SetAside[0]))
+	require.NoError(t, err)
+	require.Equal(t, damaged+"\n", string(kept), "the damaged line is kept byte for byte")
+	rep, err = st.Check(ctx)
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+}
+
+func lineOfFile(t *testing.T, p string, n int) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	lines := strings.Split(string(b), "\n")
+	require.Greater(t, len(lines), n)
+	return lines[n-1]
+}

@@ -288,7 +288,17 @@ func (s *snapRows) linesAround(lo, mid, hi, span int64) ([]*lazyRow, error) {
 func (s *snapRows) rowAt(off int64, line []byte) (*lazyRow, error) {
 	payload, bad := unframe(line)
 	if bad != "" {
-		return nil, s.corrupt(off, bad)
+		err := s.corrupt(off, bad).(*state.CorruptError)
+		l, ok := damagedRow(line, s.header.TxID, err)
+		if !ok {
+			return nil, err
+		}
+		if f, ok := s.found[l.id]; ok && f != nil {
+			return f, nil
+		}
+		l.file, l.off, l.rows = s.name, off, s
+		s.remember(l.id, l)
+		return l, nil
 	}
 	id, log, queued, ok := peekRow(payload, s.header.TxID)
 	if !ok {

@@ -68,6 +68,13 @@ func encodeSnapshot(m *model) ([]byte, error) {
 		r, ok := m.rows[id]
 		if !ok {
 			l := c.lazy[id]
+			if l.raw != nil {
+				// A damaged line stays as it is, its own checksum and
+				// all, until a repair sets it aside: framing it anew
+				// would pass the damage off as sound.
+				buf = append(append(buf, l.raw...), '\n')
+				continue
+			}
 			if !l.eager {
 				// Never changed since it was read: its line, as read (this
 				// format's, checked).
@@ -126,6 +133,11 @@ func decodeHeader(name string, payload []byte, oldest int) (snapHeader, error) {
 // decoded now.
 func decodeSnapshotFrom(name string, data []byte, oldest int) (*snapContent, error) {
 	var lines [][]byte
+	// unframed: the rows whose frame does not check, by index in lines
+	// (the whole line kept): each one's damage is its spore's when its
+	// payload still names it (damagedRow), the snapshot's otherwise.
+	var unframed map[int]*state.CorruptError
+	var raws map[int][]byte
 	for n := 1; len(data) > 0; n++ {
 		nl := bytes.IndexByte(data, '\n')
 		if nl < 0 {
@@ -135,7 +147,14 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*snapContent, err
 		}
 		payload, bad := unframe(data[:nl])
 		if bad != "" {
-			return nil, &state.CorruptError{File: name, Line: n, Offset: -1, Reason: bad}
+			if n == 1 {
+				return nil, &state.CorruptError{File: name, Line: n, Offset: -1, Reason: bad}
+			}
+			if unframed == nil {
+				unframed, raws = map[int]*state.CorruptError{}, map[int][]byte{}
+			}
+			unframed[len(lines)] = &state.CorruptError{File: name, Line: n, Offset: -1, Reason: bad}
+			raws[len(lines)] = data[:nl]
 		}
 		lines = append(lines, payload)
 		data = data[nl+1:]
@@ -158,9 +177,25 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*snapContent, err
 	if h.Format == formatVersion {
 		// Each line is read on its own: on every core, as decoding was.
 		inParallel(len(rows), func(i int) {
+			if _, bad := unframed[i+1]; bad {
+				return
+			}
 			l := &slots[i]
 			l.id, l.log, l.queued, peeked[i] = peekRow(rows[i], h.TxID)
 		})
+	}
+	for i, err := range unframed {
+		if i == 0 {
+			continue // the header, refused above
+		}
+		d, ok := damagedRow(raws[i], h.TxID, err)
+		if !ok || h.Format != formatVersion {
+			return nil, err
+		}
+		l := &slots[i-1]
+		l.id, l.log, l.queued, l.raw, l.err = d.id, d.log, d.queued, d.raw, d.err
+		l.once.Do(func() {}) // decoded already: to its damage
+		peeked[i-1] = true
 	}
 	var eager []int
 	for i := range rows {
@@ -186,6 +221,9 @@ func decodeSnapshotFrom(name string, data []byte, oldest int) (*snapContent, err
 		line := i + 2
 		l := &slots[i]
 		l.file, l.line, l.off, l.atTx, l.data = name, line, -1, h.TxID, p
+		if l.raw != nil {
+			l.data = l.raw[crcLen+1:]
+		}
 		if _, dup := c.lazy[l.id]; dup {
 			return nil, &state.CorruptError{File: name, Line: line, Offset: -1, Reason: fmt.Sprintf("spore %q appears twice", l.id)}
 		}
