@@ -68,7 +68,23 @@ func TestRecoveryDamagedSpore(t *testing.T) {
 // directory store's only (exit 2); the row is put right with SQL, and
 // the next pass judges b again.
 func TestRecoveryDamagedSporePG(t *testing.T) {
-	dbURL := pgtest.NewDatabase(t) // skips without PostgreSQL, fails in CI
+	r, dbURL := newPGRig(t)
+	runDamagedSpore(t, r, damageCase{
+		damage: func(r *rig) { pgExec(r.t, dbURL, `UPDATE sporectl.spores SET colony = 'Not Valid' WHERE id = 'dmg-b'`) },
+		place:  []string{"sporectl.spores", "dmg-b"},
+		putRight: func(r *rig) {
+			res := r.run("repair", "dmg-b")
+			require.Equal(r.t, 2, res.code, "repair is the directory store's only: %s", res)
+			pgExec(r.t, dbURL, `UPDATE sporectl.spores SET colony = 'lab' WHERE id = 'dmg-b'`)
+		},
+	})
+}
+
+// newPGRig is a rig on a PostgreSQL store of its own (skipped without
+// PostgreSQL, failing in CI), with the local runtime.
+func newPGRig(t *testing.T) (*rig, string) {
+	t.Helper()
+	dbURL := pgtest.NewDatabase(t)
 	statetest.CheckPostgresOnCleanup(t, dbURL)
 	stateHome := t.TempDir()
 	r := &rig{t: t, store: dbURL, root: "/nonexistent", env: []string{"XDG_STATE_HOME=" + stateHome}}
@@ -84,24 +100,19 @@ func TestRecoveryDamagedSporePG(t *testing.T) {
 		}
 		return filepath.Join(r.root, "homes", id)
 	}
-	sql := func(r *rig, q string) {
-		r.t.Helper()
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, dbURL)
-		require.NoError(r.t, err)
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, q)
-		require.NoError(r.t, err)
-	}
-	runDamagedSpore(t, r, damageCase{
-		damage: func(r *rig) { sql(r, `UPDATE sporectl.spores SET colony = 'Not Valid' WHERE id = 'dmg-b'`) },
-		place:  []string{"sporectl.spores", "dmg-b"},
-		putRight: func(r *rig) {
-			res := r.run("repair", "dmg-b")
-			require.Equal(r.t, 2, res.code, "repair is the directory store's only: %s", res)
-			sql(r, `UPDATE sporectl.spores SET colony = 'lab' WHERE id = 'dmg-b'`)
-		},
-	})
+	return r, dbURL
+}
+
+// pgExec runs one statement on the store's database, as a person
+// with psql would.
+func pgExec(t *testing.T, dbURL, q string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, q, args...)
+	require.NoError(t, err)
 }
 
 // damageLastLine edits the last event of spore id's log in a directory
