@@ -260,7 +260,13 @@ func runDamagedSpore(t *testing.T, r *rig, dc damageCase) {
 	for _, txt := range []string{"b: before the damage", "b: answered while its data is damaged"} {
 		require.Contains(t, r.ok("chat", b), "echo: "+txt, "b's conversation after the repair")
 	}
-	_, _ = pb, pb2
+	turns := map[string]int{}
+	for _, e := range r.storedEvents(b) {
+		if l := parseLine(t, e.Line); e.Kind == state.KindAgent && l.Subtype == "turn_started" {
+			turns[l.PromptID]++
+		}
+	}
+	require.Equal(t, map[string]int{pb: 1, pb2: 1}, turns, "b's turns, each in the store once")
 
 	// Every line of the other spores is in the store once.
 	p.detach(r, c)
