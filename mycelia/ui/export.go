@@ -204,10 +204,27 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 			files[rel] = nil
 			continue
 		}
-		sp, err := h.sporeData(ctx, s.ID, pageParams{limit: ExportLimit})
+		var sp sporePage
+		var err error
+		if s.Code != reconcile.ReasonStoreDamage {
+			sp, err = h.sporeData(ctx, s.ID, pageParams{limit: ExportLimit})
+		}
 		if errors.Is(err, state.ErrNotFound) {
 			delete(stamps, rel)
 			continue // deleted since the pass
+		}
+		if _, damaged := state.SporeDamage(err); damaged || s.Code == reconcile.ReasonStoreDamage {
+			// Its stored data does not read: the page it had stays as
+			// it was (a view, never the truth) until a repair, and the
+			// other spores' pages are written; the pass and check name
+			// the damage.
+			files[rel] = nil
+			if prev[rel] == "" {
+				delete(stamps, rel)
+			} else {
+				stamps[rel] = prev[rel]
+			}
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("export spore %s: %w", s.ID, err)
