@@ -25,17 +25,19 @@ func newCmdRepair(f *Factory, runF func(context.Context, *repairOptions) error) 
 		Short: "Set a spore's damaged stored data aside, keeping everything intact",
 		Long: `Look at each spore's stored record and event log and set aside what cannot
 be read, in one transaction per spore. Nothing is deleted: what is damaged is
-kept in a file under the store's damaged/ directory, named in the output.
+kept where the output names it — a file under the directory store's damaged/
+directory, or a row of the table sporectl.damaged on PostgreSQL (the whole
+row, as JSON).
 
-A log with damaged lines is rebuilt with every intact line as it was and, in
-each damaged line's place, an event saying where its bytes are kept (so every
-other line keeps its number), then a "repaired" event. A record that cannot
-be read at all is set aside whole with its log, and the spore leaves the
-store (create it again to go on from its home). A spore a pass marked
-"store damage" has the mark cleared, so the next pass judges it again.
+A log with damaged lines (rows) keeps every intact one as it was and, in each
+damaged one's place, an event saying where it is kept (so every other event
+keeps its number), then a "repaired" event. A record that cannot be read at
+all is set aside whole with its log (on PostgreSQL with its outbox and token
+rows too), and the spore leaves the store (create it again to go on from its
+home). A spore a pass marked "store damage" has the mark cleared, so the next
+pass judges it again.
 
-With --dry-run it says what it would do and writes nothing. The directory
-store only: on PostgreSQL, fix a damaged row with SQL (check names it).
+With --dry-run it says what it would do and writes nothing.
 See docs/recovery.md, "A spore's stored data is damaged".`,
 		Example: `  sporectl check                 # names the damage: events/b.5.log:2 checksum mismatch
   sporectl repair b --dry-run    # what would be kept and what set aside
@@ -61,7 +63,9 @@ func (o *repairOptions) run(ctx context.Context) error {
 	defer st.Close()
 	r, ok := st.(state.Repairer)
 	if !ok {
-		return usageErrorf("repair works on the directory store only; on %s, fix the row `sporectl check` names by hand (docs/recovery.md)", st.Info().Backend)
+		// Both stores repair; only a store wrapped without the method
+		// (a test's) lands here.
+		return usageErrorf("the %s store cannot repair; fix what `sporectl check` names by hand (docs/recovery.md)", st.Info().Backend)
 	}
 	var out repairResult
 	for _, id := range o.IDs {

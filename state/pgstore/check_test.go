@@ -26,6 +26,7 @@ func TestCheckFindsDamage(t *testing.T) {
 		{"orphan events", `UPDATE sporectl.events SET spore_id = 'ghost' WHERE spore_id = 'two'`, "spore_id=ghost"},
 		{"bad utf8", `UPDATE sporectl.events SET body = '\xff'::bytea WHERE spore_id = 'one' AND seq = 1`, "UTF-8"},
 		{"bad line", `UPDATE sporectl.events SET line = '{'::bytea WHERE spore_id = 'one' AND seq = 1`, "JSON"},
+		{"negative bridge_seq", `UPDATE sporectl.events SET bridge_seq = -1 WHERE spore_id = 'one' AND seq = 1`, "seq=1: negative bridge_seq"},
 		{"bad spore row", `UPDATE sporectl.spores SET colony = 'Not Valid' WHERE id = 'two'`, "colony"},
 		{"bad outbox row", `UPDATE sporectl.outbox SET body = '\xc328'::bytea`, "not valid UTF-8"},
 		{"no settings", `DELETE FROM sporectl.settings`, "settings rows"},

@@ -356,3 +356,67 @@ func TestUpgradeRefusesBadHealth(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "%v", rep.Problems)
 }
+
+// TestUpgradeFromVersion11: a store made by a binary of schema 11, with
+// spores and events, is upgraded by Init to the damaged table (schema 12)
+// keeping its rows; check is clean and a repair can set a damaged row
+// aside into the new table.
+func TestUpgradeFromVersion11(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	saved := migrations
+	migrations = saved[:11]
+	s, created, err := Init(ctx, url, state.Settings{Runtime: "local"}, Options{})
+	if err == nil {
+		err = s.Update(ctx, func(tx state.Tx) error {
+			for _, id := range []string{"a", "b"} {
+				if err := tx.CreateSpore(ctx, storetest.Spore(id)); err != nil {
+					return err
+				}
+				if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindPrompt, Text: "hi"}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	migrations = saved
+	require.NoError(t, err)
+	require.True(t, created)
+	require.NoError(t, s.Close())
+	var exists bool
+	require.NoError(t, sqlQueryRow(t, url, `SELECT to_regclass('sporectl.damaged') IS NOT NULL`, &exists))
+	require.False(t, exists)
+
+	s, created, err = Init(ctx, url, state.Settings{Runtime: "local"}, Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	require.False(t, created)
+	require.Equal(t, 12, s.Info().FormatVersion)
+	require.True(t, columnExists(t, url, "damaged", "data"))
+	rep, err := s.Check(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Problems)
+	require.Equal(t, 2, rep.Spores)
+	require.Equal(t, uint64(2), rep.Events)
+
+	require.NoError(t, sqlExec(t, url, `UPDATE sporectl.spores SET colony = 'Not Valid' WHERE id = 'b'`))
+	got, err := s.Repair(ctx, "b", false)
+	require.NoError(t, err)
+	require.True(t, got.Removed)
+	var n int
+	require.NoError(t, sqlQueryRow(t, url, `SELECT count(*) FROM sporectl.damaged WHERE spore_id = 'b'`, &n))
+	require.Equal(t, 2, n, "the spore row and its event")
+	rep, err = s.Check(ctx)
+	require.NoError(t, err)
+	require.True(t, rep.OK(), "%v", rep.Problems)
+}
+
+func sqlQueryRow(t *testing.T, url, q string, dest ...any) error {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	return conn.QueryRow(ctx, q).Scan(dest...)
+}
