@@ -1,6 +1,9 @@
 package state
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // ReasonStoreDamage is the health reason a pass records for a spore whose
 // stored data it could not read (reconcile.ReasonStoreDamage is this
@@ -39,4 +42,27 @@ type RepairReport struct {
 	// Cleared: the damage mark a pass recorded was cleared.
 	Cleared bool `json:"cleared,omitempty"`
 	DryRun  bool `json:"dry_run,omitempty"`
+}
+
+// RepairIn is how a store runs a repair of spore id: in one transaction
+// of st, a View when dryRun (nothing written) and an Update otherwise,
+// with a report made anew on each run of fn (a store may run fn again).
+// Its error says which spore was being repaired.
+func RepairIn(ctx context.Context, st Store, id string, dryRun bool, fn func(tx Tx, rep *RepairReport) error) (*RepairReport, error) {
+	if err := ValidateID(id); err != nil {
+		return nil, err
+	}
+	run := st.Update
+	if dryRun {
+		run = st.View
+	}
+	var rep *RepairReport
+	err := run(ctx, func(tx Tx) error {
+		rep = &RepairReport{ID: id, Damage: []Problem{}, DryRun: dryRun}
+		return fn(tx, rep)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("repair spore %s: %w", id, err)
+	}
+	return rep, nil
 }

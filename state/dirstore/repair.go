@@ -42,17 +42,8 @@ var _ state.Repairer = (*Store)(nil)
 // made durable before the transaction commits: a crash leaves either the
 // store as it was (and a copy to spare) or the repair whole.
 func (s *Store) Repair(ctx context.Context, id string, dryRun bool) (*state.RepairReport, error) {
-	if err := state.ValidateID(id); err != nil {
-		return nil, err
-	}
-	rep := &state.RepairReport{ID: id, Damage: []state.Problem{}, DryRun: dryRun}
-	run := s.Update
-	if dryRun {
-		run = s.View
-	}
-	err := run(ctx, func(st state.Tx) error {
+	return state.RepairIn(ctx, s, id, dryRun, func(st state.Tx, rep *state.RepairReport) error {
 		t := st.(*tx)
-		*rep = state.RepairReport{ID: id, Damage: []state.Problem{}, DryRun: dryRun}
 		r, found, err := t.get(id)
 		if c, ok := state.SporeDamage(err); ok {
 			return s.setRowAside(t, id, c, rep)
@@ -65,10 +56,6 @@ func (s *Store) Repair(ctx context.Context, id string, dryRun bool) (*state.Repa
 		}
 		return s.relog(ctx, t, r, rep)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("repair spore %s: %w", id, err)
-	}
-	return rep, nil
 }
 
 // setRowAside removes spore id, whose row does not decode, keeping its

@@ -41,17 +41,8 @@ var _ state.Repairer = (*Store)(nil)
 // Either way a damage mark a pass recorded is cleared. With dryRun it runs
 // in a View and writes nothing.
 func (s *Store) Repair(ctx context.Context, id string, dryRun bool) (*state.RepairReport, error) {
-	if err := state.ValidateID(id); err != nil {
-		return nil, err
-	}
-	rep := &state.RepairReport{ID: id, Damage: []state.Problem{}, DryRun: dryRun}
-	run := s.Update
-	if dryRun {
-		run = s.View
-	}
-	err := run(ctx, func(st state.Tx) error {
+	return state.RepairIn(ctx, s, id, dryRun, func(st state.Tx, rep *state.RepairReport) error {
 		t := st.(*tx)
-		*rep = state.RepairReport{ID: id, Damage: []state.Problem{}, DryRun: dryRun}
 		// The set lock first (the lock order): a spore set aside is
 		// deleted, and DeleteSpore takes it.
 		if err := t.lockSporeSet(ctx); err != nil {
@@ -66,10 +57,6 @@ func (s *Store) Repair(ctx context.Context, id string, dryRun bool) (*state.Repa
 		}
 		return t.repairEvents(ctx, sp, rep)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("repair spore %s: %w", id, err)
-	}
-	return rep, nil
 }
 
 // setSporeAside copies spore id's row, whose values do not read, and every
