@@ -72,7 +72,10 @@ func (s *Server) readSporesFleet(ctx context.Context) (*sporesFleet, error) {
 	var last map[string]state.Event
 	err = s.Store.View(ctx, func(tx state.Tx) error {
 		var err error
-		last, err = lastEvents(ctx, tx, ids)
+		last, err = tx.LastEvents(ctx, ids)
+		// A spore whose log's end does not read is listed without its
+		// last event (its row names its damage once a pass judged it).
+		_, err = state.Damaged(err)
 		return err
 	})
 	if err != nil {
@@ -126,29 +129,4 @@ func (f *sporesFleet) listFor(caller state.Spore) SporeList {
 		}
 	}
 	return list
-}
-
-// lastEvents is tx.LastEvents, except that a spore whose log's end does
-// not read is left out (its row names its damage once a pass judged it)
-// rather than failing the list of every spore: the whole read first, and
-// only when it meets damage, each spore's alone.
-func lastEvents(ctx context.Context, tx state.Tx, ids []string) (map[string]state.Event, error) {
-	last, err := tx.LastEvents(ctx, ids)
-	if _, damaged := state.SporeDamage(err); !damaged {
-		return last, err
-	}
-	last = make(map[string]state.Event, len(ids))
-	for _, id := range ids {
-		one, err := tx.LastEvents(ctx, []string{id})
-		if _, damaged := state.SporeDamage(err); damaged {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if e, ok := one[id]; ok {
-			last[id] = e
-		}
-	}
-	return last, nil
 }

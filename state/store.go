@@ -87,6 +87,8 @@ type Tx interface {
 	// ErrNotFound: an id that does not exist (a spore deleted since the
 	// caller read its list) is skipped, as is a spore whose log is
 	// empty; both are absent from the map. Repeated ids are read once.
+	// A spore whose record or last event does not read is left out and
+	// named in a *DamagedError, as by Spores.
 	// Its cost grows with len(ids), not with any log's length: on
 	// PostgreSQL it is one query whatever len(ids) (inside an Update one
 	// statement before it locks the spores' rows, in id order); the

@@ -32,7 +32,11 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 		l.ev, l.ok, l.err = t.lastEvent(ctx, ids[i])
 	})
 	out := make(map[string]state.Event, len(ids))
+	var dmg state.DamagedError
 	for i, l := range got {
+		if damaged(&dmg, ids[i], l.err) {
+			continue // its own damage: the others are read
+		}
 		if l.err != nil {
 			return nil, l.err
 		}
@@ -40,7 +44,7 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 			out[ids[i]] = l.ev
 		}
 	}
-	return out, nil
+	return out, dmg.OrNil()
 }
 
 // lastEvent is id's last event; ok is false when the spore does not exist

@@ -191,3 +191,26 @@ func lineOfFile(t *testing.T, p string, n int) string {
 	require.Greater(t, len(lines), n)
 	return lines[n-1]
 }
+
+// A log whose last line does not read: LastEvents gives the others' last
+// events and names that spore's damage, as a whole read does.
+func TestLastEventsLeavesADamagedLogOut(t *testing.T) {
+	ctx := context.Background()
+	root := populated(t)
+	log := filepath.Join(root, eventsDir, "alpha.1.log")
+	flipByte(t, log, middleOfLine(t, log, countLines(t, log)))
+	st, err := Open(ctx, root, Options{})
+	require.NoError(t, err)
+	defer st.Close()
+	var last map[string]state.Event
+	err = st.View(ctx, func(tx state.Tx) (err error) {
+		last, err = tx.LastEvents(ctx, []string{"alpha", "beta", "gamma"})
+		return err
+	})
+	var d *state.DamagedError
+	require.ErrorAs(t, err, &d)
+	require.Equal(t, []string{"alpha"}, d.IDs())
+	require.Contains(t, last, "beta")
+	require.Contains(t, last, "gamma")
+	require.NotContains(t, last, "alpha")
+}

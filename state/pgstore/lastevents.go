@@ -44,6 +44,7 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 		return nil, classify(op, err)
 	}
 	defer rows.Close()
+	var dmg state.DamagedError
 	for rows.Next() {
 		var (
 			id string
@@ -53,6 +54,10 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 			return nil, classify(op, err)
 		}
 		e, err := sc.event(id)
+		if c, ok := state.SporeDamage(err); ok {
+			dmg.Add(id, c) // its own damage: the others are read
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +66,7 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 	if err := rows.Err(); err != nil {
 		return nil, classify(op, err)
 	}
-	return out, nil
+	return out, dmg.OrNil()
 }
 
 // LockSpores locks the rows of ids not held yet, in id order, in one
