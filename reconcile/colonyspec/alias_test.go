@@ -42,11 +42,11 @@ func TestReadRefusesAliasesThatExpandTooFar(t *testing.T) {
 
 // Aliases that repeat a little, as a person writes them, still work.
 func TestReadFollowsModestAliases(t *testing.T) {
-	docs, err := Read("lab.yaml", []byte(laughs(20)))
+	_, err := Read("lab.yaml", []byte(laughs(20)))
 	require.Error(t, err, "the spores' ids repeat")
 	require.NotContains(t, err.Error(), "aliases")
 	doc := "apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: lab}\nspec:\n  spores:\n  - id: a\n    resources: &r {cpu: 2, memory: 3Gi}\n  - id: b\n    resources: *r\n"
-	docs, err = Read("lab.yaml", []byte(doc))
+	docs, err := Read("lab.yaml", []byte(doc))
 	require.NoError(t, err)
 	require.Equal(t, "3Gi", *docs[0].Spec.Spores[1].Resources.Memory)
 }
