@@ -3,8 +3,8 @@ package reconcile
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile/transcript"
@@ -32,11 +32,22 @@ var _ BridgeClient = (*bridge.Client)(nil)
 // bridge is the agent's, so it is cut to bridge.MaxStatusText bytes and
 // every control character, ANSI escape and bidirectional override in it
 // is written visibly (an ESC as \x1b), never passed on raw.
-func statusText(s string) string {
-	if len(s) > bridge.MaxStatusText {
-		s = strings.ToValidUTF8(s[:bridge.MaxStatusText], "") + "…"
+func statusText(s string) string { return untrustedText(s, bridge.MaxStatusText) }
+
+// untrustedText is words a bridge said, or that quote it, as a pass keeps
+// them: every control character, ANSI escape and bidirectional override
+// written visibly (transcript.Sanitize: one line, valid UTF-8), then cut
+// at a character's start to at most max bytes, "…" included.
+func untrustedText(s string, max int) string {
+	s = transcript.Sanitize(s)
+	if len(s) <= max {
+		return s
 	}
-	return transcript.Sanitize(s)
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // maxBreachText bounds the words kept of a breach.
@@ -49,9 +60,5 @@ func breachText(err error) string {
 	if !errors.As(err, &be) {
 		return ""
 	}
-	s := be.Route + ": " + be.What
-	if len(s) > maxBreachText {
-		s = strings.ToValidUTF8(s[:maxBreachText], "") + "…"
-	}
-	return transcript.Sanitize(s)
+	return untrustedText(be.Route+": "+be.What, maxBreachText)
 }

@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/state"
@@ -49,23 +47,14 @@ func undeliverable(err error) string {
 
 // boundReason makes s a dead letter's reason (state.CheckDeadLetter):
 // one line, no control character, at most state.MaxDeadReason bytes. It
-// quotes a bridge, which is the agent's.
+// quotes a bridge, which is the agent's; its line breaks read as spaces.
 func boundReason(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+	return untrustedText(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
 			return ' '
 		}
 		return r
-	}, s)
-	if len(s) > state.MaxDeadReason {
-		cut := state.MaxDeadReason - len("…")
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
+	}, s), state.MaxDeadReason)
 }
 
 // DeadLetterKey is the incident key of a spore's dead letter: its
