@@ -96,6 +96,10 @@ func TestPassReadsABoundOfAHostileBridgesLongLineAndGoesOn(t *testing.T) {
 	defer h.Close()
 	var read atomic.Int64
 	pass := e.pass()
+	// The pass must meet the breach, not its deadlines: on a loaded
+	// machine under the race detector, 10 s were once too few to read the
+	// page's bound, and a fetch cut by the deadline is no breach.
+	pass.ObserveDeadline, pass.IngestDeadline = 5*time.Minute, 5*time.Minute
 	pass.Runtime = func(context.Context, state.Settings) (reconcile.Runtime, error) { return h.Runtime(), nil }
 	pass.Dial = func(ep reconcile.BridgeEndpoint) (reconcile.BridgeClient, error) {
 		ep.Client = &http.Client{Transport: countingTransport{ep.Client.Transport, &read}}
