@@ -23,10 +23,10 @@ import (
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/sporeenv"
+	"github.com/sporectl/sporectl/internal/flock"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/flock"
 )
 
 // Config says where spores live and how to start their bridges.

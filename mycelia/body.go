@@ -6,8 +6,8 @@ import (
 	"net/http"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/internal/strictjson"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/strictjson"
 )
 
 // decodeBody reads the request body, at most MaxBodyBytes, and decodes

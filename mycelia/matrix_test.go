@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/internal/strictjson"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/strictjson"
 )
 
 // The security matrix: every route × every rank × in reach and out of

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/sporectl/sporectl/lazy"
+	"github.com/sporectl/sporectl/internal/lazy"
 )
 
 // The grammar of a spec's values, shared by every way of giving one

@@ -15,7 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sporectl/sporectl/bridge"
-	"github.com/sporectl/sporectl/strictjson"
+	"github.com/sporectl/sporectl/internal/strictjson"
 )
 
 // maxEventsBytes bounds the lines of one page of events (the contract's

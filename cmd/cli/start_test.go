@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sporectl/sporectl/lazy"
+	"github.com/sporectl/sporectl/internal/lazy"
 )
 
 // envStartChild makes this test binary, run again by TestStartBuildsNothing,

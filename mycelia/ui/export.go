@@ -24,8 +24,8 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/sporectl/sporectl/internal/digest"
+	"github.com/sporectl/sporectl/internal/lazy"
 	"github.com/sporectl/sporectl/internal/parallel"
-	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )

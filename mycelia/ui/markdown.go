@@ -13,7 +13,7 @@ import (
 	gtext "github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 
-	"github.com/sporectl/sporectl/lazy"
+	"github.com/sporectl/sporectl/internal/lazy"
 )
 
 // md renders the agent's text. Agent text is hostile, so the renderer is

@@ -13,8 +13,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sporectl/sporectl/internal/lazy"
 	"github.com/sporectl/sporectl/internal/quote"
-	"github.com/sporectl/sporectl/lazy"
 	"github.com/sporectl/sporectl/state"
 )
 

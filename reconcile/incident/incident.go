@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge/streamjson"
-	"github.com/sporectl/sporectl/lazy"
+	"github.com/sporectl/sporectl/internal/lazy"
 	"github.com/sporectl/sporectl/state"
 )
 

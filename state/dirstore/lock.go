@@ -7,7 +7,7 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/sporectl/sporectl/state/flock"
+	"github.com/sporectl/sporectl/internal/flock"
 )
 
 // fileLock is the exclusive flock on the store's lock file, held until

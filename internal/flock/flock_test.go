@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sporectl/sporectl/state/flock"
+	"github.com/sporectl/sporectl/internal/flock"
 )
 
 // held takes the lock on path and releases it when the test ends (or
