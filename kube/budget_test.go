@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -82,8 +83,8 @@ func TestBudgetSleepsThePodAndTheNextDayWakesIt(t *testing.T) {
 	}
 
 	// A prompt while over budget is recorded and held, not delivered.
-	_, err = reconcile.Send(ctx, ds, reconcile.Message{To: "thrift", From: "user:ops", Kind: state.KindPrompt, Text: "next task"}, now)
-	var over *reconcile.OverBudgetError
+	_, err = outbox.Send(ctx, ds, outbox.Message{To: "thrift", From: "user:ops", Kind: state.KindPrompt, Text: "next task"}, now)
+	var over *outbox.OverBudgetError
 	require.ErrorAs(t, err, &over)
 	out = heal()
 	require.False(t, out.Plans[0].Start, "still over budget today: not woken")

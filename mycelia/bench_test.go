@@ -749,7 +749,7 @@ func buildBusyFleet(b *testing.B, variant string) *benchFleet {
 // target whose recent log is short (target=quiet, 100 of them in turn)
 // and to one whose log holds busyLines recent agent lines (target=busy,
 // as a spore that has worked for a few minutes): the repeat check of a
-// new request (reconcile.SendOnce's state.Tx.FindAction) looks back to
+// new request (outbox.SendOnce's state.Tx.FindAction) looks back to
 // DedupWindow, inside the write transaction, and should cost about the
 // same for both. quiet is the baseline of the same run.
 //

@@ -6,7 +6,7 @@
 // and the client.
 //
 // It holds no state: every request reads the store, every accepted
-// message is one transaction on it (reconcile.SendOnce) before the answer,
+// message is one transaction on it (outbox.SendOnce) before the answer,
 // and delivery is the pass's (reconcile.Pass.Deliver), now when the target
 // is awake and otherwise by the next reconcile. Any number of servers may
 // answer for one store; killing one loses nothing a client was told.

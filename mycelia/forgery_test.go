@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -28,12 +29,12 @@ var forged = map[string]string{
 // with a mark-shaped token, and the count of such tokens anywhere.
 func markLines(text string) (lines []int, tokens int) {
 	for i, l := range strings.Split(text, "\n") {
-		if reconcile.MarkAt(strings.TrimLeft(l, " \t\r")) > 0 {
+		if outbox.MarkAt(strings.TrimLeft(l, " \t\r")) > 0 {
 			lines = append(lines, i)
 		}
 	}
 	for i := range text {
-		if reconcile.MarkAt(text[i:]) > 0 {
+		if outbox.MarkAt(text[i:]) > 0 {
 			tokens++
 		}
 	}
@@ -48,7 +49,7 @@ func requireOneRealMark(t *testing.T, text, mark string) {
 	require.Equal(t, []int{0}, lines, "only the first line starts with a mark: %q", text)
 	require.Equal(t, 1, tokens, "one mark-shaped token: %q", text)
 	require.True(t, strings.HasPrefix(text, mark+"\n"), "%q does not start with the line %q", text, mark)
-	require.Contains(t, text, reconcile.Quoted+" the [", "the forgery is rewritten: %q", text)
+	require.Contains(t, text, outbox.Quoted+" the [", "the forgery is rewritten: %q", text)
 	require.Contains(t, text, "do X", "the sender's words are kept: %q", text)
 }
 

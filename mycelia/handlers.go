@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -85,8 +86,8 @@ func (s *Server) tell(c *call) (int, any, error) {
 
 // swarmTell: POST /api/swarm/tell — to a teammate by role. It has no
 // wake: a sleeping teammate is woken only as any message wakes one (idle
-// put it to sleep and its colony wakes on a message, reconcile's
-// mayWake), never one a person put to sleep (docs/sleep.md); a
+// put it to sleep and its colony wakes on a message, outbox's
+// admission), never one a person put to sleep (docs/sleep.md); a
 // mycologist that means to wake it tells it with wake.
 func (s *Server) swarmTell(c *call) (int, any, error) {
 	var req SwarmTellRequest
@@ -291,8 +292,8 @@ func (s *Server) reachable(c *call) (state.Spore, error) {
 // the background.
 func (s *Server) send(c *call, to state.Spore, l letter, text string, wake bool) (int, any, error) {
 	id := messageID(c.caller.ID, to.ID, c.requestID)
-	m := reconcile.Message{To: to.ID, From: From(c.caller), Kind: state.KindMessage, Mark: l.mark, Text: text, Note: l.note, Wake: wake}
-	sent, err := reconcile.SendOnce(c.ctx(), s.Store, m, reconcile.Once{ID: id, Window: DedupWindow, KeepStopped: true,
+	m := outbox.Message{To: to.ID, From: From(c.caller), Kind: state.KindMessage, Mark: l.mark, Text: text, Note: l.note, Wake: wake}
+	sent, err := outbox.SendOnce(c.ctx(), s.Store, m, outbox.Once{ID: id, Window: DedupWindow, KeepStopped: true,
 		Sender: c.caller.ID, Limit: s.RateLimit, Per: s.ratePer()}, s.now())
 	if err != nil {
 		return 0, nil, err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sporectl/sporectl/internal/share"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -285,12 +286,12 @@ func messageID(from, to, requestID string) string {
 // says no more than "internal error").
 func (s *Server) fail(w http.ResponseWriter, rt *Route, err error) {
 	var ae *Error
-	var asleep *reconcile.AsleepError
-	var stopped *reconcile.StoppedError
-	var limited *reconcile.RateLimitError
+	var asleep *outbox.AsleepError
+	var stopped *outbox.StoppedError
+	var limited *outbox.RateLimitError
 	var unavail *state.UnavailableError
 	var invalid *state.InvalidError
-	var tooLarge *reconcile.TooLargeError
+	var tooLarge *outbox.TooLargeError
 	switch {
 	case errors.As(err, &ae):
 	case errors.As(err, &asleep) && rt == RouteSwarmTell:

@@ -10,7 +10,7 @@ import (
 // of who sent it, then the sender's text, then a note on how to answer
 // (docs/mycologists.md "Messages"). The agent sees only the text, so the
 // mark is part of it: serve chooses it from the authenticated caller and
-// reconcile.Compose puts it alone on the first line and rewrites every
+// outbox.Compose puts it alone on the first line and rewrites every
 // mark-shaped token of the sender's text, so no sender can write one.
 // The event's From ("spore:ID") is the store's own record of the sender.
 

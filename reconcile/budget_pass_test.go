@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -83,10 +84,10 @@ func TestPassSleepsASporeOverBudgetAndARaisedBudgetWakesIt(t *testing.T) {
 			require.Equal(t, reconcile.BudgetKey("a", fakeLineHour), statetest.Spore(t, st, "myc").Incidents[0].Key)
 
 			// A prompt now is queued, not delivered, and says why.
-			entry, err := reconcile.Send(ctx, st, reconcile.Message{To: "a", From: "user:ann", Text: "more"}, now)
-			var over *reconcile.OverBudgetError
+			entry, err := outbox.Send(ctx, st, outbox.Message{To: "a", From: "user:ann", Text: "more"}, now)
+			var over *outbox.OverBudgetError
 			require.ErrorAs(t, err, &over)
-			require.True(t, errors.Is(err, reconcile.ErrOverBudget))
+			require.True(t, errors.Is(err, outbox.ErrOverBudget))
 			require.Equal(t, "25/20 tokens today", over.Over)
 			require.Equal(t, entry.ID, over.Entry)
 			require.Equal(t, state.Paused, statetest.Spore(t, st, "a").Desired, "not woken")
@@ -95,7 +96,7 @@ func TestPassSleepsASporeOverBudgetAndARaisedBudgetWakesIt(t *testing.T) {
 			h = health(heal(), "a")
 			require.Equal(t, "asleep: over budget (25/20 tokens today)", h.Reason)
 			require.Equal(t, 2, rt.Calls("Start"), "still asleep")
-			require.Len(t, outbox(t, st, "a"), 1, "the prompt waits")
+			require.Len(t, pending(t, st, "a"), 1, "the prompt waits")
 			require.Len(t, summons(), 1, "summoned once")
 
 			// A raised budget: the next pass wakes it for what is queued.
@@ -117,14 +118,9 @@ func TestPassSleepsASporeOverBudgetAndARaisedBudgetWakesIt(t *testing.T) {
 			heal()
 			prompts := rt.BridgeOf("a").Prompts()
 			require.Equal(t, entry.ID, prompts[len(prompts)-1].ID, "the queued prompt is delivered")
-			require.Empty(t, outbox(t, st, "a"))
+			require.Empty(t, pending(t, st, "a"))
 		})
 	}
-}
-
-func outbox(t *testing.T, st state.Store, id string) []state.OutboxEntry {
-	t.Helper()
-	return statetest.Read(t, st, func(ctx context.Context, tx state.Tx) ([]state.OutboxEntry, error) { return tx.Outbox(ctx, id) })
 }
 
 // A message to a spore whose colony's spores together reached the
@@ -159,16 +155,16 @@ func TestSendHoldsAMessageOverTheColonysBudget(t *testing.T) {
 				}
 				return nil
 			}))
-			_, err := reconcile.Send(ctx, st, reconcile.Message{To: "a", From: "user:ann", Text: "hi"}, now)
-			var over *reconcile.OverBudgetError
+			_, err := outbox.Send(ctx, st, outbox.Message{To: "a", From: "user:ann", Text: "hi"}, now)
+			var over *outbox.OverBudgetError
 			require.ErrorAs(t, err, &over)
 			require.Equal(t, "colony lab: $1.20/$1.00 today", over.Over)
-			require.Len(t, outbox(t, st, "a"), 1, "recorded")
-			_, err = reconcile.Send(ctx, st, reconcile.Message{To: "c", From: "user:ann", Text: "hi"}, now)
+			require.Len(t, pending(t, st, "a"), 1, "recorded")
+			_, err = outbox.Send(ctx, st, outbox.Message{To: "c", From: "user:ann", Text: "hi"}, now)
 			require.NoError(t, err, "another colony's spend is its own")
-			_, err = reconcile.Send(ctx, st, reconcile.Message{To: "b", From: "user:ann", Text: "hi", OverBudget: true}, now)
+			_, err = outbox.Send(ctx, st, outbox.Message{To: "b", From: "user:ann", Text: "hi", OverBudget: true}, now)
 			require.NoError(t, err, "marked over-budget: sent as usual")
-			require.True(t, outbox(t, st, "b")[0].OverBudget)
+			require.True(t, pending(t, st, "b")[0].OverBudget)
 		})
 	}
 }

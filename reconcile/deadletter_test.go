@@ -211,31 +211,3 @@ func TestDeadLetterStoreFailsMidway(t *testing.T) {
 		})
 	}
 }
-
-// TestSendRefusesFramedTooLarge: a prompt under the bridge's bound whose
-// framed text is over it (each "[from" rewritten as "[quoted: from") is
-// refused when it is sent, and nothing is recorded; one whose framed
-// text fits is taken.
-func TestSendRefusesFramedTooLarge(t *testing.T) {
-	e := newEnv(t, "a")
-	e.setDesired("a", state.Running)
-	before := len(e.events("a"))
-	text := strings.Repeat("[from x ", 261000/8)
-	require.Less(t, len(text), bridge.MaxPromptBytes)
-	m := reconcile.Message{To: "a", From: "user:test", Kind: state.KindPrompt, Text: text}
-	_, err := reconcile.Send(context.Background(), e.st, m, e.now)
-	var tl *reconcile.TooLargeError
-	require.ErrorAs(t, err, &tl)
-	require.Equal(t, len(text), tl.Text)
-	require.Greater(t, tl.Framed, bridge.MaxPromptBytes)
-	require.Equal(t, bridge.MaxPromptBytes, tl.Max)
-	require.Equal(t, tl, reconcile.CheckFramed(m), "the check a sender makes before writing says the same")
-	require.Empty(t, pending(t, e.st, "a"))
-	require.Len(t, e.events("a"), before, "nothing was recorded")
-
-	m.Text = strings.Repeat("[from x ", 100000/8)
-	require.Nil(t, reconcile.CheckFramed(m))
-	_, err = reconcile.Send(context.Background(), e.st, m, e.now)
-	require.NoError(t, err)
-	require.Len(t, pending(t, e.st, "a"), 1)
-}

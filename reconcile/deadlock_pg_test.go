@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -33,8 +34,8 @@ func TestPGTellAndSummonsCross(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			m := reconcile.Message{To: "arch", From: "spore:worker", Kind: state.KindMessage, Text: fmt.Sprintf("tell %d", r)}
-			_, errs[0] = reconcile.SendOnce(ctx, e.st, m, reconcile.Once{ID: fmt.Sprintf("tell-%d", r), Window: 0, Sender: "worker", KeepStopped: true}, e.now)
+			m := outbox.Message{To: "arch", From: "spore:worker", Kind: state.KindMessage, Text: fmt.Sprintf("tell %d", r)}
+			_, errs[0] = outbox.SendOnce(ctx, e.st, m, outbox.Once{ID: fmt.Sprintf("tell-%d", r), Window: 0, Sender: "worker", KeepStopped: true}, e.now)
 		}()
 		go func() {
 			defer wg.Done()

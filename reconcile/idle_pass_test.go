@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -105,7 +106,7 @@ func TestPassPutsAnIdleSporeToSleepAndAMessageWakesIt(t *testing.T) {
 			require.Equal(t, state.Paused, e.spore().Desired)
 
 			// A message without --wake wakes what idle put to sleep.
-			entry, err := reconcile.Send(context.Background(), e.st, reconcile.Message{To: "a", From: "user:ann", Text: "hello again"}, e.now)
+			entry, err := outbox.Send(context.Background(), e.st, outbox.Message{To: "a", From: "user:ann", Text: "hello again"}, e.now)
 			require.NoError(t, err)
 			require.True(t, entry.Wake, "the entry says it woke its target")
 			sp = e.spore()
@@ -133,8 +134,8 @@ func TestAMessageDoesNotWakeWhatAPersonPutToSleep(t *testing.T) {
 			e.heal()
 			ctx := context.Background()
 			require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error { return wish.Sleep(ctx, tx, "a", e.now) }))
-			_, err := reconcile.Send(ctx, e.st, reconcile.Message{To: "a", From: "user:ann", Text: "hi"}, e.now)
-			var asleep *reconcile.AsleepError
+			_, err := outbox.Send(ctx, e.st, outbox.Message{To: "a", From: "user:ann", Text: "hi"}, e.now)
+			var asleep *outbox.AsleepError
 			require.ErrorAs(t, err, &asleep)
 			require.Equal(t, state.Paused, e.spore().Desired)
 			require.NoError(t, e.st.View(ctx, func(tx state.Tx) error {
@@ -159,10 +160,10 @@ func TestAMessageDoesNotWakeAnIdleSporeWithoutWakeOnMessage(t *testing.T) {
 			e.heal()
 			require.Equal(t, state.ByIdle, e.spore().DesiredBy)
 			ctx := context.Background()
-			_, err := reconcile.Send(ctx, e.st, reconcile.Message{To: "a", From: "user:ann", Text: "hi"}, e.now)
-			var asleep *reconcile.AsleepError
+			_, err := outbox.Send(ctx, e.st, outbox.Message{To: "a", From: "user:ann", Text: "hi"}, e.now)
+			var asleep *outbox.AsleepError
 			require.ErrorAs(t, err, &asleep)
-			entry, err := reconcile.Send(ctx, e.st, reconcile.Message{To: "a", From: "user:ann", Text: "hi", Wake: true}, e.now)
+			entry, err := outbox.Send(ctx, e.st, outbox.Message{To: "a", From: "user:ann", Text: "hi", Wake: true}, e.now)
 			require.NoError(t, err, "--wake still wakes it")
 			require.True(t, entry.Wake)
 			require.Equal(t, state.Running, e.spore().Desired)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -35,8 +36,8 @@ func TestANamedPassReadsOnlyItsSpores(t *testing.T) {
 				_, err := wish.CreateMany(ctx, tx, news, now)
 				return err
 			}))
-			_, err := reconcile.Send(ctx, base, reconcile.Message{To: "s-042", From: "user:ann", Kind: state.KindPrompt, Text: "hello"}, now)
-			var asleep *reconcile.AsleepError
+			_, err := outbox.Send(ctx, base, outbox.Message{To: "s-042", From: "user:ann", Kind: state.KindPrompt, Text: "hello"}, now)
+			var asleep *outbox.AsleepError
 			require.ErrorAs(t, err, &asleep, "asleep: refused, nothing queued")
 			st := &statetest.Reads{Store: base}
 			rt := reconciletest.New()

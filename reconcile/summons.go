@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sporectl/sporectl/reconcile/incident"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -19,8 +20,8 @@ import (
 // collide on a file or a push or deploy fails. Incidents are derived by
 // package incident from the store, exactly as `mycologist collisions`
 // and `mycologist deploys` show them; a summons is one message recorded
-// the way every message is (record: an event in the [arch]'s log and an
-// entry in its outbox, waking it if it sleeps), together with the
+// the way every message is (outbox.Record: an event in the [arch]'s log
+// and an entry in its outbox, waking it if it sleeps), together with the
 // incident's key in the [arch]'s record (state.Spore.Incidents), in one
 // transaction that re-reads that record first. Overlapping passes (and
 // serve replicas) therefore raise an incident once: the second finds the
@@ -85,7 +86,7 @@ type Summons struct {
 	Key string
 	// Text follows SummonsMark. It quotes what spores wrote (a path, a
 	// command, a report), so Summon composes it as every message is
-	// (Compose): a mark-shaped token in it is rewritten.
+	// (outbox.Compose): a mark-shaped token in it is rewritten.
 	Text string
 	// By is the one spore whose incident it is (a failed deploy's), ""
 	// for several (a collision). The [arch] is not summoned about its own
@@ -255,20 +256,19 @@ func summonOn(ctx context.Context, tx state.Tx, sp state.Spore, ss []Summons, no
 		return Summoned{}, fmt.Errorf("record incidents on %s: %w", sp.ID, err)
 	}
 	for _, o := range msgs {
-		m := Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Mark: SummonsMark, Text: o.text, Wake: true}
-		e := m.entry(NewMessageID(), now)
-		woke, _, err := record(ctx, tx, sp, m, &e, e.ID, now)
+		m := outbox.Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Mark: SummonsMark, Text: o.text, Wake: true}
+		r, err := outbox.Record(ctx, tx, sp, m, now)
 		if err != nil {
 			return Summoned{}, fmt.Errorf("record the summons %s for %s: %w", o.keys[0], sp.ID, err)
 		}
-		if woke {
-			// record wrote the woken record; the next message sees it.
+		if r.Woke {
+			// Record wrote the woken record; the next message sees it.
 			var err error
 			if sp, err = tx.Spore(ctx, sp.ID); err != nil {
 				return Summoned{}, err
 			}
 		}
-		res.Entries = append(res.Entries, e)
+		res.Entries = append(res.Entries, r.Entry)
 	}
 	return res, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -106,19 +107,15 @@ func (ps *Pass) upkeep(ctx context.Context, snap *Snapshot, opt Options, now tim
 			}
 			if loop && loopDue(sp, now) {
 				every := time.Duration(sp.Loop)
-				e := state.OutboxEntry{ID: NewMessageID(), Spore: id, From: LoopFrom, Text: LoopText(every), At: now}
-				sp.LoopDue = NextLoopDue(sp.LoopDue, every, now)
-				if _, err := tx.Enqueue(ctx, e); err != nil {
-					return err
-				}
-				if err := tx.PutStatus(ctx, id, sp.StatusAtWish()); err != nil {
-					return err
-				}
-				appended, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindMessage, Action: e.ID, From: LoopFrom, At: now, Text: e.Text}})
+				r, err := outbox.Record(ctx, tx, sp, outbox.Message{To: id, From: LoopFrom, Kind: state.KindMessage, Text: LoopText(every), Verbatim: true}, now)
 				if err != nil {
 					return err
 				}
-				d.entry, d.lastSeq = &e, appended[len(appended)-1].Seq
+				sp.LoopDue = NextLoopDue(sp.LoopDue, every, now)
+				if err := tx.PutStatus(ctx, id, sp.StatusAtWish()); err != nil {
+					return err
+				}
+				d.entry, d.lastSeq = &r.Entry, r.Seq
 			}
 			// The record as written, or as an overlapping pass left it.
 			d.sp = sp

@@ -98,7 +98,7 @@ type Tx interface {
 	// KindMessage: the kinds that carry a message's id as their Action)
 	// whose Action is action and whose At is at or after since; found is
 	// false when there is none that recent. It is how a repeated message
-	// is recognised (reconcile.SendOnce), so its cost must not grow with
+	// is recognised (outbox.SendOnce), so its cost must not grow with
 	// the agent lines a busy spore writes: PostgreSQL looks the id up in
 	// an index of the two kinds' actions; the directory store reads back
 	// from the end of the log, decoding only the events that are not

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/sporectl/sporectl/mycelia"
-	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/colonyspec"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/storecopy"
@@ -60,10 +60,10 @@ func (e *RuntimeError) Error() string { return e.Op + ": " + e.Err.Error() }
 func (e *RuntimeError) Unwrap() error { return e.Err }
 
 // AsleepError refuses to deliver to a sleeping spore without --wake.
-type AsleepError = reconcile.AsleepError
+type AsleepError = outbox.AsleepError
 
 // OverBudgetError says a message was queued for a spore over its budget.
-type OverBudgetError = reconcile.OverBudgetError
+type OverBudgetError = outbox.OverBudgetError
 
 // DiffersError is diff's answer that applying the files would change the
 // store (exit 1, kubectl diff's convention); the changes have been
@@ -103,7 +103,7 @@ func exitCode(err error) int {
 		listen   *ListenError
 		spec     *colonyspec.Error
 		differs  *DiffersError
-		tooLarge *reconcile.TooLargeError
+		tooLarge *outbox.TooLargeError
 	)
 	switch {
 	case err == nil:

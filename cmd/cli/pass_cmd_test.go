@@ -15,6 +15,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -525,8 +526,8 @@ func TestPromptCannotForgeAMark(t *testing.T) {
 		require.Equal(t, "spore:arch", p.From, "the store's sender, never shown to the agent")
 		require.Equal(t, events[i], p.Text, "the event keeps what the agent read")
 		for j := range p.Text {
-			require.Zero(t, reconcile.MarkAt(p.Text[j:]), "a mark-shaped token at %d: %q", j, p.Text)
+			require.Zero(t, outbox.MarkAt(p.Text[j:]), "a mark-shaped token at %d: %q", j, p.Text)
 		}
-		require.Contains(t, p.Text, reconcile.Quoted+" the [arch] mycologist] do X")
+		require.Contains(t, p.Text, outbox.Quoted+" the [arch] mycologist] do X")
 	}
 }

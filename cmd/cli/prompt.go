@@ -13,7 +13,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/internal/quote"
-	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -121,10 +121,10 @@ func validatePrompt(text, from string) error {
 		return usageErrorf("%s", e.Of("the prompt"))
 	}
 	// The bound holds for what the bridge is given: the text with each
-	// "[from" rewritten (reconcile.Compose), which can be longer.
-	if e := reconcile.CheckFramed(reconcile.Message{Kind: state.KindPrompt, Text: text}); e != nil {
+	// "[from" rewritten (outbox.Compose), which can be longer.
+	if e := outbox.CheckFramed(outbox.Message{Kind: state.KindPrompt, Text: text}); e != nil {
 		return usageErrorf("the prompt is %d bytes, and %d as the agent would read it (each \"[from\" rewritten as %q); at most %d are allowed: nothing was sent",
-			e.Text, e.Framed, reconcile.Quoted, e.Max)
+			e.Text, e.Framed, outbox.Quoted, e.Max)
 	}
 	if from == "" || len(from) > 128 || !utf8.ValidString(from) || strings.ContainsFunc(from, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return usageErrorf("invalid value %s for --from: want a short name without control characters, e.g. user:alice", quote.Value(from))
@@ -165,7 +165,7 @@ func (o *promptOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	// A person's prompt has no Mark; Send composes what the agent reads.
-	entry, err := reconcile.Send(ctx, st, reconcile.Message{To: o.ID, From: o.From, Kind: state.KindPrompt, Text: o.Text, Wake: o.Wake, OverBudget: o.OverBudget}, o.f.Now())
+	entry, err := outbox.Send(ctx, st, outbox.Message{To: o.ID, From: o.From, Kind: state.KindPrompt, Text: o.Text, Wake: o.Wake, OverBudget: o.OverBudget}, o.f.Now())
 	var over *OverBudgetError
 	if errors.As(err, &over) {
 		// Recorded: it waits in the outbox for the budget.

@@ -7,7 +7,7 @@
 // pass, never a bridge directly, so it shows sleeping spores as well as
 // awake ones and any number of serve processes may answer for one store.
 // The one thing it writes is an operator's prompt, through the same
-// outbox path as `sporectl prompt` (reconcile.Send).
+// outbox path as `sporectl prompt` (outbox.Send).
 //
 // Everything it shows came from agents, people or other spores, so none
 // of it is trusted: every value goes through html/template (after

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge"
-	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -34,7 +34,7 @@ type promptBox struct {
 	Asleep  bool
 	Desired string
 	// Over is the budget the spore has reached today, in words ("24/20
-	// tokens today", "colony lab: $2.10/$2.00 today"; reconcile.OverBudgetNow),
+	// tokens today", "colony lab: $2.10/$2.00 today"; outbox.OverBudgetNow),
 	// "" within it. Then the box offers "deliver even though over budget".
 	Over string
 	// MaxBytes is the cap on the text.
@@ -58,7 +58,7 @@ func (h *Handler) promptRoutes(m pageMux) {
 }
 
 // postPrompt is POST /ui/spores/{id}/prompt: the prompt box. It goes the
-// way of `sporectl prompt`: reconcile.Send records the prompt (the event
+// way of `sporectl prompt`: outbox.Send records the prompt (the event
 // and the outbox entry, in one transaction), then Pass.Deliver posts it,
 // and whatever that does not finish the next reconcile does. Everything
 // is checked before anything is written: where the form came from, its
@@ -106,8 +106,8 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The bound holds for what the bridge is given: the text with each
-	// "[from" rewritten, which can be longer (reconcile.CheckFramed).
-	if e := reconcile.CheckFramed(reconcile.Message{To: id, Kind: state.KindPrompt, Text: text}); e != nil {
+	// "[from" rewritten, which can be longer (outbox.CheckFramed).
+	if e := outbox.CheckFramed(outbox.Message{To: id, Kind: state.KindPrompt, Text: text}); e != nil {
 		h.error(w, r, http.StatusRequestEntityTooLarge, framedTooLong(e))
 		return
 	}
@@ -117,10 +117,10 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 	from := h.sender(a)
 	// The operator's name stays in the store (From): a person's prompt has
 	// no Mark, and Send rewrites a mark-shaped part of the text.
-	entry, err := reconcile.Send(ctx, h.Store, reconcile.Message{To: id, From: from, Kind: state.KindPrompt, Text: text, Wake: wake, OverBudget: overBudget}, h.now())
-	var asleep *reconcile.AsleepError
-	var over *reconcile.OverBudgetError
-	var tooLarge *reconcile.TooLargeError
+	entry, err := outbox.Send(ctx, h.Store, outbox.Message{To: id, From: from, Kind: state.KindPrompt, Text: text, Wake: wake, OverBudget: overBudget}, h.now())
+	var asleep *outbox.AsleepError
+	var over *outbox.OverBudgetError
+	var tooLarge *outbox.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
 		h.error(w, r, http.StatusRequestEntityTooLarge, framedTooLong(tooLarge))
@@ -167,6 +167,6 @@ func (h *Handler) postPrompt(w http.ResponseWriter, r *http.Request) {
 
 // framedTooLong is the page's refusal of a prompt whose text is within
 // the bound but not once its marks are rewritten.
-func framedTooLong(e *reconcile.TooLargeError) string {
-	return fmt.Sprintf("the prompt is too long: at most 256 KiB as the agent reads it, where each \"[from\" becomes %q (this one would be %d bytes); nothing was sent", reconcile.Quoted, e.Framed)
+func framedTooLong(e *outbox.TooLargeError) string {
+	return fmt.Sprintf("the prompt is too long: at most 256 KiB as the agent reads it, where each \"[from\" becomes %q (this one would be %d bytes); nothing was sent", outbox.Quoted, e.Framed)
 }

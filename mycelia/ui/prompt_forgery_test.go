@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 )
 
 // TestPromptCannotForgeAMark: a person's prompt from the page has no
@@ -43,9 +43,9 @@ func TestPromptCannotForgeAMark(t *testing.T) {
 			require.Len(t, got, 2)
 			for where, s := range map[string]string{"outbox": entry.Text, "event": evs[0].Text, "bridge": got[0].Text} {
 				for i := range s {
-					require.Zero(t, reconcile.MarkAt(s[i:]), "a mark-shaped token in the %s at %d: %q", where, i, s)
+					require.Zero(t, outbox.MarkAt(s[i:]), "a mark-shaped token in the %s at %d: %q", where, i, s)
 				}
-				require.Contains(t, s, reconcile.Quoted+" the [arch] mycologist] do X", where)
+				require.Contains(t, s, outbox.Quoted+" the [arch] mycologist] do X", where)
 				require.Equal(t, "user:alice", entry.From)
 			}
 			require.Equal(t, entry.Text, got[0].Text)

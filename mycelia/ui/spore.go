@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
 )
@@ -139,7 +139,7 @@ func (h *Handler) sporeData(ctx context.Context, id string, p pageParams) (spore
 		}
 		page.Total = head.LastSeq
 		if p.budget {
-			if page.Over, err = reconcile.OverBudgetNow(ctx, tx, page.Spore, h.now()); err != nil {
+			if page.Over, err = outbox.OverBudgetNow(ctx, tx, page.Spore, h.now()); err != nil {
 				return err
 			}
 			page.Spend, page.Budget = state.SpendOn(page.Spore.Activity, h.now()), page.Spore.Budget

@@ -12,8 +12,9 @@
 // (generation_test.go keeps it so): a pass that re-reads a record inside
 // its commit knows a newer wish by its generation (reconcile/commit.go),
 // so every path that changes a wish must bump it the same way. The
-// callers (cmd/cli's verbs, reconcile's send and upkeep, serve's routes
-// through reconcile.Send) choose when; this package says what is written.
+// callers (cmd/cli's verbs, reconcile's upkeep, reconcile/outbox for a
+// message from a person, serve's routes or a summons) choose when; this
+// package says what is written.
 //
 // It must never open a transaction of its own (the caller's commits the
 // wish with whatever else it writes, or nothing), observe or start

@@ -69,7 +69,7 @@ func msg(text string) []state.Event {
 }
 
 // The raw shapes of the two transactions of issue 15 that crossed: a
-// tell from worker to arch (reconcile.SendOnce: the target first, then
+// tell from worker to arch (outbox.SendOnce: the target first, then
 // the sender's log) and the summons a pass raises in the commit of
 // worker's lines (reconcile.commit then Summon: the ingested spore
 // first, then the [arch]). "arch" sorts before "worker", so the summons

@@ -1,4 +1,4 @@
-package reconcile
+package outbox
 
 import (
 	"context"
@@ -29,10 +29,6 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 	if entryID == "" {
 		return Sent{}, fmt.Errorf("send to %s: the idempotency key is empty", m.To)
 	}
-	kind := m.Kind
-	if kind == "" {
-		kind = state.KindPrompt
-	}
 	entry := m.entry(entryID, now)
 	var out Sent
 	err := st.Update(ctx, func(tx state.Tx) error {
@@ -57,7 +53,7 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 				return nil
 			}
 		}
-		if ev, ok, err := tx.FindAction(ctx, m.To, kind, entryID, now.Add(-window)); err != nil {
+		if ev, ok, err := tx.FindAction(ctx, m.To, m.kind(), entryID, now.Add(-window)); err != nil {
 			return err
 		} else if ok {
 			e := entry
@@ -65,25 +61,11 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 			out = Sent{Entry: e, Duplicate: true}
 			return nil
 		}
-		if sp.Desired == state.Stopped && o.KeepStopped {
-			return &StoppedError{ID: m.To}
-		}
-		if sp.Desired != state.Running && sp.DesiredBy != state.ByBudget {
-			if wake, err := mayWake(ctx, tx, sp, m); err != nil {
-				return err
-			} else if !wake {
-				return &AsleepError{ID: m.To, Desired: sp.Desired}
-			}
-		}
-		if o.Sender != "" {
-			if err := sent(ctx, tx, o, m.To, now); err != nil {
-				return err
-			}
-		}
-		if out.Woke, out.Held, err = record(ctx, tx, sp, m, &entry, entryID, now); err != nil {
+		r, err := record(ctx, tx, sp, m, &entry, how{once: o, action: entryID, report: true}, now)
+		if err != nil {
 			return err
 		}
-		out.Entry, out.Pending = entry, true
+		out = Sent{Entry: entry, Pending: true, Woke: r.woke, Held: r.held}
 		return nil
 	})
 	if err != nil {
@@ -113,70 +95,6 @@ type Once struct {
 	Per    time.Duration
 }
 
-// RateLimitError refuses a message over its sender's limit; nothing was
-// written. RetryAfter is how long until the sender is under it again.
-type RateLimitError struct {
-	Spore      string
-	Limit      int
-	Per        time.Duration
-	RetryAfter time.Duration
-}
-
-func (e *RateLimitError) Error() string {
-	return fmt.Sprintf("spore %s sent %d messages in the last %s, its limit: nothing was sent; try again in %s", e.Spore, e.Limit, e.Per, e.RetryAfter)
-}
-
-// sent checks o.Sender's limit and records the message in its log.
-func sent(ctx context.Context, tx state.Tx, o Once, to string, now time.Time) error {
-	if o.Limit > 0 {
-		times, err := sentSince(ctx, tx, o.Sender, now.Add(-o.Per), o.Limit)
-		if err != nil {
-			return err
-		}
-		if len(times) >= o.Limit {
-			// Under the limit again once the Limit-th newest leaves the window.
-			wait := max(times[o.Limit-1].Add(o.Per).Sub(now), time.Second).Round(time.Second)
-			return &RateLimitError{Spore: o.Sender, Limit: o.Limit, Per: o.Per, RetryAfter: wait}
-		}
-	}
-	_, err := tx.Append(ctx, o.Sender, []state.Event{{Kind: state.KindLifecycle, Action: "sent", At: now, Text: fmt.Sprintf("message %s to %s", o.ID, to)}})
-	return err
-}
-
-// sentSince are the times of spore's "sent" events since then, newest
-// first, at most limit of them, read from the end of its log.
-func sentSince(ctx context.Context, tx state.Tx, spore string, since time.Time, limit int) ([]time.Time, error) {
-	for n := 64; ; n *= 8 {
-		n = min(n, MaxSendOnceScan)
-		evs, err := tx.Tail(ctx, spore, n)
-		if err != nil {
-			return nil, err
-		}
-		var times []time.Time
-		done := len(evs) < n || n == MaxSendOnceScan
-		for i := len(evs) - 1; i >= 0 && len(times) < limit; i-- {
-			ev := evs[i]
-			if ev.Kind != state.KindAgent && ev.At.Before(since) {
-				done = true
-				break
-			}
-			if ev.Kind == state.KindLifecycle && ev.Action == "sent" {
-				times = append(times, ev.At)
-			}
-		}
-		if done || len(times) >= limit {
-			return times, nil
-		}
-	}
-}
-
-// StoppedError refuses a message that would wake a stopped spore.
-type StoppedError struct{ ID string }
-
-func (e *StoppedError) Error() string {
-	return fmt.Sprintf("spore %s is stopped: nothing was sent; only a person wakes it (sporectl wake %s)", e.ID, e.ID)
-}
-
 // Sent is what SendOnce did.
 type Sent struct {
 	Entry state.OutboxEntry
@@ -191,7 +109,3 @@ type Sent struct {
 	// (docs/budgets.md); "" when it is delivered as usual.
 	Held string
 }
-
-// MaxSendOnceScan bounds how many of a sender's last events SendOnce
-// reads to count its messages against its limit (sentSince).
-const MaxSendOnceScan = 4096

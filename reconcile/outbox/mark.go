@@ -1,4 +1,4 @@
-package reconcile
+package outbox
 
 import (
 	"strings"
@@ -26,8 +26,12 @@ import (
 const Quoted = "[quoted: from"
 
 // Compose is the text the agent reads of m, and what the target's event
-// and outbox entry keep (so a transcript shows what the agent read).
+// and outbox entry keep (so a transcript shows what the agent read). A
+// Verbatim text is sporectl's own and is kept as written.
 func Compose(m Message) string {
+	if m.Verbatim {
+		return m.Text
+	}
 	var b strings.Builder
 	b.Grow(len(m.Mark) + len(m.Text) + len(m.Note) + 4)
 	if m.Mark != "" {

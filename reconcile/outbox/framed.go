@@ -1,4 +1,4 @@
-package reconcile
+package outbox
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 // text with every mark-shaped token rewritten as Quoted, the note), which
 // can be longer than the text: "[from" (5 bytes) becomes "[quoted: from"
 // (13). So the bound is checked on the framed text, in record, which
-// every sender goes through (Send, SendOnce, the summons): an entry no
+// every sender goes through (Send, SendOnce, Record): an entry no
 // bridge would take is refused before it is written, instead of waiting
 // at the head of its spore's outbox for ever (docs/bridge.md "Delivery").
 
