@@ -293,8 +293,16 @@ func (s *Server) reachable(c *call) (state.Spore, error) {
 func (s *Server) send(c *call, to state.Spore, l letter, text string, wake bool) (int, any, error) {
 	id := messageID(c.caller.ID, to.ID, c.requestID)
 	m := outbox.Message{To: to.ID, From: From(c.caller), Kind: state.KindMessage, Mark: l.mark, Text: text, Note: l.note, Wake: wake}
+	// The delivery pass's snapshot is read in the send's transaction, on
+	// the record the send read: that pass reads the target's record only
+	// in its commit.
+	var snap *reconcile.Snapshot
 	sent, err := outbox.SendOnce(c.ctx(), s.Store, m, outbox.Once{ID: id, Window: DedupWindow, KeepStopped: true,
-		Sender: c.caller.ID, Limit: s.RateLimit, Per: s.ratePer()}, s.now())
+		Sender: c.caller.ID, Limit: s.RateLimit, Per: s.ratePer(),
+		Then: func(ctx context.Context, tx state.Tx, sp state.Spore) (err error) {
+			snap, err = reconcile.LoadIn(ctx, tx, sp)
+			return err
+		}}, s.now())
 	if err != nil {
 		return 0, nil, err
 	}
@@ -310,7 +318,7 @@ func (s *Server) send(c *call, to state.Spore, l letter, text string, wake bool)
 	// A woken target is started now, whatever its backoff, as `prompt
 	// --wake` does; so is one a repeated request had woken.
 	start := sent.Woke || (sent.Duplicate && sent.Entry.Wake)
-	d, err := s.Pass.Deliver(c.ctx(), sent.Entry, start, 0)
+	d, err := s.Pass.DeliverFrom(c.ctx(), snap, sent.Entry, start, 0)
 	if err != nil {
 		// Recorded: the next pass delivers it. Not the caller's failure.
 		s.logger().Warn("deliver now failed; left in the outbox", "message", id, "spore", to.ID, "err", err)

@@ -27,14 +27,26 @@ type DeliveryResult struct {
 // is more than zero (a woken spore coming up), until wait runs out. start
 // lets the first pass start the spore (it was just woken).
 func (ps *Pass) Deliver(ctx context.Context, e state.OutboxEntry, start bool, wait time.Duration) (DeliveryResult, error) {
+	return ps.DeliverFrom(ctx, nil, e, start, wait)
+}
+
+// DeliverFrom is Deliver whose first pass starts from snap, the snapshot
+// of e's spore read in the transaction that recorded e (LoadIn), instead
+// of loading one: that pass reads the spore's record only in its commit.
+// A nil snap loads it, as Deliver does.
+func (ps *Pass) DeliverFrom(ctx context.Context, snap *Snapshot, e state.OutboxEntry, start bool, wait time.Duration) (DeliveryResult, error) {
 	res := DeliveryResult{State: "waiting"}
+	if snap != nil && (len(snap.Spores) != 1 || snap.Spores[0].ID != e.Spore) {
+		snap = nil // not e's spore's alone: loaded instead
+	}
 	deadline := time.Now().Add(wait)
 	opt := Options{IDs: []string{e.Spore}, Deliver: true, Heal: start}
 	if start {
 		opt.Force = []string{e.Spore}
 	}
 	for {
-		out, err := ps.Run(ctx, opt)
+		out, err := ps.runOn(ctx, opt, snap)
+		snap = nil // read once: the next pass loads its own
 		if err != nil {
 			return res, err
 		}

@@ -86,20 +86,28 @@ type Outcome struct {
 // bridge's delivery) are recorded in the plans and the pass goes on; the
 // error is for a step that failed as a whole (the store).
 func (ps *Pass) Run(ctx context.Context, opt Options) (*Outcome, error) {
+	return ps.runOn(ctx, opt, nil)
+}
+
+// runOn is Run from snap when the caller read it already (Deliver's
+// first pass, from the send's transaction: LoadIn); nil loads it.
+func (ps *Pass) runOn(ctx context.Context, opt Options, snap *Snapshot) (*Outcome, error) {
 	if ps.Finished == nil {
-		return ps.run(ctx, opt)
+		return ps.run(ctx, opt, snap)
 	}
 	start := time.Now()
-	out, err := ps.run(ctx, opt)
+	out, err := ps.run(ctx, opt, snap)
 	ps.Finished(opt, out, time.Since(start), err)
 	return out, err
 }
 
-func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
+func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome, error) {
 	now := ps.now()
-	snap, err := Load(ctx, ps.Store, opt.IDs)
-	if err != nil {
-		return nil, err
+	if snap == nil {
+		var err error
+		if snap, err = Load(ctx, ps.Store, opt.IDs); err != nil {
+			return nil, err
+		}
 	}
 	out := &Outcome{Missing: snap.ErrMissing()}
 	n := len(snap.Spores)

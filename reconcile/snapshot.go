@@ -141,13 +141,8 @@ func (snap *Snapshot) pick(ids []string) {
 // loadNamed is Load over a few named spores: each one's record, head and
 // outbox by id, and every record only for a colony budget.
 func (snap *Snapshot) loadNamed(ctx context.Context, tx state.Tx, ids []string) error {
-	var err error
-	snap.Named = true
-	snap.Heads = make(map[string]state.SporeHead, len(ids))
-	snap.Pending = make(map[string][]state.OutboxEntry)
-	snap.Dead = map[string]int{}
+	snap.named(len(ids))
 	seen := map[string]bool{}
-	budgeted := false
 	for _, id := range ids {
 		if seen[id] {
 			continue
@@ -171,34 +166,85 @@ func (snap *Snapshot) loadNamed(ctx context.Context, tx state.Tx, ids []string) 
 		if err != nil {
 			return err
 		}
-		snap.Spores = append(snap.Spores, sp)
-		if snap.Heads[id], err = tx.Head(ctx, id); err != nil {
+		if err := snap.cover(ctx, tx, sp); err != nil {
 			return err
 		}
-		p, err := tx.Outbox(ctx, id)
-		if err != nil {
-			return err
+	}
+	return snap.colonies(ctx, tx)
+}
+
+// LoadIn is Load over sp alone inside the caller's transaction, sp as
+// the caller read it there: serve's delivery of a message reads its
+// pass's snapshot in the transaction that recorded it
+// (outbox.Once.Then), so the pass reads the target's record no more but
+// in its commit.
+func LoadIn(ctx context.Context, tx state.Tx, sp state.Spore) (*Snapshot, error) {
+	snap := &Snapshot{}
+	var err error
+	if snap.Settings, err = tx.Settings(ctx); err != nil {
+		return nil, err
+	}
+	snap.named(1)
+	if err := snap.cover(ctx, tx, sp); err != nil {
+		return nil, err
+	}
+	if err := snap.colonies(ctx, tx); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// named makes snap one over n named spores.
+func (snap *Snapshot) named(n int) {
+	snap.Named = true
+	snap.Heads = make(map[string]state.SporeHead, n)
+	snap.Pending = make(map[string][]state.OutboxEntry)
+	snap.Dead = map[string]int{}
+}
+
+// cover adds sp, as read in tx, to the spores snap covers, with its head,
+// its outbox and its dead letters' count.
+func (snap *Snapshot) cover(ctx context.Context, tx state.Tx, sp state.Spore) error {
+	id := sp.ID
+	snap.Spores = append(snap.Spores, sp)
+	var err error
+	if snap.Heads[id], err = tx.Head(ctx, id); err != nil {
+		return err
+	}
+	p, err := tx.Outbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	if len(p) > 0 {
+		snap.Pending[id] = p
+	}
+	// Its own dead letters, not the fleet's count: on the directory
+	// store that count reads the whole snapshot.
+	dead, err := tx.DeadLetters(ctx, id)
+	if err != nil {
+		return err
+	}
+	if len(dead) > 0 {
+		snap.Dead[id] = len(dead)
+	}
+	return nil
+}
+
+// colonies reads every record when a covered spore's colony has a
+// budget, which is judged on all the colony's spores; otherwise the
+// covered spores are all the pass counts.
+func (snap *Snapshot) colonies(ctx context.Context, tx state.Tx) error {
+	budgeted := false
+	for _, sp := range snap.Spores {
+		if _, damaged := snap.Damaged[sp.ID]; !damaged {
+			budgeted = budgeted || !snap.Settings.Colony(sp.Colony).Budget.IsZero()
 		}
-		if len(p) > 0 {
-			snap.Pending[id] = p
-		}
-		// Its own dead letters, not the fleet's count: on the directory
-		// store that count reads the whole snapshot.
-		dead, err := tx.DeadLetters(ctx, id)
-		if err != nil {
-			return err
-		}
-		if len(dead) > 0 {
-			snap.Dead[id] = len(dead)
-		}
-		budgeted = budgeted || !snap.Settings.Colony(sp.Colony).Budget.IsZero()
 	}
 	if !budgeted {
-		// No covered spore's colony has a budget: no colony sum is
-		// judged, and the covered spores are all the pass counts.
 		snap.All = snap.Spores
 		return nil
 	}
+	var err error
 	snap.All, err = tx.Spores(ctx)
 	// Another colony member's damage leaves it out of the sum: it is
 	// judged when a pass covers it.

@@ -50,7 +50,7 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 		for _, e := range queued {
 			if e.ID == entryID {
 				out = Sent{Entry: e, Duplicate: true, Pending: true}
-				return nil
+				return o.then(ctx, tx, sp)
 			}
 		}
 		if ev, ok, err := tx.FindAction(ctx, m.To, m.kind(), entryID, now.Add(-window)); err != nil {
@@ -66,7 +66,16 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 			return err
 		}
 		out = Sent{Entry: entry, Pending: true, Woke: r.woke, Held: r.held}
-		return nil
+		if r.held != "" {
+			return nil // it waits for the budget: nothing to deliver
+		}
+		if r.woke {
+			// The wake wrote a new wish: the record as it stands now.
+			if sp, err = tx.Spore(ctx, m.To); err != nil {
+				return err
+			}
+		}
+		return o.then(ctx, tx, sp)
 	})
 	if err != nil {
 		return Sent{}, err
@@ -93,6 +102,20 @@ type Once struct {
 	Sender string
 	Limit  int
 	Per    time.Duration
+	// Then, when set, runs last in the transaction, when the entry is in
+	// the outbox to be delivered (recorded now and not held for a budget,
+	// or recorded before and still queued), with the target's record as
+	// it stands there: what the caller reads there (serve: its delivery
+	// pass's snapshot, reconcile.LoadIn) costs no read of that record
+	// of its own. Its error undoes the send.
+	Then func(ctx context.Context, tx state.Tx, sp state.Spore) error
+}
+
+func (o Once) then(ctx context.Context, tx state.Tx, sp state.Spore) error {
+	if o.Then == nil {
+		return nil
+	}
+	return o.Then(ctx, tx, sp)
 }
 
 // Sent is what SendOnce did.

@@ -11,7 +11,8 @@ import (
 )
 
 // Reads wraps a store and counts what its transactions read: spore
-// records (one per Spore found, one per record Spores returns), reads of
+// records (one per Spore found, one per record Spores returns; by id
+// for Spore, RecordReads), reads of
 // the whole fleet (Spores, Heads, Pending, DeadLetterCounts), and every read by method
 // (Calls; each is one query on PostgreSQL), so a test can require that a
 // command about named spores reads only theirs, or that a request costs
@@ -27,6 +28,7 @@ type Reads struct {
 
 	mu    sync.Mutex
 	calls map[string]int
+	byID  map[string]int
 }
 
 // Reset zeroes the counts.
@@ -36,6 +38,18 @@ func (r *Reads) Reset() {
 	r.Views.Store(0)
 	r.Updates.Store(0)
 	r.TakeCalls()
+	r.mu.Lock()
+	r.byID = nil
+	r.mu.Unlock()
+}
+
+// RecordReads is how many times id's record was read by id (Spore) since
+// the last Reset: what a command about one spore pays for it, whole-fleet
+// reads apart (Fleet).
+func (r *Reads) RecordReads(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byID[id]
 }
 
 // TakeCalls returns the reads by method since the last take, and zeroes them.
@@ -81,6 +95,12 @@ func (t *readsTx) Spore(ctx context.Context, id string) (state.Spore, error) {
 	sp, err := t.Tx.Spore(ctx, id)
 	if err == nil {
 		t.r.Records.Add(1)
+		t.r.mu.Lock()
+		if t.r.byID == nil {
+			t.r.byID = map[string]int{}
+		}
+		t.r.byID[id]++
+		t.r.mu.Unlock()
 	}
 	return sp, err
 }
