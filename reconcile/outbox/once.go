@@ -69,7 +69,7 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 		if r.held != "" {
 			return nil // it waits for the budget: nothing to deliver
 		}
-		if r.woke {
+		if r.woke && o.Then != nil {
 			// The wake wrote a new wish: the record as it stands now.
 			if sp, err = tx.Spore(ctx, m.To); err != nil {
 				return err

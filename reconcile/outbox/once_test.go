@@ -100,3 +100,50 @@ func TestSendOnceRateLimit(t *testing.T) {
 	require.Equal(t, 30*time.Second, rl.RetryAfter, "when m-1 leaves the window")
 	require.NoError(t, once("m-3", e.now.Add(61*time.Second)))
 }
+
+// TestSendOnceThen: Then runs in the send's transaction when the entry
+// is to be delivered (recorded now, or before and still queued), with the
+// target's record as it stands there (woken: its new wish); not for a
+// repeat already delivered, nor for an entry held for a budget; its
+// error undoes the send.
+func TestSendOnceThen(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "a", "b")
+	m := outbox.Message{To: "a", From: "spore:b", Kind: state.KindMessage, Text: "hi", Wake: true}
+	var seen []state.Desired
+	once := func(id string) outbox.Once {
+		return outbox.Once{ID: id, Window: time.Hour, Then: func(ctx context.Context, tx state.Tx, sp state.Spore) error {
+			seen = append(seen, sp.Desired)
+			return nil
+		}}
+	}
+	s, err := outbox.SendOnce(ctx, e.st, m, once("m-1"), e.now)
+	require.NoError(t, err)
+	require.True(t, s.Woke)
+	require.Equal(t, []state.Desired{state.Running}, seen, "the woken record")
+	_, err = outbox.SendOnce(ctx, e.st, m, once("m-1"), e.now)
+	require.NoError(t, err)
+	require.Len(t, seen, 2, "a repeat still queued is delivered too")
+	e.deliver("a", "m-1")
+	s, err = outbox.SendOnce(ctx, e.st, m, once("m-1"), e.now)
+	require.NoError(t, err)
+	require.True(t, s.Duplicate)
+	require.Len(t, seen, 2, "delivered already: nothing to deliver")
+
+	e.change("b", func(sp *state.Spore) { sp.Desired, sp.Budget = state.Running, state.Budget{TokensPerDay: 10} })
+	e.change("b", func(sp *state.Spore) {
+		sp.Activity = []state.HourActivity{{Hour: e.now.Truncate(time.Hour), InputTokens: 20}}
+	})
+	s, err = outbox.SendOnce(ctx, e.st, outbox.Message{To: "b", From: "spore:a", Kind: state.KindMessage, Text: "hi"}, once("m-2"), e.now)
+	require.NoError(t, err)
+	require.NotEmpty(t, s.Held)
+	require.Len(t, seen, 2, "held for the budget: nothing to deliver")
+
+	n := len(e.events("a"))
+	o := once("m-3")
+	o.Then = func(context.Context, state.Tx, state.Spore) error { return errors.New("no snapshot") }
+	_, err = outbox.SendOnce(ctx, e.st, m, o, e.now)
+	require.ErrorContains(t, err, "no snapshot")
+	require.Len(t, e.events("a"), n, "undone")
+	require.Len(t, e.pending("a"), 0)
+}
