@@ -1,0 +1,21 @@
+package policy
+
+import "github.com/sporectl/sporectl/state"
+
+// Admit reports whether a message may be recorded for sp now
+// (docs/sleep.md): it is wished awake; or a budget put it to sleep (it
+// takes every message, and is woken once within its budget, or for one
+// marked over-budget); or it sleeps, and the message may wake it: the
+// sender asks to (wake, --wake), or idle put it to sleep and its
+// colony's WakeOnMessage (in s) lets any message wake such a spore. A
+// spore a person put to sleep or stopped is woken only on request.
+// A refused message is not recorded (reconcile.AsleepError).
+func Admit(sp state.Spore, wake bool, s state.Settings) bool {
+	switch {
+	case sp.Desired == state.Running, sp.Desired == state.Paused && sp.DesiredBy == state.ByBudget, wake:
+		return true
+	case sp.Desired != state.Paused || sp.DesiredBy != state.ByIdle:
+		return false
+	}
+	return s.Colony(sp.Colony).WakeOnMessage
+}
