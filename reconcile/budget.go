@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -111,7 +112,7 @@ func planBudget(p *SporePlan, in PlanInput) {
 	sp := p.Spore
 	switch {
 	case p.OverBudget && sp.Desired == state.Running:
-		if p.Verdict.Effective != Healthy || p.Start || p.Stop || in.Force[sp.ID] ||
+		if p.Verdict.Effective != policy.Healthy || p.Start || p.Stop || in.Force[sp.ID] ||
 			p.Observed.Activity != bridge.StateIdle || p.Observed.Queue > 0 || len(allowed(in.Pending[sp.ID], true)) > 0 {
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -38,7 +39,7 @@ func sleepIdle(p *SporePlan, in PlanInput) {
 	sp := p.Spore
 	after := state.SleepAfterOf(sp, in.Settings)
 	switch {
-	case after <= 0, sp.Desired != state.Running, p.Verdict.Effective != Healthy, p.Start, p.Stop,
+	case after <= 0, sp.Desired != state.Running, p.Verdict.Effective != policy.Healthy, p.Start, p.Stop,
 		p.Observed.Activity != bridge.StateIdle, p.Observed.Queue > 0, len(in.Pending[sp.ID]) > 0,
 		in.Active[sp.ID], in.Force[sp.ID]:
 		return
@@ -95,7 +96,7 @@ func sleptBy(sp state.Spore, s state.Settings, v Verdict, over string) (string, 
 	if sp.DesiredBy == state.ByPerson {
 		by = "person"
 	}
-	if v.Text != "" || v.Effective != Paused {
+	if v.Text != "" || v.Effective != policy.Paused {
 		return by, v.Text
 	}
 	switch after := state.SleepAfterOf(sp, s); {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -86,7 +87,7 @@ func TestPassPutsAnIdleSporeToSleepAndAMessageWakesIt(t *testing.T) {
 			require.Equal(t, genBefore+1, sp.Generation)
 			require.Equal(t, 1, e.rt.Calls("Stop"))
 			require.NotContains(t, e.rt.IDs(), "a", "its pod is freed")
-			require.Equal(t, reconcile.Paused, sp.Health)
+			require.Equal(t, policy.Paused, sp.Health)
 			evs := lifecycle(statetest.Events(t, e.st, "a"))
 			sleep, stop := evs[len(evs)-2], evs[len(evs)-1]
 			require.Equal(t, "sleep", sleep.Action)

@@ -107,7 +107,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 	if err := ps.upkeep(ctx, snap, opt, now); err != nil {
 		return nil, err
 	}
-	policy := snap.Settings.Recovery.WithDefaults()
+	recovery := snap.Settings.Recovery.WithDefaults()
 
 	obs := observation{spores: map[string]Observed{}}
 	rt, err := ps.Runtime(ctx, snap.Settings)
@@ -173,7 +173,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 		}
 	}
 	pin := PlanInput{
-		Now: now, Policy: policy, Spores: snap.Spores, Observed: obs.spores, Pending: snap.Pending,
+		Now: now, Policy: recovery, Spores: snap.Spores, Observed: obs.spores, Pending: snap.Pending,
 		// Acting on a fleet nobody could observe would be acting blind.
 		Heal: opt.Heal && out.ObserveErr == nil, Deliver: opt.Deliver && out.ObserveErr == nil,
 		Force: force, Settings: snap.Settings, Active: active, Spends: countSpends(snap, got, now),

@@ -6,12 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
-
-// healthStarting is what a pass records as a spore's health right after
-// it started it: not yet seen alive. Dying from here counts as a crash.
-const healthStarting Effective = "Starting"
 
 // PlanInput is everything plan decides from. It is data only: plan reads
 // no clock and does no I/O.
@@ -82,9 +79,9 @@ type SporePlan struct {
 	Ingest *ingested
 	// issued are the credentials offered to the start, if any.
 	issued *issued
-	// policy is the recovery policy the plan used (for the restart
+	// recovery is the recovery policy the plan used (for the restart
 	// event's words).
-	policy state.RecoveryPolicy
+	recovery state.RecoveryPolicy
 }
 
 // Delivery is one outbox entry posted to a bridge.
@@ -108,7 +105,7 @@ func Plan(in PlanInput) []*SporePlan {
 	for i, sp := range in.Spores {
 		p := &plans[i]
 		out[i] = p
-		p.Spore, p.Observed, p.policy = sp, in.Observed[sp.ID], in.Policy
+		p.Spore, p.Observed, p.recovery = sp, in.Observed[sp.ID], in.Policy
 		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
 		if p.Observed.Damage != "" {
 			// Quarantined: shown, never acted on (its record may be all
@@ -122,7 +119,7 @@ func Plan(in PlanInput) []*SporePlan {
 			sleepIdle(p, in)
 			planBudget(p, in)
 		}
-		if p.Verdict.Effective == Healthy && len(sp.Failures) > 0 &&
+		if p.Verdict.Effective == policy.Healthy && len(sp.Failures) > 0 &&
 			in.Now.Sub(slices.MaxFunc(sp.Failures, time.Time.Compare)) >= time.Duration(in.Policy.HealthyAfter) {
 			p.ClearFailures = true
 		}
@@ -141,7 +138,7 @@ func heal(p *SporePlan, in PlanInput) {
 		// Error shows above all, but a spore put to sleep is still ended:
 		// the breaker holds back starts, never a stop.
 		p.Stop = true
-	case p.Verdict.Effective == Dead:
+	case p.Verdict.Effective == policy.Dead:
 		if !wasAlive(sp.Health, sp.HealthReason) {
 			// Woken, created awake, or after reset: a first start.
 			p.Start = true
@@ -188,11 +185,11 @@ func podThere(o Observed) bool {
 // (or was just started): dying from there is a crash. A spore recorded
 // Dead before anything started it (a read-only command saw it between a
 // wake and its start) was never alive.
-func wasAlive(health Effective, reason string) bool {
+func wasAlive(health policy.Health, reason string) bool {
 	switch health {
-	case "", Paused, Stopped, Error:
+	case "", policy.Paused, policy.Stopped, policy.Error:
 		return false
-	case Dead:
+	case policy.Dead:
 		return reason != string(ReasonNotStarted)
 	}
 	// Woken while its previous pod was still going away: not started
@@ -266,7 +263,7 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 	reason := v.Code
 	health := v.Effective
 	text := v.Text
-	if v.Effective == Dead && !wasAlive(fresh.Health, fresh.HealthReason) {
+	if v.Effective == policy.Dead && !wasAlive(fresh.Health, fresh.HealthReason) {
 		// Wished awake, not started yet: no crash to count when it starts.
 		reason, text = ReasonNotStarted, "not started yet"
 	}
@@ -282,7 +279,7 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 		// next pass counts again on the new one.
 	case p.OpenBreaker && !sp.BreakerOpen:
 		sp.BreakerOpen, sp.Failures = true, p.Failures
-		health, reason = Error, ReasonBreakerOpen
+		health, reason = policy.Error, ReasonBreakerOpen
 		text = "circuit breaker open"
 		ev(state.KindBreaker, "opened", fmt.Sprintf("%d crashes in %s (last: %s); no more respawns until `sporectl reset %s`",
 			len(p.Failures), p.windowOf(), v.Text, sp.ID))
@@ -297,17 +294,17 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 		if p.Crash {
 			sp.Restarts++
 			sp.Failures, sp.NotBefore = failures, p.NotBefore
-			ev(state.KindLifecycle, "restart", restartText(sp.Restarts, v.Text, failures, p.NotBefore, now, p.policy))
+			ev(state.KindLifecycle, "restart", restartText(sp.Restarts, v.Text, failures, p.NotBefore, now, p.recovery))
 		} else {
 			ev(state.KindLifecycle, "start", "started on its home")
 		}
-		health, reason = healthStarting, ""
+		health, reason = policy.Starting, ""
 	case p.Start:
 		// The runtime refused: it stays Dead, and the next start counts.
 		if p.Crash {
 			sp.Failures, sp.NotBefore = failures, p.NotBefore
 		}
-		health, reason = Dead, ReasonStartFailed
+		health, reason = policy.Dead, ReasonStartFailed
 		ev(state.KindLifecycle, "start-failed", "the runtime could not start it: "+p.StartErr.Error())
 	case p.Stop && p.StopErr == nil:
 		why := p.Verdict.Text
@@ -316,13 +313,13 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 			why = "asleep: " + idleText(p.Idle)
 		case p.SleepBudget:
 			why = "asleep: over budget (" + p.OverText + ")"
-		case OK(p.Verdict.Effective):
+		case policy.OK(p.Verdict.Effective):
 			// Asleep as wished, but its failed pod was left: say so.
 			why = fmt.Sprintf("%s while desired %s", p.Observed.Pod, p.Spore.Desired)
 		}
 		ev(state.KindLifecycle, "stop", fmt.Sprintf("ended its processes (%s)", why))
 		health, reason = Health(fresh.Desired, Observed{Pod: PodAbsent}, false).Effective, ""
-		if health == Dead {
+		if health == policy.Dead {
 			// Woken while this pass stopped it: its next start is a first
 			// one, not a respawn after a crash.
 			reason = ReasonNotStarted
@@ -334,8 +331,8 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 	if health != sp.Health || string(reason) != sp.HealthReason {
 		// Starts and stops have their own event; a spore first seen asleep
 		// (a store from before health was recorded) is no news.
-		quiet := health == healthStarting || p.Stop && p.StopErr == nil ||
-			sp.Health == "" && (health == Paused || health == Stopped)
+		quiet := health == policy.Starting || p.Stop && p.StopErr == nil ||
+			sp.Health == "" && (health == policy.Paused || health == policy.Stopped)
 		if !quiet {
 			if text != "" {
 				text = string(health) + ": " + text

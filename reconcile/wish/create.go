@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
-
-// healthPaused is reconcile.Paused as stored in a record's health
-// (create_test.go checks the two agree).
-const healthPaused state.Health = "Paused"
 
 // New is what a person chooses for a new spore; the rest of its record is
 // the rules'.
@@ -62,7 +59,7 @@ func CreateMany(ctx context.Context, tx state.Tx, news []New, now time.Time) ([]
 		sp := state.Spore{
 			Wish: state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec.WithDefaults(settings), Created: now, Updated: now,
 				SleepAfter: state.Duration(n.SleepAfter), Budget: n.Budget},
-			Status: state.Status{Health: healthPaused},
+			Status: state.Status{Health: policy.Paused},
 		}
 		if sp.Rank == state.RankArch && n.SleepAfter != 0 {
 			return nil, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: --sleep-after cannot be set on it (nothing was created)", sp.ID)}
