@@ -119,8 +119,7 @@ func Plan(in PlanInput) []*SporePlan {
 			sleepIdle(p, in)
 			planBudget(p, in)
 		}
-		if p.Verdict.Effective == policy.Healthy && len(sp.Failures) > 0 &&
-			in.Now.Sub(slices.MaxFunc(sp.Failures, time.Time.Compare)) >= time.Duration(in.Policy.HealthyAfter) {
+		if p.Verdict.Effective == policy.Healthy && policy.ForgetFailures(sp.Failures, in.Policy, in.Now) {
 			p.ClearFailures = true
 		}
 		if in.Deliver && !p.Start && !p.Stop && !p.SleepIdle && !p.SleepBudget && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
@@ -144,17 +143,10 @@ func heal(p *SporePlan, in PlanInput) {
 			p.Start = true
 			return
 		}
-		if !in.Force[sp.ID] && in.Now.Before(sp.NotBefore) {
-			p.Due = sp.NotBefore
-			return
-		}
-		p.Failures = recentFailures(sp.Failures, in.Now, time.Duration(in.Policy.BreakerWindow))
-		if len(p.Failures) >= in.Policy.BreakerFailures {
-			p.OpenBreaker = true
-			return
-		}
-		p.Start, p.Crash = true, true
-		p.NotBefore = in.Now.Add(backoff(in.Policy, len(p.Failures)))
+		// A crash: recovery decides (backoff, breaker).
+		r := policy.AfterCrash(sp.Failures, sp.NotBefore, in.Policy, in.Now, in.Force[sp.ID])
+		p.Due, p.OpenBreaker, p.Failures = r.Due, r.OpenBreaker, r.Failures
+		p.Start, p.Crash, p.NotBefore = r.Start, r.Start, r.NotBefore
 	case p.Verdict.Code == ReasonRunsWhileAsleep, p.Verdict.Code == ReasonMultiplePods:
 		// Runs while asleep: end it. Two pods or trees: end them all; the
 		// next pass starts one again (counted as a crash, so bounded).
@@ -195,27 +187,6 @@ func wasAlive(health policy.Health, reason string) bool {
 	// Woken while its previous pod was still going away: not started
 	// since, so the start once it is gone is a first one.
 	return reason != string(ReasonOldPodTerminating)
-}
-
-// recentFailures keeps the crash times inside the window and adds now.
-func recentFailures(f []time.Time, now time.Time, window time.Duration) []time.Time {
-	var out []time.Time
-	for _, t := range f {
-		if now.Sub(t) < window {
-			out = append(out, t)
-		}
-	}
-	return append(out, now)
-}
-
-// backoff is the wait after the n-th crash in the window: initial,
-// doubling, capped at max.
-func backoff(p state.RecoveryPolicy, n int) time.Duration {
-	d := time.Duration(p.BackoffInitial)
-	for i := 1; i < n && d < time.Duration(p.BackoffMax); i++ {
-		d *= 2
-	}
-	return min(d, time.Duration(p.BackoffMax))
 }
 
 // record is what a pass writes into a spore's status and log, computed

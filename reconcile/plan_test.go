@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile/policy"
@@ -13,18 +12,6 @@ import (
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
-
-func TestBackoffDoublesToTheCap(t *testing.T) {
-	p := state.RecoveryPolicy{}.WithDefaults()
-	var got []time.Duration
-	for n := 1; n <= 7; n++ {
-		got = append(got, backoff(p, n))
-	}
-	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("backoff (-want +got):\n%s", diff)
-	}
-}
 
 func TestPlanTable(t *testing.T) {
 	recovery := state.RecoveryPolicy{}.WithDefaults()
