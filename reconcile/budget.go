@@ -19,27 +19,19 @@ import (
 // ends it is put to sleep by "budget" (wish.SleepBy), in one transaction
 // between plan and act that also summons its colony mycologist (or the
 // [arch]) once a day; once within budget again (a new day, a raised
-// budget) with something queued, it is woken (wish.WakeAfterBudget). The
-// [arch] mycologist is always on: no budget holds it back, though its
-// spend counts in its colony's.
+// budget) with something queued, it is woken (wish.WakeAfterBudget).
+// What a spore spent and whether that reached a budget are policy's
+// (policy.CountSpends, policy.Over): the [arch] mycologist is always on,
+// no budget holds it back, though its spend counts in its colony's.
 
-// Spends is what the pass counts against budgets: today's spend of each
-// covered spore that has a budget (its own or its colony's), and of each
-// colony that has one, over every spore of the store. This pass's
-// ingested lines are included: the commit adds them to the record.
-type Spends struct {
-	Spore  map[string]state.Spend
-	Colony map[string]state.Spend
-}
-
-// countSpends counts snap's spends for now; nothing when no budget is
-// set anywhere (the cost of a fleet without budgets is this scan).
-func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) Spends {
-	var out Spends
-	colonyBudget := func(c string) bool { return !snap.Settings.Colony(c).Budget.IsZero() }
-	of := func(sp state.Spore) state.Spend {
-		s := state.SpendOn(sp.Activity, now)
-		if in := got[sp.ID]; in != nil {
+// countSpends counts the spends the plan judges budgets on
+// (policy.CountSpends): snap's spores, its colonies over every spore of
+// the store, and this pass's ingested lines, which the commit adds to the
+// record.
+func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) policy.Spends {
+	return policy.CountSpends(snap.Spores, snap.All, snap.Settings, now, func(id string) state.Spend {
+		var s state.Spend
+		if in := got[id]; in != nil {
 			// The commit counts every line in the hour of this pass
 			// (addActivity), whatever its bridge stamped it: today's.
 			for _, c := range in.counts {
@@ -47,61 +39,17 @@ func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) Spends
 			}
 		}
 		return s
-	}
-	for _, sp := range snap.Spores {
-		if sp.Budget.IsZero() && !colonyBudget(sp.Colony) {
-			continue
-		}
-		if out.Spore == nil {
-			out.Spore = map[string]state.Spend{}
-		}
-		out.Spore[sp.ID] = of(sp)
-	}
-	if snap.Settings.Colonies == nil {
-		return out
-	}
-	for _, sp := range snap.All {
-		if !colonyBudget(sp.Colony) {
-			continue
-		}
-		if out.Colony == nil {
-			out.Colony = map[string]state.Spend{}
-		}
-		s, ok := out.Spore[sp.ID]
-		if !ok {
-			s = of(sp)
-		}
-		out.Colony[sp.Colony] = out.Colony[sp.Colony].Add(s)
-	}
-	return out
+	})
 }
 
-// overBudget says whether sp has reached a budget, and in words which
-// ("24/20 tokens today", "colony lab: $2.10/$2.00 today"); the [arch] is
-// never over.
+// overBudget is policy.Over for sp on the plan's spends.
 func overBudget(sp state.Spore, in PlanInput) (bool, bool, string) {
-	if sp.Rank == state.RankArch {
-		return false, false, ""
-	}
-	if s := in.Spends.Spore[sp.ID]; s.Reaches(sp.Budget) {
-		return true, false, spendText(s, sp.Budget)
-	}
-	if b := in.Settings.Colony(sp.Colony).Budget; !b.IsZero() {
-		if s := in.Spends.Colony[sp.Colony]; s.Reaches(b) {
-			return true, true, "colony " + sp.Colony + ": " + spendText(s, b)
-		}
-	}
-	return false, false, ""
+	return policy.Over(sp, in.Spends.Spore[sp.ID], in.Settings.Colony(sp.Colony).Budget, in.Spends.Colony[sp.Colony])
 }
 
-// spendText is the limit s reached of b: "24/20 tokens today",
-// "$2.10/$2.00 today".
-func spendText(s state.Spend, b state.Budget) string {
-	if b.TokensPerDay > 0 && s.Tokens >= b.TokensPerDay {
-		return fmt.Sprintf("%d/%d tokens today", s.Tokens, b.TokensPerDay)
-	}
-	return fmt.Sprintf("%s/%s today", state.CostText(s.CostMicros), state.CostText(b.CostPerDayMicros))
-}
+// spendText is policy.SpendText, for send.go's OverBudgetNow until it
+// asks policy.Over itself.
+func spendText(s state.Spend, b state.Budget) string { return policy.SpendText(s, b) }
 
 // planBudget decides what p's budget holds: over it, a healthy spore
 // wished awake whose turn has ended (its bridge idle, nothing in its

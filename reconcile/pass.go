@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -238,7 +239,7 @@ func (ps *Pass) run(ctx context.Context, opt Options) (*Outcome, error) {
 }
 
 // result is the pass's view of each spore after the commit.
-func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends Spends) Result {
+func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends policy.Spends) Result {
 	var r Result
 	r.Spores = make([]SporeHealth, 0, len(plans))
 	for _, p := range plans {

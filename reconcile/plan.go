@@ -30,7 +30,7 @@ type PlanInput struct {
 	// Active names spores this pass took lines from: not idle.
 	Active map[string]bool
 	// Spends are today's spends against budgets (budget.go).
-	Spends Spends
+	Spends policy.Spends
 	// Unreadable names spores whose record could not be read (their
 	// Observed.Damage says where): nothing of them is written.
 	Unreadable map[string]*state.CorruptError

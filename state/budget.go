@@ -66,6 +66,10 @@ func (s Spend) Add(o Spend) Spend {
 }
 
 // Reaches reports whether s has reached b: either limit set and met.
+// The judgement is reconcile/policy's (policy.Reaches, policy.Over): this
+// copy is left for reconcile/send.go's OverBudgetNow until that asks
+// policy (the outbox's move), and nothing else may call it
+// (reconcile/policy's lint).
 func (s Spend) Reaches(b Budget) bool {
 	return b.TokensPerDay > 0 && s.Tokens >= b.TokensPerDay ||
 		b.CostPerDayMicros > 0 && s.CostMicros >= b.CostPerDayMicros
