@@ -176,15 +176,3 @@ func ValidateColonies(cs ColonyList) error {
 	}
 	return nil
 }
-
-// SleepAfterOf is how long sp may stay idle before it is put to sleep:
-// its own SleepAfter, else its colony's; 0 (never) for the [arch].
-func SleepAfterOf(sp Spore, s Settings) time.Duration {
-	if sp.Rank == RankArch {
-		return 0
-	}
-	if sp.SleepAfter != 0 {
-		return time.Duration(sp.SleepAfter)
-	}
-	return time.Duration(s.Colony(sp.Colony).SleepAfter)
-}

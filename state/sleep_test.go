@@ -8,19 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSleepAfterOf(t *testing.T) {
-	s := Settings{}.WithColony("lab", ColonySettings{SleepAfter: Duration(time.Hour)})
-	sp := func(rank Rank, own time.Duration) Spore {
-		return Spore{Wish: Wish{ID: "a", Colony: "lab", Rank: rank, SleepAfter: Duration(own)}}
-	}
-	require.Equal(t, time.Hour, SleepAfterOf(sp(RankSpore, 0), s), "the colony's")
-	require.Equal(t, 10*time.Minute, SleepAfterOf(sp(RankSpore, 10*time.Minute), s), "its own first")
-	require.Equal(t, time.Duration(0), SleepAfterOf(sp(RankArch, 0), s), "the [arch] never")
-	other := sp(RankSpore, 0)
-	other.Colony = "far"
-	require.Equal(t, time.Duration(0), SleepAfterOf(other, s), "no setting: never")
-}
-
 func TestColonySettingsJSON(t *testing.T) {
 	b, err := json.Marshal(Settings{Runtime: "local"})
 	require.NoError(t, err)
