@@ -168,7 +168,7 @@ func budgetSummons(ctx context.Context, tx state.Tx, slept []*SporePlan, now tim
 				"Budget: colony %s reached its daily budget (%s); its spores get nothing new and are put to sleep as their turns end, until the next UTC day or a raised budget. No answer is expected.",
 				sp.Colony, p.OverText)}
 		}
-		out.add(myc.of(sp, p.OverColony), s)
+		out.add(policy.Above(sp, myc, p.OverColony), s)
 	}
 	return out.send(ctx, tx, now)
 }
