@@ -30,7 +30,6 @@ func TestWishSleepRules(t *testing.T) {
 	ok := Wish{ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, SleepAfter: Duration(time.Hour), DesiredBy: ByIdle}
 	require.NoError(t, ok.Validate())
 	for name, w := range map[string]Wish{
-		"arch with a sleep-after": {ID: "a", Colony: "lab", Rank: RankArch, Desired: Running, SleepAfter: Duration(time.Hour)},
 		"idle while running":      {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Running, DesiredBy: ByIdle},
 		"unknown desired by":      {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, DesiredBy: "moon"},
 		"too short":               {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, SleepAfter: Duration(time.Second)},

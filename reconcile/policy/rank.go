@@ -17,6 +17,10 @@ func IsArch(r state.Rank) bool { return r == state.RankArch }
 // healing pass wakes it when it finds it asleep.
 func AlwaysOn(sp state.Spore) bool { return IsArch(sp.Rank) }
 
+// AlwaysOnRank is AlwaysOn for a spore of rank r not written yet
+// (create's flags, apply's plan).
+func AlwaysOnRank(r state.Rank) bool { return IsArch(r) }
+
 // ReadsCluster reports whether sp's pod may read the Kubernetes API with
 // an account of its own: the [arch] alone (docs/runtimes.md); every other
 // spore talks only to serve.

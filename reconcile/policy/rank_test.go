@@ -9,19 +9,19 @@ import (
 )
 
 func TestRankRules(t *testing.T) {
-	type rules struct{ IsArch, AlwaysOn, ReadsCluster bool }
+	type rules struct{ IsArch, AlwaysOn, AlwaysOnRank, ReadsCluster bool }
 	for _, c := range []struct {
 		rank state.Rank
 		want rules
 	}{
-		{state.RankArch, rules{true, true, true}},
+		{state.RankArch, rules{true, true, true, true}},
 		{state.RankColony, rules{}},
 		{state.RankSwarm, rules{}},
 		{state.RankSpore, rules{}},
 	} {
 		t.Run(string(c.rank), func(t *testing.T) {
 			sp := state.Spore{Wish: state.Wish{ID: "a", Rank: c.rank}}
-			got := rules{IsArch(c.rank), AlwaysOn(sp), ReadsCluster(sp)}
+			got := rules{IsArch(c.rank), AlwaysOn(sp), AlwaysOnRank(c.rank), ReadsCluster(sp)}
 			if diff := cmp.Diff(c.want, got); diff != "" {
 				t.Fatalf("rank rules (-want +got):\n%s", diff)
 			}
