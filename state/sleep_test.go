@@ -30,9 +30,9 @@ func TestWishSleepRules(t *testing.T) {
 	ok := Wish{ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, SleepAfter: Duration(time.Hour), DesiredBy: ByIdle}
 	require.NoError(t, ok.Validate())
 	for name, w := range map[string]Wish{
-		"idle while running":      {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Running, DesiredBy: ByIdle},
-		"unknown desired by":      {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, DesiredBy: "moon"},
-		"too short":               {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, SleepAfter: Duration(time.Second)},
+		"idle while running": {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Running, DesiredBy: ByIdle},
+		"unknown desired by": {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, DesiredBy: "moon"},
+		"too short":          {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, SleepAfter: Duration(time.Second)},
 	} {
 		var inv *InvalidError
 		require.ErrorAs(t, w.Validate(), &inv, name)
