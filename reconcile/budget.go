@@ -61,7 +61,7 @@ func planBudget(p *SporePlan, in PlanInput) {
 	switch {
 	case p.OverBudget && sp.Desired == state.Running:
 		if p.Verdict.Effective != policy.Healthy || p.Start || p.Stop || in.Force[sp.ID] ||
-			p.Observed.Activity != bridge.StateIdle || p.Observed.Queue > 0 || len(allowed(in.Pending[sp.ID], true)) > 0 {
+			p.Observed.Activity != bridge.StateIdle || p.Observed.Queue > 0 || len(policy.Deliverable(in.Pending[sp.ID], true)) > 0 {
 			return
 		}
 		p.SleepBudget, p.SleepIdle = true, false
@@ -70,26 +70,11 @@ func planBudget(p *SporePlan, in PlanInput) {
 	}
 }
 
-// allowed are the entries of pending a spore may be given: all of them
-// within budget, only those marked over-budget when over.
-func allowed(pending []state.OutboxEntry, over bool) []state.OutboxEntry {
-	if !over {
-		return pending
-	}
-	var out []state.OutboxEntry
-	for _, e := range pending {
-		if e.OverBudget {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // held counts the entries of pending a budget holds back from a spore
-// (over: it reached one): those allowed does not give it. A pass never
+// (over: it reached one): those policy.Deliverable does not give it. A pass never
 // delivers them, so they are all still queued after it.
 func held(pending []state.OutboxEntry, over bool) int {
-	return len(pending) - len(allowed(pending, over))
+	return len(pending) - len(policy.Deliverable(pending, over))
 }
 
 // BudgetKey is the incident key of a spore's budget summons on day:

@@ -123,7 +123,7 @@ func Plan(in PlanInput) []*SporePlan {
 			p.ClearFailures = true
 		}
 		if in.Deliver && !p.Start && !p.Stop && !p.SleepIdle && !p.SleepBudget && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
-			p.Deliver = allowed(in.Pending[sp.ID], p.OverBudget)
+			p.Deliver = policy.Deliverable(in.Pending[sp.ID], p.OverBudget)
 		}
 	}
 	return out

@@ -119,3 +119,19 @@ func SpendText(s state.Spend, b state.Budget) string {
 	}
 	return fmt.Sprintf("%s/%s today", state.CostText(s.CostMicros), state.CostText(b.CostPerDayMicros))
 }
+
+// Deliverable are the entries of pending a spore may be given: all of
+// them within budget; only those an operator marked over-budget when it
+// reached one (over), the others waiting in its outbox.
+func Deliverable(pending []state.OutboxEntry, over bool) []state.OutboxEntry {
+	if !over {
+		return pending
+	}
+	var out []state.OutboxEntry
+	for _, e := range pending {
+		if e.OverBudget {
+			out = append(out, e)
+		}
+	}
+	return out
+}

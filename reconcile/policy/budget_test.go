@@ -162,3 +162,23 @@ func TestSpendText(t *testing.T) {
 		})
 	}
 }
+
+func TestDeliverable(t *testing.T) {
+	a, b := state.OutboxEntry{ID: "p-a"}, state.OutboxEntry{ID: "p-b", OverBudget: true}
+	for _, c := range []struct {
+		name    string
+		pending []state.OutboxEntry
+		over    bool
+		want    []state.OutboxEntry
+	}{
+		{"within budget: all, in queue order", []state.OutboxEntry{a, b}, false, []state.OutboxEntry{a, b}},
+		{"over: only those marked over-budget", []state.OutboxEntry{a, b}, true, []state.OutboxEntry{b}},
+		{"over, none marked: nothing", []state.OutboxEntry{a}, true, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if diff := cmp.Diff(c.want, Deliverable(c.pending, c.over)); diff != "" {
+				t.Fatalf("Deliverable (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
