@@ -71,8 +71,8 @@ func planBudget(p *SporePlan, in PlanInput) {
 }
 
 // held counts the entries of pending a budget holds back from a spore
-// (over: it reached one): those policy.Deliverable does not give it. A pass never
-// delivers them, so they are all still queued after it.
+// (over: it reached one): those policy.Deliverable does not give it. A
+// pass never delivers them, so they are all still queued after it.
 func held(pending []state.OutboxEntry, over bool) int {
 	return len(pending) - len(policy.Deliverable(pending, over))
 }

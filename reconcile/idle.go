@@ -14,12 +14,12 @@ import (
 // Idle sleep (docs/sleep.md): a healing pass puts an awake spore to
 // sleep once it has been idle for its SleepAfter (its own, else its
 // colony's), freeing its pod. The rule is policy's (policy.SleepIdle),
-// asked by the plan (sleepIdle);
-// the pass records the sleep as a wish (wish.SleepBy, DesiredBy "idle")
-// in one transaction before it acts (recordIdleSleeps), so a pass killed
-// between the two leaves a spore wished asleep whose processes the next
-// pass ends (runs while asleep), never one wished awake with nothing
-// running. Then act stops it like any spore that runs while asleep.
+// asked by the plan (sleepIdle); the pass records the sleep as a wish
+// (wish.SleepBy, DesiredBy "idle") in one transaction before it acts
+// (recordIdleSleeps), so a pass killed between the two leaves a spore
+// wished asleep whose processes the next pass ends (runs while asleep),
+// never one wished awake with nothing running. Then act stops it like
+// any spore that runs while asleep.
 
 // sleepIdle decides whether p's spore is put to sleep for being idle
 // (policy.SleepIdle): what holds it awake is the plan's view of it now —
