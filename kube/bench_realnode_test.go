@@ -20,6 +20,7 @@ import (
 	"github.com/sporectl/sporectl/kube/images/imagestest"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -126,7 +127,7 @@ func untilHealthy(b *testing.B, rt *kube.Runtime, ids []string, start time.Time)
 				if _, done := got[id]; done {
 					continue
 				}
-				if reconcile.Health(state.Running, obs[id], false).Effective == reconcile.Healthy {
+				if reconcile.Health(state.Running, obs[id], false).Effective == policy.Healthy {
 					got[id] = now
 				}
 			}

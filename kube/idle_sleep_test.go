@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -48,7 +49,7 @@ func TestIdleSleepDeletesThePod(t *testing.T) {
 	now = now.Add(10 * time.Minute)
 	out, err = pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true})
 	require.NoError(t, err)
-	require.Equal(t, reconcile.Healthy, out.Spores[0].Effective, "%+v", out.Spores[0])
+	require.Equal(t, policy.Healthy, out.Spores[0].Effective, "%+v", out.Spores[0])
 	require.False(t, out.Plans[0].SleepIdle, "idle 10m of 30m")
 
 	now = now.Add(25 * time.Minute)
@@ -70,7 +71,7 @@ func TestIdleSleepDeletesThePod(t *testing.T) {
 
 	out, err = pass.Run(ctx, reconcile.Options{IDs: []string{"nap"}})
 	require.NoError(t, err)
-	require.Equal(t, reconcile.Paused, out.Spores[0].Effective)
+	require.Equal(t, policy.Paused, out.Spores[0].Effective)
 	require.Equal(t, reconcile.PodAbsent, out.Spores[0].Observed.Pod)
 	require.Equal(t, "idle", out.Spores[0].SleptBy)
 	require.Equal(t, "asleep: idle for 30m0s", out.Spores[0].Reason)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -122,7 +123,7 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 	// token (and the namespace's default account's token is never
 	// mounted into anyone).
 	account, automount := "", &no
-	if s.Rank == state.RankArch {
+	if policy.ReadsCluster(s) {
 		account, automount = ArchServiceAccount, &yes
 	}
 	pod := &corev1.Pod{

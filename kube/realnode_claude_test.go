@@ -26,6 +26,7 @@ import (
 	"github.com/sporectl/sporectl/kube/images/imagestest"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 )
@@ -229,7 +230,7 @@ func TestRealNodeClaude(t *testing.T) {
 					}
 					sawOOM = true
 					if p.Status.ContainerStatuses[0].RestartCount == restartsBefore {
-						assert.NotEqual(t, reconcile.Healthy, v.Effective, "the bridge is dead: %+v", obs[s.ID])
+						assert.NotEqual(t, policy.Healthy, v.Effective, "the bridge is dead: %+v", obs[s.ID])
 					}
 				}
 			}
@@ -257,7 +258,7 @@ func TestRealNodeClaude(t *testing.T) {
 		deletePodAndWait(t, n, ns, pod)
 		obs, _, err := reconcile.Observe(ctx, rt, []string{s.ID})
 		require.NoError(t, err)
-		assert.Equal(t, reconcile.Dead, reconcile.Health(state.Running, obs[s.ID], false).Effective)
+		assert.Equal(t, policy.Dead, reconcile.Health(state.Running, obs[s.ID], false).Effective)
 		healPass(t, pass, s.ID)
 		waitHealthy(t, rt, s.ID)
 		assert.NotEqual(t, old.UID, getPod(t, n, ns, pod).UID, "a new pod")
@@ -290,12 +291,12 @@ func TestRealNodeClaude(t *testing.T) {
 			require.NoError(t, err)
 			v = reconcile.Health(state.Running, obs[s.ID], false)
 			if time.Since(notReady) > 5*time.Second {
-				require.NotEqual(t, reconcile.Healthy, v.Effective, "node NotReady %s ago: %+v", time.Since(notReady).Round(time.Second), obs[s.ID])
+				require.NotEqual(t, policy.Healthy, v.Effective, "node NotReady %s ago: %+v", time.Since(notReady).Round(time.Second), obs[s.ID])
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
 		t.Logf("with the node NotReady the spore is %s (%s)", v.Effective, v.Text)
-		assert.NotEqual(t, reconcile.Dead, v.Effective, "its container still runs: nothing to restart")
+		assert.NotEqual(t, policy.Dead, v.Effective, "its container still runs: nothing to restart")
 		assert.True(t, alive(bridgeProc.PID), "the container runs on without its kubelet")
 
 		require.NoError(t, n.StartKubelet(ctx, 2*time.Minute))

@@ -22,6 +22,7 @@ import (
 	"github.com/sporectl/sporectl/kube/images/imagestest"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 )
@@ -81,7 +82,7 @@ func TestRealNodeSpore(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, out.ObserveErr)
 		require.Len(t, out.Plans, 1)
-		assert.Equal(t, reconcile.Healthy, out.Plans[0].Verdict.Effective, "%+v", out.Plans[0].Verdict)
+		assert.Equal(t, policy.Healthy, out.Plans[0].Verdict.Effective, "%+v", out.Plans[0].Verdict)
 
 		var stored []state.Event
 		require.NoError(t, ds.View(ctx, func(tx state.Tx) (err error) {
@@ -160,7 +161,7 @@ func TestRealNodeSpore(t *testing.T) {
 		deletePodAndWait(t, n, ns, pod)
 		obs, _, err := reconcile.Observe(ctx, rt, []string{s.ID})
 		require.NoError(t, err)
-		assert.Equal(t, reconcile.Dead, reconcile.Health(state.Running, obs[s.ID], false).Effective, "%+v", obs[s.ID])
+		assert.Equal(t, policy.Dead, reconcile.Health(state.Running, obs[s.ID], false).Effective, "%+v", obs[s.ID])
 
 		out, err := pass.Run(ctx, reconcile.Options{IDs: []string{s.ID}, Heal: true})
 		require.NoError(t, err)
@@ -197,7 +198,7 @@ func waitHealthy(t *testing.T, rt *kube.Runtime, id string) reconcile.Observed {
 		if err == nil {
 			last = obs[id]
 			verdict = reconcile.Health(state.Running, last, false)
-			if verdict.Effective == reconcile.Healthy {
+			if verdict.Effective == policy.Healthy {
 				return last
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/sporectl/sporectl/state/storetest"
@@ -91,9 +92,9 @@ func TestSleepRemovesThePodWhateverItsPhase(t *testing.T) {
 			// status: asleep as wished, no pod.
 			out, err = pass.Run(ctx, reconcile.Options{IDs: []string{c.id}})
 			require.NoError(t, err)
-			want := reconcile.Paused
+			want := policy.Paused
 			if c.desired == state.Stopped {
-				want = reconcile.Stopped
+				want = policy.Stopped
 			}
 			require.Equal(t, want, out.Spores[0].Effective)
 			require.Equal(t, reconcile.PodAbsent, out.Spores[0].Observed.Pod)

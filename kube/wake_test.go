@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/sporectl/sporectl/state/storetest"
@@ -82,7 +83,7 @@ func TestWakeWhileTheOldPodTerminates(t *testing.T) {
 
 	p = wish(state.Running)
 	require.False(t, p.Start || p.Stop, "the old pod is waited on: %+v", p)
-	require.Equal(t, reconcile.Suspect, p.Verdict.Effective)
+	require.Equal(t, policy.Suspect, p.Verdict.Effective)
 	require.Equal(t, reconcile.ReasonOldPodTerminating, p.Verdict.Code)
 	for _, opt := range []reconcile.Options{{}, {Heal: true}} { // status, reconcile
 		p = run(opt)

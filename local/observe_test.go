@@ -22,6 +22,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/server"
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -91,7 +92,7 @@ func TestWakeKilledBeforeRecording(t *testing.T) {
 	o, v, _ := health(t, r, "cut", state.Running, "cut")
 	require.Equal(t, reconcile.PodRunning, o.Pod)
 	require.Equal(t, reconcile.BridgeDown, o.Bridge)
-	require.Equal(t, reconcile.Suspect, v.Effective)
+	require.Equal(t, policy.Suspect, v.Effective)
 	require.Equal(t, reconcile.ReasonBridgeNotAnswer, v.Code)
 
 	// Answering: the spore's bridge, found where its command line says.
@@ -101,10 +102,10 @@ func TestWakeKilledBeforeRecording(t *testing.T) {
 	require.True(t, po.Ready)
 	o, v, orphans := health(t, r, "cut", state.Running, "cut")
 	require.Equal(t, reconcile.BridgeUp, o.Bridge)
-	require.Equal(t, reconcile.Healthy, v.Effective, "%+v", v)
+	require.Equal(t, policy.Healthy, v.Effective, "%+v", v)
 	require.Empty(t, orphans)
 	_, v, _ = health(t, r, "cut", state.Paused, "cut")
-	require.Equal(t, reconcile.Diverged, v.Effective, "it runs while asleep: the pass stops it")
+	require.Equal(t, policy.Diverged, v.Effective, "it runs while asleep: the pass stops it")
 	require.Equal(t, reconcile.ReasonRunsWhileAsleep, v.Code)
 	_, _, orphans = health(t, r, "cut", state.Running, "someone-else")
 	require.Equal(t, []string{"cut"}, orphans, "a marked bridge of an id the store does not know is an orphan")
@@ -159,7 +160,7 @@ func TestBadRunFileObservedByMark(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "http://"+rf.Addr, ep.BaseURL)
 			_, v, _ := health(t, r, id, state.Running, id)
-			require.Equal(t, reconcile.Healthy, v.Effective, "%+v", v)
+			require.Equal(t, policy.Healthy, v.Effective, "%+v", v)
 			require.NoError(t, r.Stop(ctx, id))
 			require.Empty(t, marked(id))
 			_, ok = observe(t, r, id)
@@ -192,7 +193,7 @@ func TestLeftoversWithoutRunFile(t *testing.T) {
 	require.Equal(t, reconcile.PodFailed, po.State)
 	require.Equal(t, "Exited", po.Reason)
 	_, v, _ := health(t, r, "left", state.Running, "left")
-	require.Equal(t, reconcile.Dead, v.Effective)
+	require.Equal(t, policy.Dead, v.Effective)
 	require.Equal(t, reconcile.ReasonExited, v.Code, "not \"nothing running\"")
 	_, _, orphans := health(t, r, "left", state.Running)
 	require.Equal(t, []string{"left"}, orphans)
@@ -352,7 +353,7 @@ func TestFullDiskIsReadyAndUnhealthy(t *testing.T) {
 	o, v, _ := health(t, r, "full", state.Running, "full")
 	require.Equal(t, reconcile.BridgeUp, o.Bridge)
 	require.Equal(t, reconcile.ReasonBridgeUnhealthy, o.Reason)
-	require.Equal(t, reconcile.Suspect, v.Effective)
+	require.Equal(t, policy.Suspect, v.Effective)
 	require.Equal(t, reconcile.ReasonBridgeUnhealthy, v.Code)
 	require.Equal(t, "the bridge cannot append to its log", v.Text)
 }

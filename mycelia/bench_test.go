@@ -26,6 +26,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/server"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
@@ -367,7 +368,7 @@ func buildBenchFleetWith(b *testing.B, variant string, colonies bool) *benchFlee
 		b.Fatalf("the [arch] sees %d spores, want %d", len(list.Spores), benchFleetSize-1)
 	}
 	for _, s := range list.Spores {
-		if s.Effective != string(reconcile.Healthy) {
+		if s.Effective != string(policy.Healthy) {
 			b.Fatalf("spore %s is %s (%s) after settling", s.ID, s.Effective, s.Reason)
 		}
 	}

@@ -3,6 +3,7 @@ package mycelia
 import (
 	"net/http"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -45,32 +46,19 @@ func InReach(caller state.Spore, all []state.Spore) []state.Spore {
 	return out
 }
 
-// Above is the mycologist a summons from caller goes to, one rank up: a
-// spore's (or a [swarm] mycologist's) colony mycologist, else, when its
-// colony has none, the [arch]; a [colony] mycologist's [arch]. The [arch]
-// has no one above it.
+// Above is the mycologist a summons from caller goes to, one rank up
+// (policy.Above): a spore's (or a [swarm] mycologist's) colony
+// mycologist, else, when its colony has none, the [arch]; a [colony]
+// mycologist's [arch]. The [arch] has no one above it.
 func Above(caller state.Spore, all []state.Spore) (state.Spore, error) {
-	var arch, colony *state.Spore
+	id := policy.Above(caller, policy.FindMycologists(all), false)
 	for i := range all {
-		s := &all[i]
-		switch {
-		case s.ID == caller.ID:
-		case s.Rank == state.RankArch:
-			arch = s
-		case s.Rank == state.RankColony && s.Colony == caller.Colony:
-			colony = s
+		if id != "" && all[i].ID == id {
+			return all[i], nil
 		}
 	}
-	switch caller.Rank {
-	case state.RankArch:
+	if policy.IsArch(caller.Rank) {
 		return state.Spore{}, errorf(http.StatusForbidden, CodeForbidden, "the [arch] mycologist has no one above it to summon")
-	case state.RankSpore, state.RankSwarm:
-		if colony != nil {
-			return *colony, nil
-		}
-	}
-	if arch != nil {
-		return *arch, nil
 	}
 	return state.Spore{}, errorf(http.StatusConflict, CodeNoMycologist, "there is no mycologist above %s: colony %s has no [colony] mycologist and the store no [arch]", caller.ID, caller.Colony)
 }

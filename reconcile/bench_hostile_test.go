@@ -17,6 +17,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -115,9 +116,9 @@ func benchHostile(b *testing.B, hostile bool) {
 		peak = max(peak, p)
 		alloc += after.TotalAlloc - before.TotalAlloc
 		for _, s := range out.Spores {
-			want := reconcile.Healthy
+			want := policy.Healthy
 			if hostile && s.ID == long {
-				want = reconcile.Suspect
+				want = policy.Suspect
 			}
 			if s.Effective != want {
 				b.Fatalf("%s: %s (%s), want %s", s.ID, s.Effective, s.Reason, want)

@@ -22,6 +22,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/server"
 	"github.com/sporectl/sporectl/mycelia/ui"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/views"
 	"github.com/sporectl/sporectl/reconcile/wish"
@@ -275,7 +276,7 @@ func buildNoopFleet(b *testing.B, variant string) *noopFleet {
 		b.Fatalf("the fleet did not settle: a pass after settling opened %d write transaction(s)", n)
 	}
 	for _, s := range out.Spores {
-		if s.Effective != reconcile.Healthy || s.Observed.BridgeLastSeq != 3 {
+		if s.Effective != policy.Healthy || s.Observed.BridgeLastSeq != 3 {
 			b.Fatalf("spore %s after settling: %s (%s), bridge at line %d", s.ID, s.Effective, s.Reason, s.Observed.BridgeLastSeq)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 )
@@ -115,12 +116,12 @@ func TestPassReadsABoundOfAHostileBridgesLongLineAndGoesOn(t *testing.T) {
 		out, err := pass.Run(context.Background(), reconcile.Options{Heal: true, Deliver: true})
 		require.NoError(t, err)
 		a := health(out, "a")
-		require.Equal(t, reconcile.Suspect, a.Effective)
+		require.Equal(t, policy.Suspect, a.Effective)
 		require.Equal(t, reconcile.ReasonContractBreach, a.Code)
 		require.Equal(t, reconcile.ReasonContractBreach, a.Observed.Reason, "status shows the breach without -v")
 		require.Equal(t, []uint64{1}, agentSeqs(e.events("a")), "the line before the breach is kept, nothing from it on")
-		require.Equal(t, reconcile.Healthy, health(out, "b").Effective)
-		require.Equal(t, reconcile.Healthy, health(out, "c").Effective)
+		require.Equal(t, policy.Healthy, health(out, "b").Effective)
+		require.Equal(t, policy.Healthy, health(out, "c").Effective)
 		require.Equal(t, []uint64{1, 2}, agentSeqs(e.events("b")))
 		require.Equal(t, []uint64{1}, agentSeqs(e.events("c")))
 		// Every page of a pass (a's two, b's, c's, and the statuses) is
@@ -178,7 +179,7 @@ func TestPassCallsABridgesBrokenPageABreach(t *testing.T) {
 			require.Equal(t, reconcile.ReasonContractBreach, health(out, "a").Code)
 			require.Equal(t, []uint64{1}, agentSeqs(e.events("a")))
 			require.Contains(t, e.lastHealth("a"), tc.detail)
-			require.Equal(t, reconcile.Healthy, health(out, "b").Effective)
+			require.Equal(t, policy.Healthy, health(out, "b").Effective)
 			require.Equal(t, []uint64{1}, agentSeqs(e.events("b")))
 		})
 	}
@@ -211,7 +212,7 @@ func TestPassTakesABoundOfBytesFromOneBridge(t *testing.T) {
 	e.rt.BridgeOf("a").Write(line, line, line, line, line)
 	for _, want := range []int{2, 4, 5} {
 		out := e.heal()
-		require.Equal(t, reconcile.Healthy, health(out, "a").Effective)
+		require.Equal(t, policy.Healthy, health(out, "a").Effective)
 		require.Len(t, agentSeqs(e.events("a")), want, "two lines of just under 1 MiB a pass")
 	}
 	require.Equal(t, int64(5*len(line)), e.spore("a").Activity[0].StoredBytes, "the bytes stored are counted")
@@ -244,11 +245,11 @@ func TestPassStopsStoringAtTheDailyQuota(t *testing.T) {
 	e.rt.BridgeOf("b").Write(`{"n":1}`)
 
 	out := e.heal()
-	require.Equal(t, reconcile.Suspect, health(out, "a").Effective)
+	require.Equal(t, policy.Suspect, health(out, "a").Effective)
 	require.Equal(t, reconcile.ReasonIngestQuota, health(out, "a").Code)
 	require.Equal(t, []uint64{1}, agentSeqs(e.events("a")), "the second line would pass the quota")
 	require.Contains(t, e.lastHealth("a"), "daily ingest quota of 1.0 MiB")
-	require.Equal(t, reconcile.Healthy, health(out, "b").Effective)
+	require.Equal(t, policy.Healthy, health(out, "b").Effective)
 	n := len(e.events("a"))
 	out = e.heal()
 	require.Equal(t, reconcile.ReasonIngestQuota, health(out, "a").Code)
@@ -260,7 +261,7 @@ func TestPassStopsStoringAtTheDailyQuota(t *testing.T) {
 	e.now = e.now.Add(24 * time.Hour)
 	out = e.heal()
 	require.Equal(t, []uint64{1, 2, 3}, agentSeqs(e.events("a")))
-	require.Equal(t, reconcile.Healthy, health(out, "a").Effective, "nothing waits: healthy again")
+	require.Equal(t, policy.Healthy, health(out, "a").Effective, "nothing waits: healthy again")
 }
 
 // A result line claiming 9e18 tokens is a contract breach recorded on its
@@ -285,7 +286,7 @@ func TestPassCountsAForgedUsageAsABreachNotAsSpend(t *testing.T) {
 	require.Equal(t, int64(1), e.spore("a").Activity[0].Turns)
 
 	out = e.heal()
-	require.Equal(t, reconcile.Healthy, health(out, "a").Effective, "recorded once; the next pass finds nothing wrong")
+	require.Equal(t, policy.Healthy, health(out, "a").Effective, "recorded once; the next pass finds nothing wrong")
 	require.Equal(t, state.Running, e.spore("b").Desired, "nobody slept for it")
 }
 
@@ -319,10 +320,10 @@ func TestPassNeverShowsABridgesStateRaw(t *testing.T) {
 	e.rt.BridgeOf("a").SetState("idle\x1b]8;;http://evil\x07\u202eelbuoda")
 	out := e.heal()
 	a := health(out, "a")
-	require.Equal(t, reconcile.Suspect, a.Effective)
+	require.Equal(t, policy.Suspect, a.Effective)
 	require.Equal(t, reconcile.ReasonContractBreach, a.Code)
 	require.Empty(t, a.Observed.Activity)
-	require.Equal(t, reconcile.Healthy, health(out, "b").Effective)
+	require.Equal(t, policy.Healthy, health(out, "b").Effective)
 	b, err := json.Marshal(out.Result)
 	require.NoError(t, err)
 	for _, s := range []string{"\x1b", "\\u001b", "\u202e", "\\u202e", "evil"} {
@@ -359,9 +360,9 @@ func TestPassShowsABridgeAnsweringNotJSON(t *testing.T) {
 	out, err := pass.Run(context.Background(), reconcile.Options{Heal: true, Deliver: true})
 	require.NoError(t, err)
 	a := health(out, "a")
-	require.Equal(t, reconcile.Suspect, a.Effective)
+	require.Equal(t, policy.Suspect, a.Effective)
 	require.Equal(t, reconcile.ReasonContractBreach, a.Observed.Reason)
 	require.Contains(t, e.lastHealth("a"), "an answer that is not JSON")
-	require.Equal(t, reconcile.Healthy, health(out, "b").Effective)
+	require.Equal(t, policy.Healthy, health(out, "b").Effective)
 	require.Equal(t, []uint64{1}, agentSeqs(e.events("b")))
 }

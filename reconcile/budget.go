@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -18,27 +19,19 @@ import (
 // ends it is put to sleep by "budget" (wish.SleepBy), in one transaction
 // between plan and act that also summons its colony mycologist (or the
 // [arch]) once a day; once within budget again (a new day, a raised
-// budget) with something queued, it is woken (wish.WakeAfterBudget). The
-// [arch] mycologist is always on: no budget holds it back, though its
-// spend counts in its colony's.
+// budget) with something queued, it is woken (wish.WakeAfterBudget).
+// What a spore spent and whether that reached a budget are policy's
+// (policy.CountSpends, policy.Over): the [arch] mycologist is always on,
+// no budget holds it back, though its spend counts in its colony's.
 
-// Spends is what the pass counts against budgets: today's spend of each
-// covered spore that has a budget (its own or its colony's), and of each
-// colony that has one, over every spore of the store. This pass's
-// ingested lines are included: the commit adds them to the record.
-type Spends struct {
-	Spore  map[string]state.Spend
-	Colony map[string]state.Spend
-}
-
-// countSpends counts snap's spends for now; nothing when no budget is
-// set anywhere (the cost of a fleet without budgets is this scan).
-func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) Spends {
-	var out Spends
-	colonyBudget := func(c string) bool { return !snap.Settings.Colony(c).Budget.IsZero() }
-	of := func(sp state.Spore) state.Spend {
-		s := state.SpendOn(sp.Activity, now)
-		if in := got[sp.ID]; in != nil {
+// countSpends counts the spends the plan judges budgets on
+// (policy.CountSpends): snap's spores, its colonies over every spore of
+// the store, and this pass's ingested lines, which the commit adds to the
+// record.
+func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) policy.Spends {
+	return policy.CountSpends(snap.Spores, snap.All, snap.Settings, now, func(id string) state.Spend {
+		var s state.Spend
+		if in := got[id]; in != nil {
 			// The commit counts every line in the hour of this pass
 			// (addActivity), whatever its bridge stamped it: today's.
 			for _, c := range in.counts {
@@ -46,60 +39,12 @@ func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) Spends
 			}
 		}
 		return s
-	}
-	for _, sp := range snap.Spores {
-		if sp.Budget.IsZero() && !colonyBudget(sp.Colony) {
-			continue
-		}
-		if out.Spore == nil {
-			out.Spore = map[string]state.Spend{}
-		}
-		out.Spore[sp.ID] = of(sp)
-	}
-	if snap.Settings.Colonies == nil {
-		return out
-	}
-	for _, sp := range snap.All {
-		if !colonyBudget(sp.Colony) {
-			continue
-		}
-		if out.Colony == nil {
-			out.Colony = map[string]state.Spend{}
-		}
-		s, ok := out.Spore[sp.ID]
-		if !ok {
-			s = of(sp)
-		}
-		out.Colony[sp.Colony] = out.Colony[sp.Colony].Add(s)
-	}
-	return out
+	})
 }
 
-// overBudget says whether sp has reached a budget, and in words which
-// ("24/20 tokens today", "colony lab: $2.10/$2.00 today"); the [arch] is
-// never over.
+// overBudget is policy.Over for sp on the plan's spends.
 func overBudget(sp state.Spore, in PlanInput) (bool, bool, string) {
-	if sp.Rank == state.RankArch {
-		return false, false, ""
-	}
-	if s := in.Spends.Spore[sp.ID]; s.Reaches(sp.Budget) {
-		return true, false, spendText(s, sp.Budget)
-	}
-	if b := in.Settings.Colony(sp.Colony).Budget; !b.IsZero() {
-		if s := in.Spends.Colony[sp.Colony]; s.Reaches(b) {
-			return true, true, "colony " + sp.Colony + ": " + spendText(s, b)
-		}
-	}
-	return false, false, ""
-}
-
-// spendText is the limit s reached of b: "24/20 tokens today",
-// "$2.10/$2.00 today".
-func spendText(s state.Spend, b state.Budget) string {
-	if b.TokensPerDay > 0 && s.Tokens >= b.TokensPerDay {
-		return fmt.Sprintf("%d/%d tokens today", s.Tokens, b.TokensPerDay)
-	}
-	return fmt.Sprintf("%s/%s today", state.CostText(s.CostMicros), state.CostText(b.CostPerDayMicros))
+	return policy.Over(sp, in.Spends.Spore[sp.ID], in.Settings.Colony(sp.Colony).Budget, in.Spends.Colony[sp.Colony])
 }
 
 // planBudget decides what p's budget holds: over it, a healthy spore
@@ -111,8 +56,8 @@ func planBudget(p *SporePlan, in PlanInput) {
 	sp := p.Spore
 	switch {
 	case p.OverBudget && sp.Desired == state.Running:
-		if p.Verdict.Effective != Healthy || p.Start || p.Stop || in.Force[sp.ID] ||
-			p.Observed.Activity != bridge.StateIdle || p.Observed.Queue > 0 || len(allowed(in.Pending[sp.ID], true)) > 0 {
+		if p.Verdict.Effective != policy.Healthy || p.Start || p.Stop || in.Force[sp.ID] ||
+			p.Observed.Activity != bridge.StateIdle || p.Observed.Queue > 0 || len(policy.Deliverable(in.Pending[sp.ID], true)) > 0 {
 			return
 		}
 		p.SleepBudget, p.SleepIdle = true, false
@@ -121,26 +66,11 @@ func planBudget(p *SporePlan, in PlanInput) {
 	}
 }
 
-// allowed are the entries of pending a spore may be given: all of them
-// within budget, only those marked over-budget when over.
-func allowed(pending []state.OutboxEntry, over bool) []state.OutboxEntry {
-	if !over {
-		return pending
-	}
-	var out []state.OutboxEntry
-	for _, e := range pending {
-		if e.OverBudget {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // held counts the entries of pending a budget holds back from a spore
-// (over: it reached one): those allowed does not give it. A pass never
-// delivers them, so they are all still queued after it.
+// (over: it reached one): those policy.Deliverable does not give it. A
+// pass never delivers them, so they are all still queued after it.
 func held(pending []state.OutboxEntry, over bool) int {
-	return len(pending) - len(allowed(pending, over))
+	return len(pending) - len(policy.Deliverable(pending, over))
 }
 
 // BudgetKey is the incident key of a spore's budget summons on day:
@@ -219,7 +149,7 @@ func budgetSummons(ctx context.Context, tx state.Tx, slept []*SporePlan, now tim
 				"Budget: colony %s reached its daily budget (%s); its spores get nothing new and are put to sleep as their turns end, until the next UTC day or a raised budget. No answer is expected.",
 				sp.Colony, p.OverText)}
 		}
-		out.add(myc.of(sp, p.OverColony), s)
+		out.add(policy.Above(sp, myc, p.OverColony), s)
 	}
 	return out.send(ctx, tx, now)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -35,13 +36,13 @@ func TestPlanBudget(t *testing.T) {
 	}
 	awake := func(id string, budget int64, tokens int64, f func(*state.Spore)) state.Spore {
 		s := state.Spore{Wish: state.Wish{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Updated: now.Add(-time.Hour),
-			Budget: state.Budget{TokensPerDay: budget}}, Status: state.Status{Health: Healthy, Activity: spent(tokens, now)}}
+			Budget: state.Budget{TokensPerDay: budget}}, Status: state.Status{Health: policy.Healthy, Activity: spent(tokens, now)}}
 		if f != nil {
 			f(&s)
 		}
 		return s
 	}
-	slept := func(s *state.Spore) { s.Desired, s.DesiredBy, s.Health = state.Paused, state.ByBudget, Paused }
+	slept := func(s *state.Spore) { s.Desired, s.DesiredBy, s.Health = state.Paused, state.ByBudget, policy.Paused }
 	entry := func(id string, over bool) state.OutboxEntry {
 		return state.OutboxEntry{ID: id, Spore: "a", From: "user:ann", Text: id, At: now, OverBudget: over}
 	}

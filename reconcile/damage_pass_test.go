@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
@@ -67,7 +68,7 @@ func TestPassJudgesASporeWithADamagedLogAlone(t *testing.T) {
 	out, err := e.pass().Run(context.Background(), reconcile.Options{Heal: true, Deliver: true})
 	require.NoError(t, err, "one spore's damage must not fail the pass")
 	hb := health(out, "b")
-	require.Equal(t, reconcile.Error, hb.Effective)
+	require.Equal(t, policy.Error, hb.Effective)
 	require.Equal(t, reconcile.ReasonStoreDamage, hb.Code)
 	require.Contains(t, hb.Reason, "store damage: events/b.")
 	require.Contains(t, hb.Reason, ".log:2: checksum mismatch")
@@ -100,7 +101,7 @@ func TestPassOverNamedSporesMeetsDamageAlone(t *testing.T) {
 	out, err := e.pass().Run(context.Background(), reconcile.Options{IDs: []string{"a", "b"}})
 	require.NoError(t, err)
 	require.Equal(t, reconcile.ReasonStoreDamage, health(out, "b").Code)
-	require.Equal(t, reconcile.Healthy, health(out, "a").Effective)
+	require.Equal(t, policy.Healthy, health(out, "a").Effective)
 	require.Equal(t, uint64(3), e.spore("a").BridgeSeq)
 }
 
@@ -126,7 +127,7 @@ func TestPassJudgesAnUnreadableRecordAlonePG(t *testing.T) {
 		out, err := e.pass().Run(context.Background(), opt)
 		require.NoError(t, err, "one row's damage must not fail the pass")
 		hb := health(out, "b")
-		require.Equal(t, reconcile.Error, hb.Effective)
+		require.Equal(t, policy.Error, hb.Effective)
 		require.Equal(t, reconcile.ReasonStoreDamage, hb.Code)
 		require.Contains(t, hb.Reason, "store damage: table sporectl.spores")
 		require.Contains(t, hb.Reason, "id=b")
@@ -138,5 +139,5 @@ func TestPassJudgesAnUnreadableRecordAlonePG(t *testing.T) {
 	// check then passes).
 	_, err = conn.Exec(context.Background(), `UPDATE sporectl.spores SET colony = 'lab' WHERE id = 'b'`)
 	require.NoError(t, err)
-	require.Equal(t, reconcile.Healthy, health(e.heal(), "b").Effective)
+	require.Equal(t, policy.Healthy, health(e.heal(), "b").Effective)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -84,10 +85,11 @@ func bury(ctx context.Context, tx state.Tx, id string, d Delivery, now time.Time
 		d.Entry.ID, d.Dead, id, id, d.Entry.ID)}, true, nil
 }
 
-// deadLetterSummons summons, inside tx, the mycologist of each spore that
-// got a dead letter: its colony mycologist, or the [arch] when the colony
-// has none or the spore is its colony mycologist; once per entry
-// (DeadLetterKey). The [arch] is not summoned about its own.
+// deadLetterSummons summons, inside tx, the mycologist one rank up from
+// each spore that got a dead letter (policy.Above): its colony
+// mycologist, or the [arch] when the colony has none or the spore is its
+// colony mycologist; once per entry (DeadLetterKey). The [arch], with no
+// one above it, is not summoned about its own.
 func deadLetterSummons(ctx context.Context, tx state.Tx, dead []buried, now time.Time) error {
 	if len(dead) == 0 {
 		return nil
@@ -98,7 +100,7 @@ func deadLetterSummons(ctx context.Context, tx state.Tx, dead []buried, now time
 	}
 	var out summonses
 	for _, b := range dead {
-		out.add(myc.of(b.spore, false), Summons{Key: DeadLetterKey(b.spore.ID, b.entry), By: b.spore.ID, Kind: "dead letter", At: now, Text: fmt.Sprintf(
+		out.add(policy.Above(b.spore, myc, false), Summons{Key: DeadLetterKey(b.spore.ID, b.entry), By: b.spore.ID, Kind: "dead letter", At: now, Text: fmt.Sprintf(
 			"Dead letter: a message to spore %s (entry %s) was refused by its bridge for good (%s) and moved out of its outbox; what was queued behind it is delivered. "+
 				"Look: `mycologist spore %s`; a person lists it with `sporectl outbox %s`. No answer is expected.",
 			b.spore.ID, b.entry, b.reason, b.spore.ID, b.spore.ID)})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -104,7 +105,7 @@ func TestDeadLetterQueueMovesOn(t *testing.T) {
 			require.Equal(t, 1, summoned(), "nor summoned again")
 			h = health(e.run(reconcile.Options{}), "a")
 			require.Equal(t, 1, h.DeadLetters, "a read-only pass counts it too")
-			require.Equal(t, reconcile.Healthy, h.Effective)
+			require.Equal(t, policy.Healthy, h.Effective)
 			require.Equal(t, "1 dead letter in its outbox (sporectl outbox a)", h.Reason)
 		})
 	}

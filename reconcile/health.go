@@ -4,37 +4,14 @@ import (
 	"fmt"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
-
-// Effective is a spore's health as reconcile(desired, observed, breaker)
-// computes it; docs/health.md has the whole table. It is the type the
-// spore's status records (state.Health): the names below are the only
-// ones a pass writes, and this file is where they are defined.
-type Effective = state.Health
-
-const (
-	Healthy  Effective = "Healthy"  // desired Running; running, bridge up, agent not blocked
-	Dead     Effective = "Dead"     // desired Running; nothing alive
-	Diverged Effective = "Diverged" // reality differs in another way (e.g. runs while asleep)
-	Suspect  Effective = "Suspect"  // something runs but the bridge does not answer, or it is not up yet
-	Blocked  Effective = "Blocked"  // the agent waits for a person
-	Paused   Effective = "Paused"   // asleep as desired
-	Stopped  Effective = "Stopped"  // off as desired
-	Error    Effective = "Error"    // circuit breaker open (a person must `reset`), or its stored data is damaged (`repair`)
-)
-
-// EffectiveStates are the states above, each once (for whoever counts
-// spores by state: reconcile/metrics).
-var EffectiveStates = []Effective{Healthy, Dead, Diverged, Suspect, Blocked, Paused, Stopped, Error}
-
-// OK reports whether e needs nobody's attention.
-func OK(e Effective) bool { return e == Healthy || e == Paused || e == Stopped }
 
 // Verdict is effective health with its reason: a stable code and a
 // sentence for a person.
 type Verdict struct {
-	Effective Effective
+	Effective policy.Health
 	Code      Reason
 	Text      string
 }
@@ -45,31 +22,31 @@ type Verdict struct {
 // on display text. Damage comes first: a spore whose stored data cannot be
 // read is not acted on whatever else is true of it.
 func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
-	v := func(e Effective, code Reason, text string) Verdict { return Verdict{e, code, text} }
+	v := func(e policy.Health, code Reason, text string) Verdict { return Verdict{e, code, text} }
 	if o.Damage != "" {
 		// Nothing of it can be trusted to act on until a person looks.
-		return v(Error, ReasonStoreDamage, "store damage: "+o.Damage)
+		return v(policy.Error, ReasonStoreDamage, "store damage: "+o.Damage)
 	}
 	if breakerOpen {
-		return v(Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`")
+		return v(policy.Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`")
 	}
 	if o.Unknown || o.Pod == PodUnknown {
 		// Nothing is known, so nothing may be concluded (least of all
 		// Diverged, which reconcile would act on).
 		if o.Unknown {
-			return v(Suspect, ReasonObservationFailed, "observation failed")
+			return v(policy.Suspect, ReasonObservationFailed, "observation failed")
 		}
-		return v(Suspect, ReasonUnknown, "runtime state unknown")
+		return v(policy.Suspect, ReasonUnknown, "runtime state unknown")
 	}
 	if o.Pods > 1 {
-		return v(Diverged, ReasonMultiplePods, "more than one pod or process tree for this spore")
+		return v(policy.Diverged, ReasonMultiplePods, "more than one pod or process tree for this spore")
 	}
 	alive := o.Pod != PodAbsent && o.Pod != PodFailed
 	switch desired {
 	case state.Stopped, state.Paused:
-		want := Stopped
+		want := policy.Stopped
 		if desired == state.Paused {
-			want = Paused
+			want = policy.Paused
 		}
 		switch {
 		case !alive:
@@ -77,50 +54,50 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 		case o.Pod == PodTerminating:
 			return v(want, ReasonTerminating, "terminating")
 		}
-		return v(Diverged, ReasonRunsWhileAsleep, fmt.Sprintf("%s while desired %s", o.Pod, desired))
+		return v(policy.Diverged, ReasonRunsWhileAsleep, fmt.Sprintf("%s while desired %s", o.Pod, desired))
 	}
 	// desired Running
 	switch o.Pod {
 	case PodAbsent:
 		if o.LastTermination != "" {
-			return v(Dead, o.LastTermination, o.termination())
+			return v(policy.Dead, o.LastTermination, o.termination())
 		}
-		return v(Dead, ReasonNothingRunning, "nothing running")
+		return v(policy.Dead, ReasonNothingRunning, "nothing running")
 	case PodFailed:
 		if o.LastTermination != "" {
-			return v(Dead, o.LastTermination, o.termination())
+			return v(policy.Dead, o.LastTermination, o.termination())
 		}
-		return v(Dead, ReasonFailed, "failed")
+		return v(policy.Dead, ReasonFailed, "failed")
 	case PodTerminating:
 		// The previous pod (tree) going away, as after a sleep and a wake:
 		// nothing to act on, and nothing dead yet. The pass starts the new
 		// one once the old one is gone (Absent).
-		return v(Suspect, ReasonOldPodTerminating, "its old pod is still terminating; a new one starts once it is gone")
+		return v(policy.Suspect, ReasonOldPodTerminating, "its old pod is still terminating; a new one starts once it is gone")
 	case PodPending:
 		if o.LastTermination != "" {
-			return v(Suspect, o.LastTermination, "pending after "+o.termination())
+			return v(policy.Suspect, o.LastTermination, "pending after "+o.termination())
 		}
-		return v(Suspect, ReasonPending, "pending")
+		return v(policy.Suspect, ReasonPending, "pending")
 	}
 	switch o.Bridge {
 	case BridgeUp:
 		switch {
 		case o.BridgeProblem == ReasonBridgeUnhealthy:
-			return v(Suspect, ReasonBridgeUnhealthy, "the bridge cannot append to its log")
+			return v(policy.Suspect, ReasonBridgeUnhealthy, "the bridge cannot append to its log")
 		case o.Ingest == ReasonContractBreach:
-			return v(Suspect, ReasonContractBreach, "the bridge broke its contract: nothing from the breach on is ingested")
+			return v(policy.Suspect, ReasonContractBreach, "the bridge broke its contract: nothing from the breach on is ingested")
 		case o.Ingest == ReasonIngestQuota:
-			return v(Suspect, ReasonIngestQuota, "it stored its daily quota of bytes: nothing more is stored today")
+			return v(policy.Suspect, ReasonIngestQuota, "it stored its daily quota of bytes: nothing more is stored today")
 		case o.Ingest == ReasonBridgeLogLost:
-			return v(Suspect, ReasonBridgeLogLost, "the bridge's log is behind the store's: its home lost lines the store keeps")
+			return v(policy.Suspect, ReasonBridgeLogLost, "the bridge's log is behind the store's: its home lost lines the store keeps")
 		case o.Ingest != "":
-			return v(Suspect, o.Ingest, "the bridge's line numbers do not follow on from the store's")
+			return v(policy.Suspect, o.Ingest, "the bridge's line numbers do not follow on from the store's")
 		case o.Activity == bridge.StateBackoff:
-			return v(Suspect, ReasonAgentBackoff, "the agent keeps dying; the bridge is backing off")
+			return v(policy.Suspect, ReasonAgentBackoff, "the agent keeps dying; the bridge is backing off")
 		case o.Activity == bridge.StateBlocked:
-			return v(Blocked, ReasonAgentBlocked, "the agent waits for a person")
+			return v(policy.Blocked, ReasonAgentBlocked, "the agent waits for a person")
 		}
-		return v(Healthy, "", "")
+		return v(policy.Healthy, "", "")
 	case BridgeDown:
 		if o.BridgeProblem == ReasonContractBreach {
 			// It answered, but broke the contract: what it said is not
@@ -129,22 +106,22 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 			if o.Breach != "" {
 				text += ": " + o.Breach
 			}
-			return v(Suspect, ReasonContractBreach, text)
+			return v(policy.Suspect, ReasonContractBreach, text)
 		}
 		if o.LastTermination != "" {
 			// Came back after a crash and not answering yet: the crash is
 			// the telling part.
-			return v(Suspect, o.LastTermination, o.termination())
+			return v(policy.Suspect, o.LastTermination, o.termination())
 		}
 		switch o.BridgeProblem {
 		case ReasonBridgeRefused:
-			return v(Suspect, ReasonBridgeRefused, "the way to the bridge refused the call")
+			return v(policy.Suspect, ReasonBridgeRefused, "the way to the bridge refused the call")
 		case ReasonNoEndpoint:
-			return v(Suspect, ReasonNoEndpoint, "no way to reach the bridge")
+			return v(policy.Suspect, ReasonNoEndpoint, "no way to reach the bridge")
 		}
-		return v(Suspect, ReasonBridgeNotAnswer, "bridge not answering")
+		return v(policy.Suspect, ReasonBridgeNotAnswer, "bridge not answering")
 	}
-	return v(Suspect, ReasonBridgeUnknown, "bridge state unknown")
+	return v(policy.Suspect, ReasonBridgeUnknown, "bridge state unknown")
 }
 
 // termination is the last termination for a person: its reason, and the

@@ -6,46 +6,32 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
 
 // Idle sleep (docs/sleep.md): a healing pass puts an awake spore to
 // sleep once it has been idle for its SleepAfter (its own, else its
-// colony's), freeing its pod. The decision is the plan's (sleepIdle);
-// the pass records the sleep as a wish (wish.SleepBy, DesiredBy "idle")
-// in one transaction before it acts (recordIdleSleeps), so a pass killed
-// between the two leaves a spore wished asleep whose processes the next
-// pass ends (runs while asleep), never one wished awake with nothing
-// running. Then act stops it like any spore that runs while asleep.
+// colony's), freeing its pod. The rule is policy's (policy.SleepIdle),
+// asked by the plan (sleepIdle); the pass records the sleep as a wish
+// (wish.SleepBy, DesiredBy "idle") in one transaction before it acts
+// (recordIdleSleeps), so a pass killed between the two leaves a spore
+// wished asleep whose processes the next pass ends (runs while asleep),
+// never one wished awake with nothing running. Then act stops it like
+// any spore that runs while asleep.
 
-// idleSince is when sp was last active: the later of the last time a
-// pass saw it work (ActiveAt) and its wish's last change (a wake, a
-// create --wake, a sleep-after set just now).
-func idleSince(sp state.Spore) time.Time {
-	if sp.ActiveAt.After(sp.Updated) {
-		return sp.ActiveAt
-	}
-	return sp.Updated
-}
-
-// sleepIdle decides whether p's spore has been idle long enough to be
-// put to sleep: healthy and wished awake (so not the [arch], which is
-// always on), no turn running and nothing queued (the bridge says idle,
-// its queue is empty, the outbox holds nothing for it, this pass took no
-// lines from it), not just woken (in.Force), for at least its SleepAfter.
+// sleepIdle decides whether p's spore is put to sleep for being idle
+// (policy.SleepIdle): what holds it awake is the plan's view of it now —
+// not healthy, being started or stopped, a turn running or something
+// queued (the bridge not idle, its queue or its outbox not empty, lines
+// taken from it by this pass), or just woken by a person (in.Force).
 func sleepIdle(p *SporePlan, in PlanInput) {
 	sp := p.Spore
-	after := state.SleepAfterOf(sp, in.Settings)
-	switch {
-	case after <= 0, sp.Desired != state.Running, p.Verdict.Effective != Healthy, p.Start, p.Stop,
-		p.Observed.Activity != bridge.StateIdle, p.Observed.Queue > 0, len(in.Pending[sp.ID]) > 0,
-		in.Active[sp.ID], in.Force[sp.ID]:
-		return
-	}
-	if idle := in.Now.Sub(idleSince(sp)); idle >= after {
-		p.SleepIdle, p.Idle = true, idle
-	}
+	busy := p.Verdict.Effective != policy.Healthy || p.Start || p.Stop ||
+		p.Observed.Activity != bridge.StateIdle || p.Observed.Queue > 0 || len(in.Pending[sp.ID]) > 0 ||
+		in.Active[sp.ID] || in.Force[sp.ID]
+	p.SleepIdle, p.Idle = policy.SleepIdle(sp, in.Settings, busy, in.Now)
 }
 
 // idleText is the why of an idle sleep's event and stop: "idle for 30m".
@@ -95,10 +81,10 @@ func sleptBy(sp state.Spore, s state.Settings, v Verdict, over string) (string, 
 	if sp.DesiredBy == state.ByPerson {
 		by = "person"
 	}
-	if v.Text != "" || v.Effective != Paused {
+	if v.Text != "" || v.Effective != policy.Paused {
 		return by, v.Text
 	}
-	switch after := state.SleepAfterOf(sp, s); {
+	switch after := policy.SleepAfter(sp, s); {
 	case sp.DesiredBy == state.ByIdle && after > 0:
 		return by, "asleep: " + idleText(after)
 	case sp.DesiredBy == state.ByPerson:

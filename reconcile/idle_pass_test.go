@@ -9,6 +9,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/outbox"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -87,7 +88,7 @@ func TestPassPutsAnIdleSporeToSleepAndAMessageWakesIt(t *testing.T) {
 			require.Equal(t, genBefore+1, sp.Generation)
 			require.Equal(t, 1, e.rt.Calls("Stop"))
 			require.NotContains(t, e.rt.IDs(), "a", "its pod is freed")
-			require.Equal(t, reconcile.Paused, sp.Health)
+			require.Equal(t, policy.Paused, sp.Health)
 			evs := lifecycle(statetest.Events(t, e.st, "a"))
 			sleep, stop := evs[len(evs)-2], evs[len(evs)-1]
 			require.Equal(t, "sleep", sleep.Action)

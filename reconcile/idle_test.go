@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -14,7 +15,7 @@ func TestPlanSleepIdle(t *testing.T) {
 	idle := Observed{Pod: PodRunning, Bridge: BridgeUp, Pods: 1, Activity: bridge.StateIdle}
 	awake := func(f func(*state.Spore)) state.Spore {
 		s := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running,
-			SleepAfter: state.Duration(30 * time.Minute), Updated: t0.Add(-time.Hour)}, Status: state.Status{Health: Healthy}}
+			SleepAfter: state.Duration(30 * time.Minute), Updated: t0.Add(-time.Hour)}, Status: state.Status{Health: policy.Healthy}}
 		if f != nil {
 			f(&s)
 		}
@@ -51,7 +52,7 @@ func TestPlanSleepIdle(t *testing.T) {
 		{name: "no sleep-after anywhere: never", sp: awake(func(s *state.Spore) { s.SleepAfter = 0 }), obs: idle, heal: true},
 		{name: "the colony's sleep-after when its own is 0", sp: awake(func(s *state.Spore) { s.SleepAfter, s.Updated = 0, t0.Add(-11*time.Minute) }), obs: idle, settings: lab, heal: true, sleep: true, idle: 11 * time.Minute},
 		{name: "its own sleep-after over the colony's", sp: awake(func(s *state.Spore) { s.Updated = t0.Add(-11 * time.Minute) }), obs: idle, settings: lab, heal: true},
-		{name: "asleep already: nothing", sp: awake(func(s *state.Spore) { s.Desired, s.Health = state.Paused, Paused }), obs: Observed{Pod: PodAbsent}, heal: true},
+		{name: "asleep already: nothing", sp: awake(func(s *state.Spore) { s.Desired, s.Health = state.Paused, policy.Paused }), obs: Observed{Pod: PodAbsent}, heal: true},
 		{name: "dead: started, not slept", sp: awake(func(s *state.Spore) { s.Health = "" }), obs: Observed{Pod: PodAbsent}, heal: true},
 	}
 	for _, c := range cases {
@@ -89,18 +90,18 @@ func TestSleptByAndReason(t *testing.T) {
 		v          Verdict
 		by, reason string
 	}{
-		{"idle", sp(state.Paused, state.ByIdle), Verdict{Effective: Paused}, "idle", "asleep: idle for 30m0s"},
-		{"a person", sp(state.Paused, state.ByPerson), Verdict{Effective: Paused}, "person", "asleep: by a person"},
-		{"budget, within it again", sp(state.Paused, state.ByBudget), Verdict{Effective: Paused}, "budget", "asleep: by budget, within it again (the next message wakes it)"},
-		{"idle, still running: the verdict's reason", sp(state.Paused, state.ByIdle), Verdict{Effective: Diverged, Text: "Running while desired Paused"}, "idle", "Running while desired Paused"},
-		{"awake", sp(state.Running, state.ByPerson), Verdict{Effective: Healthy}, "", ""},
-		{"stopped", sp(state.Stopped, state.ByPerson), Verdict{Effective: Stopped}, "", ""},
+		{"idle", sp(state.Paused, state.ByIdle), Verdict{Effective: policy.Paused}, "idle", "asleep: idle for 30m0s"},
+		{"a person", sp(state.Paused, state.ByPerson), Verdict{Effective: policy.Paused}, "person", "asleep: by a person"},
+		{"budget, within it again", sp(state.Paused, state.ByBudget), Verdict{Effective: policy.Paused}, "budget", "asleep: by budget, within it again (the next message wakes it)"},
+		{"idle, still running: the verdict's reason", sp(state.Paused, state.ByIdle), Verdict{Effective: policy.Diverged, Text: "Running while desired Paused"}, "idle", "Running while desired Paused"},
+		{"awake", sp(state.Running, state.ByPerson), Verdict{Effective: policy.Healthy}, "", ""},
+		{"stopped", sp(state.Stopped, state.ByPerson), Verdict{Effective: policy.Stopped}, "", ""},
 	} {
 		by, reason := sleptBy(c.sp, s, c.v, "")
 		require.Equal(t, c.by, by, c.name)
 		require.Equal(t, c.reason, reason, c.name)
 	}
-	by, reason := sleptBy(sp(state.Paused, state.ByBudget), s, Verdict{Effective: Paused}, "24/20 tokens today")
+	by, reason := sleptBy(sp(state.Paused, state.ByBudget), s, Verdict{Effective: policy.Paused}, "24/20 tokens today")
 	require.Equal(t, "budget", by)
 	require.Equal(t, "asleep: over budget (24/20 tokens today)", reason)
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -115,7 +116,7 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 	if err := ps.upkeep(ctx, snap, opt, now); err != nil {
 		return nil, err
 	}
-	policy := snap.Settings.Recovery.WithDefaults()
+	recovery := snap.Settings.Recovery.WithDefaults()
 
 	obs := observation{spores: map[string]Observed{}}
 	rt, err := ps.Runtime(ctx, snap.Settings)
@@ -181,7 +182,7 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 		}
 	}
 	pin := PlanInput{
-		Now: now, Policy: policy, Spores: snap.Spores, Observed: obs.spores, Pending: snap.Pending,
+		Now: now, Policy: recovery, Spores: snap.Spores, Observed: obs.spores, Pending: snap.Pending,
 		// Acting on a fleet nobody could observe would be acting blind.
 		Heal: opt.Heal && out.ObserveErr == nil, Deliver: opt.Deliver && out.ObserveErr == nil,
 		Force: force, Settings: snap.Settings, Active: active, Spends: countSpends(snap, got, now),
@@ -246,7 +247,7 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 }
 
 // result is the pass's view of each spore after the commit.
-func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends Spends) Result {
+func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends policy.Spends) Result {
 	var r Result
 	r.Spores = make([]SporeHealth, 0, len(plans))
 	for _, p := range plans {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/views"
 	"github.com/sporectl/sporectl/state"
@@ -124,7 +125,7 @@ func TestPassIngestsOnceAndWritesNothingWhenNothingChanged(t *testing.T) {
 	b.Write(`{"type":"assistant","n":1}`, `{"type":"assistant","n":2}`, "not json")
 
 	out := e.run(reconcile.Options{}) // a read-only command: ingest and commit
-	require.Equal(t, reconcile.Healthy, health(out, "a").Effective)
+	require.Equal(t, policy.Healthy, health(out, "a").Effective)
 	require.Equal(t, []uint64{1, 2, 3}, agentSeqs(e.events("a")))
 	require.Equal(t, uint64(3), e.spore("a").BridgeSeq)
 
@@ -150,7 +151,7 @@ func TestPassIngestGapIsRecordedOnceNeverRenumbered(t *testing.T) {
 
 	out := e.run(reconcile.Options{})
 	h := health(out, "a")
-	require.Equal(t, reconcile.Suspect, h.Effective)
+	require.Equal(t, policy.Suspect, h.Effective)
 	require.Equal(t, reconcile.ReasonIngestGap, h.Code)
 	require.Equal(t, []uint64{1}, agentSeqs(e.events("a")), "nothing after the gap is accepted")
 	n := len(e.events("a"))
@@ -204,11 +205,11 @@ func TestPassHealsWithBackoffAndOpensTheBreaker(t *testing.T) {
 	require.Equal(t, 1, e.rt.Calls("Start"))
 	require.True(t, out.Plans[0].Start && !out.Plans[0].Crash, "the first start after a wake is no crash")
 	e.run(reconcile.Options{})
-	require.Equal(t, reconcile.Healthy, e.spore("a").Health)
+	require.Equal(t, policy.Healthy, e.spore("a").Health)
 
-	policy := state.RecoveryPolicy{}.WithDefaults()
-	wait := time.Duration(policy.BackoffInitial)
-	for crash := 1; crash < policy.BreakerFailures; crash++ {
+	recovery := state.RecoveryPolicy{}.WithDefaults()
+	wait := time.Duration(recovery.BackoffInitial)
+	for crash := 1; crash < recovery.BreakerFailures; crash++ {
 		e.rt.Kill("a", "OOMKilled")
 		out = e.heal()
 		p := out.Plans[0]
@@ -220,20 +221,20 @@ func TestPassHealsWithBackoffAndOpensTheBreaker(t *testing.T) {
 		e.rt.Kill("a", "OOMKilled")
 		out = e.heal()
 		require.False(t, out.Plans[0].Start, "crash %d: respawned before the backoff ran out", crash)
-		require.Equal(t, reconcile.Dead, health(out, "a").Effective)
+		require.Equal(t, policy.Dead, health(out, "a").Effective)
 		e.now = e.now.Add(wait)
-		wait = min(2*wait, time.Duration(policy.BackoffMax))
+		wait = min(2*wait, time.Duration(recovery.BackoffMax))
 	}
 	out = e.heal()
-	require.True(t, out.Plans[0].OpenBreaker, "the %d-th crash in the window opens the breaker", policy.BreakerFailures)
+	require.True(t, out.Plans[0].OpenBreaker, "the %d-th crash in the window opens the breaker", recovery.BreakerFailures)
 	require.True(t, e.spore("a").BreakerOpen)
 	starts := e.rt.Calls("Start")
 	out = e.heal()
-	require.Equal(t, reconcile.Error, health(out, "a").Effective)
+	require.Equal(t, policy.Error, health(out, "a").Effective)
 	require.Equal(t, starts, e.rt.Calls("Start"), "no respawn while the breaker is open")
 
 	acts := actions(e.events("a"))
-	require.Equal(t, policy.BreakerFailures-1, count(acts, "restart"))
+	require.Equal(t, recovery.BreakerFailures-1, count(acts, "restart"))
 	require.Equal(t, 1, count(acts, "opened"))
 }
 
@@ -265,13 +266,13 @@ func TestPassStopsWhatRunsWhileAsleep(t *testing.T) {
 	e := newEnv(t, "a")
 	e.rt.Set(reconcile.PodObservation{ID: "a", State: reconcile.PodRunning, Ready: true})
 	out := e.run(reconcile.Options{})
-	require.Equal(t, reconcile.Diverged, health(out, "a").Effective)
+	require.Equal(t, policy.Diverged, health(out, "a").Effective)
 	require.Zero(t, e.rt.Calls("Stop"), "a read-only pass never acts")
 	out = e.heal()
 	require.True(t, out.Plans[0].Stop)
 	require.Equal(t, 1, e.rt.Calls("Stop"))
 	out = e.heal()
-	require.Equal(t, reconcile.Paused, health(out, "a").Effective)
+	require.Equal(t, policy.Paused, health(out, "a").Effective)
 }
 
 func enqueue(t *testing.T, st state.Store, id, entry, text string) {
@@ -338,10 +339,10 @@ func TestPassNewerWishIsNotOverwritten(t *testing.T) {
 	require.Equal(t, state.Paused, sp.Desired, "the newer wish survives the pass")
 	require.Zero(t, sp.Restarts, "a respawn that was not made was counted")
 	out = e.heal()
-	require.Equal(t, reconcile.Paused, health(out, "a").Effective)
+	require.Equal(t, policy.Paused, health(out, "a").Effective)
 	require.True(t, out.Plans[0].Stop, "what is left of the dead spore goes: asleep means no pod")
 	out = e.heal()
-	require.Equal(t, reconcile.Paused, health(out, "a").Effective)
+	require.Equal(t, policy.Paused, health(out, "a").Effective)
 	require.False(t, out.Plans[0].Stop)
 }
 
@@ -406,7 +407,7 @@ func TestPassObservationFailedActsOnNothing(t *testing.T) {
 	e.rt.ObserveErr = fmt.Errorf("api server down")
 	out := e.heal()
 	require.Error(t, out.ObserveErr)
-	require.Equal(t, reconcile.Suspect, health(out, "a").Effective)
+	require.Equal(t, policy.Suspect, health(out, "a").Effective)
 	require.Zero(t, e.rt.Calls("Start"), "acting on a fleet nobody could observe is acting blind")
 }
 
@@ -547,7 +548,7 @@ func TestPassReadOnlyBetweenWakeAndStartCountsNoCrash(t *testing.T) {
 	e := newEnv(t, "a")
 	e.setDesired("a", state.Running) // a wake recorded its wish...
 	e.run(reconcile.Options{})       // ...a status ran before the wake's pass
-	require.Equal(t, reconcile.Dead, e.spore("a").Health)
+	require.Equal(t, policy.Dead, e.spore("a").Health)
 	out := e.heal()
 	require.True(t, out.Plans[0].Start)
 	require.False(t, out.Plans[0].Crash, "a first start counted as a crash")

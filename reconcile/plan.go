@@ -6,12 +6,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
-
-// healthStarting is what a pass records as a spore's health right after
-// it started it: not yet seen alive. Dying from here counts as a crash.
-const healthStarting Effective = "Starting"
 
 // PlanInput is everything plan decides from. It is data only: plan reads
 // no clock and does no I/O.
@@ -33,7 +30,7 @@ type PlanInput struct {
 	// Active names spores this pass took lines from: not idle.
 	Active map[string]bool
 	// Spends are today's spends against budgets (budget.go).
-	Spends Spends
+	Spends policy.Spends
 	// Unreadable names spores whose record could not be read (their
 	// Observed.Damage says where): nothing of them is written.
 	Unreadable map[string]*state.CorruptError
@@ -82,9 +79,9 @@ type SporePlan struct {
 	Ingest *ingested
 	// issued are the credentials offered to the start, if any.
 	issued *issued
-	// policy is the recovery policy the plan used (for the restart
+	// recovery is the recovery policy the plan used (for the restart
 	// event's words).
-	policy state.RecoveryPolicy
+	recovery state.RecoveryPolicy
 }
 
 // Delivery is one outbox entry posted to a bridge.
@@ -108,7 +105,7 @@ func Plan(in PlanInput) []*SporePlan {
 	for i, sp := range in.Spores {
 		p := &plans[i]
 		out[i] = p
-		p.Spore, p.Observed, p.policy = sp, in.Observed[sp.ID], in.Policy
+		p.Spore, p.Observed, p.recovery = sp, in.Observed[sp.ID], in.Policy
 		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
 		if p.Observed.Damage != "" {
 			// Quarantined: shown, never acted on (its record may be all
@@ -122,12 +119,11 @@ func Plan(in PlanInput) []*SporePlan {
 			sleepIdle(p, in)
 			planBudget(p, in)
 		}
-		if p.Verdict.Effective == Healthy && len(sp.Failures) > 0 &&
-			in.Now.Sub(slices.MaxFunc(sp.Failures, time.Time.Compare)) >= time.Duration(in.Policy.HealthyAfter) {
+		if p.Verdict.Effective == policy.Healthy && policy.ForgetFailures(sp.Failures, in.Policy, in.Now) {
 			p.ClearFailures = true
 		}
 		if in.Deliver && !p.Start && !p.Stop && !p.SleepIdle && !p.SleepBudget && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
-			p.Deliver = allowed(in.Pending[sp.ID], p.OverBudget)
+			p.Deliver = policy.Deliverable(in.Pending[sp.ID], p.OverBudget)
 		}
 	}
 	return out
@@ -141,23 +137,16 @@ func heal(p *SporePlan, in PlanInput) {
 		// Error shows above all, but a spore put to sleep is still ended:
 		// the breaker holds back starts, never a stop.
 		p.Stop = true
-	case p.Verdict.Effective == Dead:
+	case p.Verdict.Effective == policy.Dead:
 		if !wasAlive(sp.Health, sp.HealthReason) {
 			// Woken, created awake, or after reset: a first start.
 			p.Start = true
 			return
 		}
-		if !in.Force[sp.ID] && in.Now.Before(sp.NotBefore) {
-			p.Due = sp.NotBefore
-			return
-		}
-		p.Failures = recentFailures(sp.Failures, in.Now, time.Duration(in.Policy.BreakerWindow))
-		if len(p.Failures) >= in.Policy.BreakerFailures {
-			p.OpenBreaker = true
-			return
-		}
-		p.Start, p.Crash = true, true
-		p.NotBefore = in.Now.Add(backoff(in.Policy, len(p.Failures)))
+		// A crash: recovery decides (backoff, breaker).
+		r := policy.AfterCrash(sp.Failures, sp.NotBefore, in.Policy, in.Now, in.Force[sp.ID])
+		p.Due, p.OpenBreaker, p.Failures = r.Due, r.OpenBreaker, r.Failures
+		p.Start, p.Crash, p.NotBefore = r.Start, r.Start, r.NotBefore
 	case p.Verdict.Code == ReasonRunsWhileAsleep, p.Verdict.Code == ReasonMultiplePods:
 		// Runs while asleep: end it. Two pods or trees: end them all; the
 		// next pass starts one again (counted as a crash, so bounded).
@@ -188,37 +177,16 @@ func podThere(o Observed) bool {
 // (or was just started): dying from there is a crash. A spore recorded
 // Dead before anything started it (a read-only command saw it between a
 // wake and its start) was never alive.
-func wasAlive(health Effective, reason string) bool {
+func wasAlive(health policy.Health, reason string) bool {
 	switch health {
-	case "", Paused, Stopped, Error:
+	case "", policy.Paused, policy.Stopped, policy.Error:
 		return false
-	case Dead:
+	case policy.Dead:
 		return reason != string(ReasonNotStarted)
 	}
 	// Woken while its previous pod was still going away: not started
 	// since, so the start once it is gone is a first one.
 	return reason != string(ReasonOldPodTerminating)
-}
-
-// recentFailures keeps the crash times inside the window and adds now.
-func recentFailures(f []time.Time, now time.Time, window time.Duration) []time.Time {
-	var out []time.Time
-	for _, t := range f {
-		if now.Sub(t) < window {
-			out = append(out, t)
-		}
-	}
-	return append(out, now)
-}
-
-// backoff is the wait after the n-th crash in the window: initial,
-// doubling, capped at max.
-func backoff(p state.RecoveryPolicy, n int) time.Duration {
-	d := time.Duration(p.BackoffInitial)
-	for i := 1; i < n && d < time.Duration(p.BackoffMax); i++ {
-		d *= 2
-	}
-	return min(d, time.Duration(p.BackoffMax))
 }
 
 // record is what a pass writes into a spore's status and log, computed
@@ -266,7 +234,7 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 	reason := v.Code
 	health := v.Effective
 	text := v.Text
-	if v.Effective == Dead && !wasAlive(fresh.Health, fresh.HealthReason) {
+	if v.Effective == policy.Dead && !wasAlive(fresh.Health, fresh.HealthReason) {
 		// Wished awake, not started yet: no crash to count when it starts.
 		reason, text = ReasonNotStarted, "not started yet"
 	}
@@ -282,7 +250,7 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 		// next pass counts again on the new one.
 	case p.OpenBreaker && !sp.BreakerOpen:
 		sp.BreakerOpen, sp.Failures = true, p.Failures
-		health, reason = Error, ReasonBreakerOpen
+		health, reason = policy.Error, ReasonBreakerOpen
 		text = "circuit breaker open"
 		ev(state.KindBreaker, "opened", fmt.Sprintf("%d crashes in %s (last: %s); no more respawns until `sporectl reset %s`",
 			len(p.Failures), p.windowOf(), v.Text, sp.ID))
@@ -297,17 +265,17 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 		if p.Crash {
 			sp.Restarts++
 			sp.Failures, sp.NotBefore = failures, p.NotBefore
-			ev(state.KindLifecycle, "restart", restartText(sp.Restarts, v.Text, failures, p.NotBefore, now, p.policy))
+			ev(state.KindLifecycle, "restart", restartText(sp.Restarts, v.Text, failures, p.NotBefore, now, p.recovery))
 		} else {
 			ev(state.KindLifecycle, "start", "started on its home")
 		}
-		health, reason = healthStarting, ""
+		health, reason = policy.Starting, ""
 	case p.Start:
 		// The runtime refused: it stays Dead, and the next start counts.
 		if p.Crash {
 			sp.Failures, sp.NotBefore = failures, p.NotBefore
 		}
-		health, reason = Dead, ReasonStartFailed
+		health, reason = policy.Dead, ReasonStartFailed
 		ev(state.KindLifecycle, "start-failed", "the runtime could not start it: "+p.StartErr.Error())
 	case p.Stop && p.StopErr == nil:
 		why := p.Verdict.Text
@@ -316,13 +284,13 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 			why = "asleep: " + idleText(p.Idle)
 		case p.SleepBudget:
 			why = "asleep: over budget (" + p.OverText + ")"
-		case OK(p.Verdict.Effective):
+		case policy.OK(p.Verdict.Effective):
 			// Asleep as wished, but its failed pod was left: say so.
 			why = fmt.Sprintf("%s while desired %s", p.Observed.Pod, p.Spore.Desired)
 		}
 		ev(state.KindLifecycle, "stop", fmt.Sprintf("ended its processes (%s)", why))
 		health, reason = Health(fresh.Desired, Observed{Pod: PodAbsent}, false).Effective, ""
-		if health == Dead {
+		if health == policy.Dead {
 			// Woken while this pass stopped it: its next start is a first
 			// one, not a respawn after a crash.
 			reason = ReasonNotStarted
@@ -334,8 +302,8 @@ func (p *SporePlan) record(fresh state.Spore, now time.Time) (state.Status, []st
 	if health != sp.Health || string(reason) != sp.HealthReason {
 		// Starts and stops have their own event; a spore first seen asleep
 		// (a store from before health was recorded) is no news.
-		quiet := health == healthStarting || p.Stop && p.StopErr == nil ||
-			sp.Health == "" && (health == Paused || health == Stopped)
+		quiet := health == policy.Starting || p.Stop && p.StopErr == nil ||
+			sp.Health == "" && (health == policy.Paused || health == policy.Stopped)
 		if !quiet {
 			if text != "" {
 				text = string(health) + ": " + text

@@ -5,31 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 
-func TestBackoffDoublesToTheCap(t *testing.T) {
-	p := state.RecoveryPolicy{}.WithDefaults()
-	var got []time.Duration
-	for n := 1; n <= 7; n++ {
-		got = append(got, backoff(p, n))
-	}
-	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 10 * time.Minute, 10 * time.Minute}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("backoff (-want +got):\n%s", diff)
-	}
-}
-
 func TestPlanTable(t *testing.T) {
-	policy := state.RecoveryPolicy{}.WithDefaults()
+	recovery := state.RecoveryPolicy{}.WithDefaults()
 	alive := Observed{Pod: PodRunning, Bridge: BridgeUp, Pods: 1}
 	dead := Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonExited}
-	running := func(health Effective, f func(*state.Spore)) state.Spore {
+	running := func(health policy.Health, f func(*state.Spore)) state.Spore {
 		s := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{Health: health}}
 		if f != nil {
 			f(&s)
@@ -47,7 +35,7 @@ func TestPlanTable(t *testing.T) {
 		{"recorded dead before its first start: a first start", running("Dead", func(s *state.Spore) { s.HealthReason = string(ReasonNotStarted) }), Observed{Pod: PodAbsent}, false, func(p *SporePlan) bool { return p.Start && !p.Crash }},
 		{"never seen: a first start", running("", nil), Observed{Pod: PodAbsent}, false, func(p *SporePlan) bool { return p.Start && !p.Crash }},
 		{"died after running: a crash", running("Healthy", nil), dead, false, func(p *SporePlan) bool { return p.Start && p.Crash && p.NotBefore.Equal(t0.Add(30*time.Second)) }},
-		{"died right after a start: a crash", running(healthStarting, nil), dead, false, func(p *SporePlan) bool { return p.Start && p.Crash }},
+		{"died right after a start: a crash", running(policy.Starting, nil), dead, false, func(p *SporePlan) bool { return p.Start && p.Crash }},
 		{"not due yet", running("Dead", func(s *state.Spore) { s.NotBefore = t0.Add(time.Second) }), dead, false, func(p *SporePlan) bool { return !p.Start && p.Due.Equal(t0.Add(time.Second)) }},
 		{"not due, but a person woke it", running("Dead", func(s *state.Spore) { s.NotBefore = t0.Add(time.Second) }), dead, true, func(p *SporePlan) bool { return p.Start && p.Crash }},
 		{"old crashes fall out of the window", running("Dead", func(s *state.Spore) {
@@ -73,7 +61,7 @@ func TestPlanTable(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			in := PlanInput{Now: t0, Policy: policy, Spores: []state.Spore{c.sp}, Observed: map[string]Observed{"a": c.obs}, Heal: true}
+			in := PlanInput{Now: t0, Policy: recovery, Spores: []state.Spore{c.sp}, Observed: map[string]Observed{"a": c.obs}, Heal: true}
 			if c.force {
 				in.Force = map[string]bool{"a": true}
 			}
@@ -85,7 +73,7 @@ func TestPlanTable(t *testing.T) {
 
 func TestRecordSkipsLinesIngestedMeanwhile(t *testing.T) {
 	snap := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{BridgeSeq: 2, Health: "Healthy"}}
-	p := &SporePlan{Spore: snap, Verdict: Verdict{Effective: Healthy}}
+	p := &SporePlan{Spore: snap, Verdict: Verdict{Effective: policy.Healthy}}
 	p.Ingest = &ingested{base: 2}
 	for seq := uint64(3); seq <= 6; seq++ {
 		p.Ingest.events = append(p.Ingest.events, state.Event{Kind: state.KindAgent, BridgeSeq: seq})
@@ -109,7 +97,7 @@ func TestRecordSkipsLinesIngestedMeanwhile(t *testing.T) {
 // A spore's life through the passes, on the plan and its record alone:
 // each step plans from the record the step before wrote.
 func TestOldPodTerminating(t *testing.T) {
-	policy := state.RecoveryPolicy{}.WithDefaults()
+	recovery := state.RecoveryPolicy{}.WithDefaults()
 	terminating := Observed{Pod: PodTerminating, Bridge: BridgeDown, Pods: 1}
 	gone := Observed{Pod: PodAbsent, Bridge: BridgeDown}
 	type step struct {
@@ -118,13 +106,13 @@ func TestOldPodTerminating(t *testing.T) {
 		force bool
 		// what the pass decides and records
 		start, crash bool
-		health       Effective
+		health       policy.Health
 		reason       Reason
 	}
 	cases := []struct {
 		name string
 		// the record before the first step
-		health   Effective
+		health   policy.Health
 		reason   string
 		steps    []step
 		restarts int
@@ -133,21 +121,21 @@ func TestOldPodTerminating(t *testing.T) {
 			{obs: terminating, heal: true, force: true, health: "Suspect", reason: ReasonOldPodTerminating}, // wake
 			{obs: terminating, heal: false, health: "Suspect", reason: ReasonOldPodTerminating},             // status
 			{obs: terminating, heal: true, health: "Suspect", reason: ReasonOldPodTerminating},              // reconcile: waits
-			{obs: gone, heal: true, start: true, health: healthStarting},                                    // reconcile: starts
+			{obs: gone, heal: true, start: true, health: policy.Starting},                                   // reconcile: starts
 		}, 0},
 		{"status sees it gone before any pass starts it: still a first start", "Stopped", "", []step{
 			{obs: terminating, heal: true, force: true, health: "Suspect", reason: ReasonOldPodTerminating},
 			{obs: gone, heal: false, health: "Dead", reason: ReasonNotStarted},
-			{obs: gone, heal: true, start: true, health: healthStarting},
+			{obs: gone, heal: true, start: true, health: policy.Starting},
 		}, 0},
 		{"the pod of a live spore deleted under it: a crash once it is gone", "Healthy", "", []step{
 			{obs: terminating, heal: true, health: "Suspect", reason: ReasonTerminating},
 			{obs: terminating, heal: false, health: "Suspect", reason: ReasonTerminating},
-			{obs: gone, heal: true, start: true, crash: true, health: healthStarting},
+			{obs: gone, heal: true, start: true, crash: true, health: policy.Starting},
 		}, 1},
-		{"just started, its pod deleted: a crash", healthStarting, "", []step{
+		{"just started, its pod deleted: a crash", policy.Starting, "", []step{
 			{obs: terminating, heal: true, health: "Suspect", reason: ReasonTerminating},
-			{obs: gone, heal: true, start: true, crash: true, health: healthStarting},
+			{obs: gone, heal: true, start: true, crash: true, health: policy.Starting},
 		}, 1},
 	}
 	for _, c := range cases {
@@ -155,7 +143,7 @@ func TestOldPodTerminating(t *testing.T) {
 			sp := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running, Generation: 1}, Status: state.Status{Health: c.health, HealthReason: c.reason}}
 			now := t0
 			for i, st := range c.steps {
-				in := PlanInput{Now: now, Policy: policy, Spores: []state.Spore{sp}, Observed: map[string]Observed{"a": st.obs}, Heal: st.heal}
+				in := PlanInput{Now: now, Policy: recovery, Spores: []state.Spore{sp}, Observed: map[string]Observed{"a": st.obs}, Heal: st.heal}
 				if st.force {
 					in.Force = map[string]bool{"a": true}
 				}
@@ -187,7 +175,7 @@ func TestOldPodTerminating(t *testing.T) {
 // The restart event says what happened; what a next crash would meet is
 // said as a condition, never as "not before" (read as: not running yet).
 func TestRestartEventSaysWhatHappened(t *testing.T) {
-	policy := state.RecoveryPolicy{}.WithDefaults() // 30s doubling, 5 crashes in 15m
+	recovery := state.RecoveryPolicy{}.WithDefaults() // 30s doubling, 5 crashes in 15m
 	dead := Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonExited}
 	cases := []struct {
 		name     string
@@ -209,7 +197,7 @@ func TestRestartEventSaysWhatHappened(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pol := policy
+			pol := recovery
 			if c.policy != nil {
 				c.policy(&pol)
 			}

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -18,7 +19,7 @@ type SporeHealth struct {
 	Role      string        `json:"-"`
 	Desired   state.Desired `json:"desired"`
 	Observed  Observed      `json:"observed"`
-	Effective Effective     `json:"effective"`
+	Effective policy.Health `json:"effective"`
 	// Reason is a sentence for a person; Code the reason's stable name
 	// (docs/health.md lists them), "" when there is nothing to say.
 	Reason string `json:"reason"`

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile/incident"
 	"github.com/sporectl/sporectl/reconcile/outbox"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -280,7 +281,7 @@ func archRecord(ctx context.Context, tx state.Tx, id string) (state.Spore, bool,
 	if id != "" {
 		sp, err := tx.Spore(ctx, id)
 		switch {
-		case err == nil && sp.Rank == state.RankArch:
+		case err == nil && policy.IsArch(sp.Rank):
 			return sp, true, nil
 		case err != nil && !errors.Is(err, state.ErrNotFound):
 			return state.Spore{}, false, fmt.Errorf("read the [arch] mycologist %s: %w", id, err)
@@ -291,7 +292,7 @@ func archRecord(ctx context.Context, tx state.Tx, id string) (state.Spore, bool,
 		return state.Spore{}, false, fmt.Errorf("find the [arch] mycologist: %w", err)
 	}
 	for _, sp := range all {
-		if sp.Rank == state.RankArch {
+		if policy.IsArch(sp.Rank) {
 			return sp, true, nil
 		}
 	}
@@ -352,7 +353,7 @@ func (ps *Pass) summon(ctx context.Context, tx state.Tx, snap *Snapshot, got map
 		}
 		edits := incident.NewEdits()
 		for _, sp := range spores {
-			if sp.Rank == state.RankArch && arch == "" {
+			if policy.IsArch(sp.Rank) && arch == "" {
 				arch = sp.ID
 			}
 			if !editors[sp.ID] && !deployers[sp.ID] && !(len(editors) > 0 && toolCallsSince(sp, since)) {

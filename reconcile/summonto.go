@@ -5,45 +5,19 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
-// mycologists says whom a spore's incident summons (a budget's sleep, a
-// dead letter): its colony mycologist, or the [arch] when its colony has
-// none or the spore is that mycologist; "" when there is neither.
-type mycologists struct {
-	arch   string
-	colony map[string]string
-}
-
-// readMycologists finds them in one read of every record; a damaged
+// readMycologists finds, in one read of every record, the mycologists
+// that incidents summon (policy.Above says which is a spore's); a damaged
 // record is no mycologist to summon.
-func readMycologists(ctx context.Context, tx state.Tx) (mycologists, error) {
+func readMycologists(ctx context.Context, tx state.Tx) (policy.Mycologists, error) {
 	all, err := tx.Spores(ctx)
 	if _, err = state.Damaged(err); err != nil {
-		return mycologists{}, fmt.Errorf("find the mycologists to summon: %w", err)
+		return policy.Mycologists{}, fmt.Errorf("find the mycologists to summon: %w", err)
 	}
-	m := mycologists{colony: map[string]string{}}
-	for _, sp := range all {
-		switch sp.Rank {
-		case state.RankArch:
-			m.arch = sp.ID
-		case state.RankColony:
-			m.colony[sp.Colony] = sp.ID
-		}
-	}
-	return m, nil
-}
-
-// of is the mycologist that sp's incident summons; colonyWide: the
-// incident is its colony's (a colony's budget), which only the [arch]
-// hears of.
-func (m mycologists) of(sp state.Spore, colonyWide bool) string {
-	target := m.colony[sp.Colony]
-	if colonyWide || target == "" || target == sp.ID {
-		return m.arch
-	}
-	return target
+	return policy.FindMycologists(all), nil
 }
 
 // summonses groups summonses by the mycologist summoned, in the order

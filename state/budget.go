@@ -65,12 +65,6 @@ func (s Spend) Add(o Spend) Spend {
 	return Spend{Tokens: AddCount(s.Tokens, o.Tokens), CostMicros: AddCount(s.CostMicros, o.CostMicros)}
 }
 
-// Reaches reports whether s has reached b: either limit set and met.
-func (s Spend) Reaches(b Budget) bool {
-	return b.TokensPerDay > 0 && s.Tokens >= b.TokensPerDay ||
-		b.CostPerDayMicros > 0 && s.CostMicros >= b.CostPerDayMicros
-}
-
 // Day is the UTC day that holds t, at its midnight.
 func Day(t time.Time) time.Time {
 	return t.UTC().Truncate(24 * time.Hour)

@@ -58,14 +58,13 @@ func ValidateSleepAfter(field string, d Duration) error {
 }
 
 // validateSleep checks the wish's idle-sleep fields: SleepAfter's bounds,
-// none on an [arch] (it is always on), a known DesiredBy, and DesiredBy
-// only on a spore that is not wished awake (it says who put it to sleep).
+// a known DesiredBy, and DesiredBy only on a spore that is not wished
+// awake (it says who put it to sleep). That the [arch] has none is a
+// product rule, not grammar: reconcile/policy's AlwaysOn, which create,
+// set sleep-after and apply ask before they write.
 func (s *Wish) validateSleep() error {
 	if err := ValidateSleepAfter("sleep after", s.SleepAfter); err != nil {
 		return err
-	}
-	if s.SleepAfter != 0 && s.Rank == RankArch {
-		return &InvalidError{Field: "sleep after", Value: s.SleepAfter.String(), Reason: "cannot be set on the [arch] mycologist: it is always on"}
 	}
 	if !s.DesiredBy.Valid() {
 		return &InvalidError{Field: "desired by", Value: string(s.DesiredBy), Reason: `must be empty (a person), "idle" or "budget"`}
@@ -175,16 +174,4 @@ func ValidateColonies(cs ColonyList) error {
 		}
 	}
 	return nil
-}
-
-// SleepAfterOf is how long sp may stay idle before it is put to sleep:
-// its own SleepAfter, else its colony's; 0 (never) for the [arch].
-func SleepAfterOf(sp Spore, s Settings) time.Duration {
-	if sp.Rank == RankArch {
-		return 0
-	}
-	if sp.SleepAfter != 0 {
-		return time.Duration(sp.SleepAfter)
-	}
-	return time.Duration(s.Colony(sp.Colony).SleepAfter)
 }

@@ -8,19 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestSleepAfterOf(t *testing.T) {
-	s := Settings{}.WithColony("lab", ColonySettings{SleepAfter: Duration(time.Hour)})
-	sp := func(rank Rank, own time.Duration) Spore {
-		return Spore{Wish: Wish{ID: "a", Colony: "lab", Rank: rank, SleepAfter: Duration(own)}}
-	}
-	require.Equal(t, time.Hour, SleepAfterOf(sp(RankSpore, 0), s), "the colony's")
-	require.Equal(t, 10*time.Minute, SleepAfterOf(sp(RankSpore, 10*time.Minute), s), "its own first")
-	require.Equal(t, time.Duration(0), SleepAfterOf(sp(RankArch, 0), s), "the [arch] never")
-	other := sp(RankSpore, 0)
-	other.Colony = "far"
-	require.Equal(t, time.Duration(0), SleepAfterOf(other, s), "no setting: never")
-}
-
 func TestColonySettingsJSON(t *testing.T) {
 	b, err := json.Marshal(Settings{Runtime: "local"})
 	require.NoError(t, err)
@@ -43,10 +30,9 @@ func TestWishSleepRules(t *testing.T) {
 	ok := Wish{ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, SleepAfter: Duration(time.Hour), DesiredBy: ByIdle}
 	require.NoError(t, ok.Validate())
 	for name, w := range map[string]Wish{
-		"arch with a sleep-after": {ID: "a", Colony: "lab", Rank: RankArch, Desired: Running, SleepAfter: Duration(time.Hour)},
-		"idle while running":      {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Running, DesiredBy: ByIdle},
-		"unknown desired by":      {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, DesiredBy: "moon"},
-		"too short":               {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, SleepAfter: Duration(time.Second)},
+		"idle while running": {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Running, DesiredBy: ByIdle},
+		"unknown desired by": {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, DesiredBy: "moon"},
+		"too short":          {ID: "a", Colony: "lab", Rank: RankSpore, Desired: Paused, SleepAfter: Duration(time.Second)},
 	} {
 		var inv *InvalidError
 		require.ErrorAs(t, w.Validate(), &inv, name)

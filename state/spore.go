@@ -212,10 +212,10 @@ func (st Status) Equal(o Status) bool {
 }
 
 // Health is an effective health state's name ("Healthy", "Dead"). The
-// states and the rules that choose one are reconcile's (reconcile.Effective
-// is this type, docs/health.md the table); the store keeps the last one a
-// pass recorded and checks only its grammar: empty, or a capital letter
-// then letters, at most MaxHealthName bytes.
+// names are reconcile/policy's (policy.Health is this type), the rules
+// that choose one reconcile's (docs/health.md the table); the store
+// keeps the last one a pass recorded and checks only its grammar: empty,
+// or a capital letter then letters, at most MaxHealthName bytes.
 type Health string
 
 // MaxHealthName bounds a Health name, in bytes.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/colonyspec"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -177,7 +178,7 @@ func (o *applyOptions) act(ctx context.Context, st state.Store, p colonyspec.Pla
 			errs = append(errs, &RuntimeError{Op: why, Err: pl.StartErr})
 		case pl.StopErr != nil:
 			errs = append(errs, &RuntimeError{Op: why, Err: pl.StopErr})
-		case slices.Contains(woken, id) && pl.Verdict.Effective == reconcile.Error:
+		case slices.Contains(woken, id) && pl.Verdict.Effective == policy.Error:
 			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("apply %s: desired Running is recorded, but its circuit breaker is open; run 'sporectl reset %s'", id, id)})
 		}
 	}

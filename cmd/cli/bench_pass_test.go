@@ -17,6 +17,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/server"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -303,7 +304,7 @@ func statusBeforeThePass(ctx context.Context, f *Factory) error {
 		v := reconcile.Health(s.Desired, obs, s.breaker)
 		e := string(v.Effective)
 		s.Observed, s.Effective, s.Reason = &obs, &e, v.Text
-		if !reconcile.OK(v.Effective) {
+		if !policy.OK(v.Effective) {
 			return fmt.Errorf("before the pass: %s is %s (%s)", s.ID, v.Effective, v.Text)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -224,7 +225,7 @@ func (l colonyList) Table(wide bool) ([]string, [][]string) {
 // spendCell is a day's spend in a table, "1200 tokens, $0.42", with
 // " (over)" once it reached b.
 func spendCell(s state.Spend, b state.Budget) string {
-	if s.Reaches(b) {
+	if policy.Reaches(s, b) {
 		return s.Text() + " (over)"
 	}
 	return s.Text()
@@ -246,7 +247,7 @@ func (o *colonyListOptions) run(ctx context.Context) error {
 	defer st.Close()
 	var s state.Settings
 	count := map[string]int{}
-	spend := map[string]state.Spend{}
+	var spend map[string]state.Spend
 	now := o.f.Now()
 	err = st.View(ctx, func(tx state.Tx) error {
 		if s, err = tx.Settings(ctx); err != nil {
@@ -255,8 +256,8 @@ func (o *colonyListOptions) run(ctx context.Context) error {
 		spores, err := tx.Spores(ctx)
 		for _, sp := range spores {
 			count[sp.Colony]++
-			spend[sp.Colony] = spend[sp.Colony].Add(state.SpendOn(sp.Activity, now))
 		}
+		spend = policy.ColonySpends(spores, now)
 		return err
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/internal/quote"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -116,14 +117,14 @@ func (o *createOptions) validate() error {
 	if err != nil {
 		return err
 	}
-	if d != 0 && o.Rank == string(state.RankArch) {
+	if d != 0 && policy.AlwaysOnRank(state.Rank(o.Rank)) {
 		return usageErrorf("--sleep-after cannot be set on the [arch] mycologist: it is always on")
 	}
 	o.SleepAfter = d
 	if o.Budget, err = parseBudget(o.Budget.TokensPerDay, o.budgetCost, "--budget-tokens", "--budget-cost"); err != nil {
 		return err
 	}
-	if !o.Budget.IsZero() && o.Rank == string(state.RankArch) {
+	if !o.Budget.IsZero() && policy.AlwaysOnRank(state.Rank(o.Rank)) {
 		return usageErrorf("--budget-tokens and --budget-cost cannot be set on the [arch] mycologist: it is always on")
 	}
 	pod, err := o.Pod.options(o.changed)

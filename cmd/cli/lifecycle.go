@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -108,7 +109,7 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: p.StartErr})
 		case p.StopErr != nil:
 			errs = append(errs, &RuntimeError{Op: fmt.Sprintf("%s %s (desired %s is recorded; the next %s retries)", o.verb, id, o.desired, o.verb), Err: p.StopErr})
-		case o.desired == state.Running && p.Verdict.Effective == reconcile.Error:
+		case o.desired == state.Running && p.Verdict.Effective == policy.Error:
 			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: desired %s is recorded, but its circuit breaker is open; run 'sporectl reset %s'", o.verb, id, o.desired, id)})
 		default:
 			res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: o.action})

@@ -16,6 +16,7 @@ import (
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/outbox"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -190,7 +191,7 @@ func TestReconcileHealsBreaksAndResets(t *testing.T) {
 	var rep reconcileReport
 	require.NoError(t, json.Unmarshal([]byte(r.out), &rep))
 	require.Equal(t, "open-breaker", rep.Actions[0].Action)
-	require.Equal(t, reconcile.Error, rep.Spores[0].Effective)
+	require.Equal(t, policy.Error, rep.Spores[0].Effective)
 
 	r = c.run("", "wake", "a")
 	require.Equal(t, ExitUnhealthy, r.code)

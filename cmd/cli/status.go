@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 )
 
 type statusOptions struct {
@@ -180,7 +181,7 @@ func healthReport(f *Factory, verb string, out *reconcile.Outcome) error {
 	}
 	bad := 0
 	for _, s := range out.Spores {
-		if !reconcile.OK(s.Effective) {
+		if !policy.OK(s.Effective) {
 			bad++
 		}
 	}

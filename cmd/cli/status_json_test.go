@@ -10,6 +10,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -21,7 +22,7 @@ func statusFleet(n int, text string) statusList {
 		h := reconcile.SporeHealth{
 			ID: "spore-" + string(rune('a'+i%26)), Colony: "default", Rank: state.RankSpore, Desired: state.Paused,
 			Observed:  reconcile.Observed{Pod: reconcile.PodAbsent, Bridge: reconcile.BridgeDown},
-			Effective: reconcile.Paused, Reason: "asleep: by a person", SleptBy: "person", LastSeq: uint64(i),
+			Effective: policy.Paused, Reason: "asleep: by a person", SleptBy: "person", LastSeq: uint64(i),
 		}
 		switch i % 4 {
 		case 1:
@@ -30,7 +31,7 @@ func statusFleet(n int, text string) statusList {
 			h.Spend, h.Budget, h.OverBudget = &state.Spend{Tokens: 24}, &state.Budget{TokensPerDay: 20}, "24/20 tokens today"
 		case 3:
 			h.Observed = reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateIdle, Restarts: 2}
-			h.Desired, h.Effective, h.Reason, h.SleptBy = state.Running, reconcile.Healthy, "", ""
+			h.Desired, h.Effective, h.Reason, h.SleptBy = state.Running, policy.Healthy, "", ""
 		}
 		l.Spores = append(l.Spores, h)
 	}

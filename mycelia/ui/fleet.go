@@ -13,6 +13,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
 )
@@ -37,20 +38,20 @@ const alwaysShown = 5
 // bucket puts a spore in one strip bucket.
 func bucket(s reconcile.SporeHealth) string {
 	switch s.Effective {
-	case reconcile.Healthy:
+	case policy.Healthy:
 		if s.Observed.Activity == bridge.StateWorking {
 			return BucketWorking
 		}
 		return BucketIdle
-	case reconcile.Blocked:
+	case policy.Blocked:
 		return BucketBlocked
-	case reconcile.Dead:
+	case policy.Dead:
 		return BucketDead
-	case reconcile.Paused, reconcile.Stopped:
+	case policy.Paused, policy.Stopped:
 		return BucketAsleep
-	case reconcile.Error:
+	case policy.Error:
 		return BucketError
-	case reconcile.Diverged:
+	case policy.Diverged:
 		return BucketDiverged
 	}
 	return BucketSuspect
@@ -319,7 +320,7 @@ func ingestedSince(evs []state.Event, seq uint64) bool {
 // first. The strip and the choices count the spores that f's colony and
 // text let through, on every page, so the state links say how many each
 // would show. The rows f lets through are ordered with the spores that
-// need attention (reconcile.OK says no) first, then the others, each by
+// need attention (policy.OK says no) first, then the others, each by
 // colony and id; a page holds perPage of them (0: all), shown by colony
 // and id. A page past the last is the last.
 func (h *Handler) fleetPageOf(ctx context.Context, d *fleetData, f fleetFilter, nonce string, perPage int) (fleetPage, error) {
@@ -337,7 +338,7 @@ func (h *Handler) fleetPageOf(ctx context.Context, d *fleetData, f fleetFilter, 
 		if f.State != "" && row.Bucket != f.State {
 			continue
 		}
-		if reconcile.OK(reconcile.Effective(row.Effective)) {
+		if policy.OK(policy.Health(row.Effective)) {
 			fine = append(fine, i)
 		} else {
 			bad = append(bad, i)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/storetest"
 )
@@ -350,7 +351,7 @@ func TestFleetXSS(t *testing.T) {
 
 func reconcileHealth(s string) reconcile.SporeHealth {
 	return reconcile.SporeHealth{ID: s, Colony: s, Rank: state.Rank(s), Swarm: s, Role: s, Desired: state.Desired(s),
-		Effective: reconcile.Effective(s), Reason: s, Code: reconcile.Reason(s)}
+		Effective: policy.Health(s), Reason: s, Code: reconcile.Reason(s)}
 }
 
 // Lines the page's own pass ingests come after the snapshot the rows'

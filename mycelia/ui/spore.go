@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/sporectl/sporectl/reconcile/outbox"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
 )
@@ -142,7 +143,7 @@ func (h *Handler) sporeData(ctx context.Context, id string, p pageParams) (spore
 			if page.Over, err = outbox.OverBudgetNow(ctx, tx, page.Spore, h.now()); err != nil {
 				return err
 			}
-			page.Spend, page.Budget = state.SpendOn(page.Spore.Activity, h.now()), page.Spore.Budget
+			page.Spend, page.Budget = policy.SpendOf(page.Spore, h.now(), state.Spend{}), page.Spore.Budget
 		}
 		end := head.LastSeq // the page's last seq
 		if p.before > 0 && p.before-1 < end {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
 )
@@ -259,7 +260,7 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 	// The [arch] is always on: a change to another desired state is
 	// refused, as sleep and stop refuse it. The state it is in already
 	// (created asleep, not yet woken by a pass) is no change.
-	if f.Desired != nil && rank == state.RankArch && state.Desired(*f.Desired) != state.Running &&
+	if f.Desired != nil && policy.AlwaysOnRank(rank) && state.Desired(*f.Desired) != state.Running &&
 		(exists && state.Desired(*f.Desired) != old.Desired || !exists && state.Desired(*f.Desired) != state.Paused) {
 		return c, d.errorAt(path+".desired", "spore %s is the [arch] mycologist, which is always on: want Running, not %s", s.ID, *f.Desired)
 	}
@@ -274,7 +275,7 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 	var sleepAfter *time.Duration
 	if s.SleepAfter != nil {
 		a, _ := parseSleepAfter(*s.SleepAfter) // Read checked it
-		if a != 0 && rank == state.RankArch {
+		if a != 0 && policy.AlwaysOnRank(rank) {
 			return c, d.errorAt(path+".sleepAfter", "spore %s is the [arch] mycologist, which is always on: it is never put to sleep", s.ID)
 		}
 		sleepAfter = &a
@@ -282,7 +283,7 @@ func plan(d *Document, path string, s Spore, colony string, byID map[string]stat
 	var budget *state.Budget
 	if f.Budget != nil {
 		b := f.Budget.budget()
-		if !b.IsZero() && rank == state.RankArch {
+		if !b.IsZero() && policy.AlwaysOnRank(rank) {
 			return c, d.errorAt(path+".budget", "spore %s is the [arch] mycologist, which is always on: no budget holds it back", s.ID)
 		}
 		budget = &b

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -84,9 +85,9 @@ func (f fleet) Collect(ch chan<- prometheus.Metric) {
 func Fleet(out *reconcile.Outcome, now time.Time) prometheus.Collector {
 	now = now.UTC()
 	day := now.Truncate(24 * time.Hour)
-	states := len(reconcile.EffectiveStates)
-	index := make(map[reconcile.Effective]int, states)
-	for i, e := range reconcile.EffectiveStates {
+	states := len(policy.Derived)
+	index := make(map[policy.Health]int, states)
+	for i, e := range policy.Derived {
 		index[e] = i
 	}
 	cols := map[string]*colonyFigures{}
@@ -146,7 +147,7 @@ func Fleet(out *reconcile.Outcome, now time.Time) prometheus.Collector {
 	for _, n := range names {
 		c := cols[n]
 		for rank, byState := range c.spores {
-			for j, e := range reconcile.EffectiveStates {
+			for j, e := range policy.Derived {
 				add(descSpores, float64(byState[j]), n, string(rank), string(e))
 			}
 		}

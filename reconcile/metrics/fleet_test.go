@@ -14,6 +14,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/metrics"
 	"github.com/sporectl/sporectl/reconcile/metrics/metricstest"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -119,7 +120,7 @@ func TestFleetFamilies(t *testing.T) {
 	require.Equal(t, 0.0, spores("b", "spore", "Healthy"))
 	require.Equal(t, 1.0, spores("b", "colony", "Dead"))
 	// Colony a has one rank, b two: 8 states each.
-	require.Equal(t, 3*len(reconcile.EffectiveStates), fams.Series("sporectl_spores"))
+	require.Equal(t, 3*len(policy.Derived), fams.Series("sporectl_spores"))
 
 	require.Equal(t, 0.0, fams.Value(t, "sporectl_outbox_messages", "colony", "a"))
 	require.Equal(t, 1.0, fams.Value(t, "sporectl_outbox_messages", "colony", "b"))

@@ -5,45 +5,37 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
 // Admission and the budget, judged once per message, on the target's
-// record as read in the transaction that records it (record.go).
+// record as read in the transaction that records it (record.go). The
+// rules are reconcile/policy's (Admit, Over); this file reads what they
+// judge from tx.
 
-// admit reports whether m may be recorded for sp: sp is wished awake, or
-// a budget put it to sleep (it takes every message and is woken once
-// within budget, docs/budgets.md); or m asks to wake it (--wake); or idle
-// put it to sleep and its colony's WakeOnMessage lets any message wake
-// such a spore (docs/sleep.md). A spore a person put to sleep or stopped
-// is woken only on request. Settings are read only for that last case.
+// admit reports whether m may be recorded for sp (policy.Admit). The
+// settings are read only when the rule turns on them.
 func admit(ctx context.Context, tx state.Tx, sp state.Spore, m Message) (bool, error) {
-	switch {
-	case sp.Desired == state.Running, sp.Desired == state.Paused && sp.DesiredBy == state.ByBudget:
-		return true, nil
-	case m.Wake:
-		return true, nil
-	case sp.Desired != state.Paused || sp.DesiredBy != state.ByIdle:
-		return false, nil
-	}
-	s, err := tx.Settings(ctx)
-	if err != nil {
-		return false, fmt.Errorf("read settings: %w", err)
-	}
-	return s.Colony(sp.Colony).WakeOnMessage, nil
+	return policy.Admit(sp, m.Wake, func() (state.ColonySettings, error) {
+		s, err := tx.Settings(ctx)
+		if err != nil {
+			return state.ColonySettings{}, fmt.Errorf("read settings: %w", err)
+		}
+		return s.Colony(sp.Colony), nil
+	})
 }
 
 // OverBudgetNow says, inside tx, whether sp has reached its budget or its
-// colony's today, in words ("" when not, or for the [arch]): the same
-// judgement as a pass's (reconcile's overBudget), on the record as
-// stored. A message to such a spore is held (record); the page's prompt
-// box shows it.
+// colony's today, in words ("" when not, or for the [arch]): policy.Over,
+// the pass's judgement, on the record as stored. A message to such a
+// spore is held (record); the page's prompt box shows it. The colony's
+// spores are read only when its own budget is not reached and its colony
+// has one.
 func OverBudgetNow(ctx context.Context, tx state.Tx, sp state.Spore, now time.Time) (string, error) {
-	if sp.Rank == state.RankArch {
-		return "", nil
-	}
-	if s := state.SpendOn(sp.Activity, now); s.Reaches(sp.Budget) {
-		return spendText(s, sp.Budget), nil
+	own := policy.SpendOf(sp, now, state.Spend{})
+	if over, _, text := policy.Over(sp, own, state.Budget{}, state.Spend{}); over || policy.AlwaysOn(sp) {
+		return text, nil
 	}
 	settings, err := tx.Settings(ctx)
 	if err != nil {
@@ -59,24 +51,6 @@ func OverBudgetNow(ctx context.Context, tx state.Tx, sp state.Spore, now time.Ti
 	if _, err = state.Damaged(err); err != nil {
 		return "", fmt.Errorf("count colony %s's spend: %w", sp.Colony, err)
 	}
-	var s state.Spend
-	for _, o := range all {
-		if o.Colony == sp.Colony {
-			s = s.Add(state.SpendOn(o.Activity, now))
-		}
-	}
-	if s.Reaches(b) {
-		return "colony " + sp.Colony + ": " + spendText(s, b), nil
-	}
-	return "", nil
-}
-
-// spendText is the limit s reached of b: "24/20 tokens today",
-// "$2.10/$2.00 today" — the words of reconcile's budget.go, which this
-// package may not import; both go where the budget's judgement goes.
-func spendText(s state.Spend, b state.Budget) string {
-	if b.TokensPerDay > 0 && s.Tokens >= b.TokensPerDay {
-		return fmt.Sprintf("%d/%d tokens today", s.Tokens, b.TokensPerDay)
-	}
-	return fmt.Sprintf("%s/%s today", state.CostText(s.CostMicros), state.CostText(b.CostPerDayMicros))
+	_, _, text := policy.Over(sp, own, b, policy.ColonySpends(all, now)[sp.Colony])
+	return text, nil
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // TestImportsBelowThePass keeps the package doc's rule: recording a
-// message needs the model (state), the wake that delivers it
-// (reconcile/wish), the bridge's bound (bridge) and small libraries
+// message needs the model (state), the rules it is admitted and judged
+// by (reconcile/policy), the wake that delivers it (reconcile/wish), the
+// bridge's bound (bridge) and small libraries
 // (internal/...), and nothing of the pass that calls it (reconcile), the
 // pod-facing API or the CLI (docs/architecture.md).
 func TestImportsBelowThePass(t *testing.T) {
@@ -20,12 +21,12 @@ func TestImportsBelowThePass(t *testing.T) {
 	const pkg = module + "reconcile/outbox"
 	out, err := exec.Command(goBin, "list", "-f", `{{join .Imports "\n"}}`, pkg).CombinedOutput()
 	require.NoError(t, err, "go list %s: %s", pkg, out)
-	allowed := map[string]bool{module + "state": true, module + "reconcile/wish": true, module + "bridge": true}
+	allowed := map[string]bool{module + "state": true, module + "reconcile/policy": true, module + "reconcile/wish": true, module + "bridge": true}
 	for _, d := range strings.Fields(string(out)) {
 		if !strings.HasPrefix(d, module) || strings.HasPrefix(d, module+"internal/") {
 			continue
 		}
-		require.True(t, allowed[d], "%s imports %s: only state, reconcile/wish, bridge and internal/... are below it", pkg, d)
+		require.True(t, allowed[d], "%s imports %s: only state, reconcile/policy, reconcile/wish, bridge and internal/... are below it", pkg, d)
 	}
 	out, err = exec.Command(goBin, "list", "-deps", pkg).CombinedOutput()
 	require.NoError(t, err, "go list -deps %s: %s", pkg, out)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -26,18 +27,18 @@ type fleetFile struct {
 }
 
 type fleetSpore struct {
-	ID        string              `json:"id"`
-	Colony    string              `json:"colony"`
-	Rank      state.Rank          `json:"rank"`
-	Swarm     string              `json:"swarm,omitempty"`
-	Role      string              `json:"role,omitempty"`
-	Desired   state.Desired       `json:"desired"`
-	Observed  fleetObserved       `json:"observed"`
-	Effective reconcile.Effective `json:"effective"`
-	Reason    string              `json:"reason"`
-	Code      reconcile.Reason    `json:"code"`
-	LastSeq   uint64              `json:"last_seq"`
-	Pending   int                 `json:"pending"`
+	ID        string           `json:"id"`
+	Colony    string           `json:"colony"`
+	Rank      state.Rank       `json:"rank"`
+	Swarm     string           `json:"swarm,omitempty"`
+	Role      string           `json:"role,omitempty"`
+	Desired   state.Desired    `json:"desired"`
+	Observed  fleetObserved    `json:"observed"`
+	Effective policy.Health    `json:"effective"`
+	Reason    string           `json:"reason"`
+	Code      reconcile.Reason `json:"code"`
+	LastSeq   uint64           `json:"last_seq"`
+	Pending   int              `json:"pending"`
 }
 
 type fleetObserved struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -80,7 +81,7 @@ func TestKilledAppendHelper(t *testing.T) {
 		time.Sleep(time.Hour) // killed here
 		return fileID{}, nil
 	}
-	res := reconcile.Result{Spores: []reconcile.SporeHealth{health("beta", "lab", reconcile.Dead, seq)}}
+	res := reconcile.Result{Spores: []reconcile.SporeHealth{health("beta", "lab", policy.Dead, seq)}}
 	d := &Dir{Path: views}
 	_, _ = d.Project(t.Context(), st, res, Partial)
 	t.Fatal("the projection was to be killed mid-append")

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -184,7 +185,7 @@ func TestConcurrentProjectionsLeaveStampsTheNextCanTrust(t *testing.T) {
 	newer := older
 	newer.Spores = append([]reconcile.SporeHealth(nil), older.Spores...)
 	newer.Spores[1].LastSeq = appendEvents(t, st, "beta", false, state.Event{Kind: state.KindPrompt, At: t0.Add(time.Hour), From: "user:bob", Text: "again"})
-	newer.Spores[0].Effective = reconcile.Dead
+	newer.Spores[0].Effective = policy.Dead
 
 	fresh := &Dir{Path: filepath.Join(t.TempDir(), "views")}
 	_, err := fresh.Project(t.Context(), st, newer, Full)

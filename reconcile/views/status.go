@@ -6,15 +6,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 )
 
 // effectiveOrder is the order of the count line; states a newer reconcile
 // may add come after these, by name.
-var effectiveOrder = []reconcile.Effective{
-	reconcile.Healthy, reconcile.Dead, reconcile.Diverged, reconcile.Suspect,
-	reconcile.Blocked, reconcile.Error, reconcile.Paused, reconcile.Stopped,
+var effectiveOrder = []policy.Health{
+	policy.Healthy, policy.Dead, policy.Diverged, policy.Suspect,
+	policy.Blocked, policy.Error, policy.Paused, policy.Stopped,
 }
 
 // statusMarkdown renders STATUS.md: the count line, then one table per
@@ -37,7 +37,7 @@ func statusMarkdown(f fleetFile) []byte {
 		group := byColony[colony]
 		// Needs attention first; then by id (the group is sorted already).
 		slices.SortStableFunc(group, func(a, b fleetSpore) int {
-			return boolCmp(!reconcile.OK(a.Effective), !reconcile.OK(b.Effective))
+			return boolCmp(!policy.OK(a.Effective), !policy.OK(b.Effective))
 		})
 		name := "(no colony)"
 		if colony != "" {
@@ -48,7 +48,7 @@ func statusMarkdown(f fleetFile) []byte {
 		b.WriteString("|---|---|---|---|---|---|--:|---|--:|--:|\n")
 		for _, s := range group {
 			mark := ""
-			if !reconcile.OK(s.Effective) {
+			if !policy.OK(s.Effective) {
 				mark = "⚠"
 			}
 			cells := []string{
@@ -84,7 +84,7 @@ func countLine(spores []fleetSpore, orphans int) string {
 		}
 		return s
 	}
-	n := map[reconcile.Effective]int{}
+	n := map[policy.Health]int{}
 	for _, s := range spores {
 		n[s.Effective]++
 	}

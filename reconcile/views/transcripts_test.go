@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/storetest"
 )
@@ -92,7 +93,7 @@ func chatty(t testing.TB, st state.Store, n int) reconcile.Result {
 		last = appendTo(t, st, "talky", batch...)
 		done += len(batch)
 	}
-	return reconcile.Result{Spores: []reconcile.SporeHealth{health("talky", "lab", reconcile.Healthy, last)}}
+	return reconcile.Result{Spores: []reconcile.SporeHealth{health("talky", "lab", policy.Healthy, last)}}
 }
 
 // lineEvent is the i-th of a busy agent's lines: mostly tool calls (one
@@ -188,7 +189,7 @@ func TestAppendedTranscriptIsTheWholeRendering(t *testing.T) {
 			st := newStore(t)
 			// Two events: a read after 0 is then a rendering whole.
 			last := appendEvents(t, st, "s", true, note(t0, "created"), note(t0, "woke"))
-			res := reconcile.Result{Spores: []reconcile.SporeHealth{health("s", "lab", reconcile.Healthy, last)}}
+			res := reconcile.Result{Spores: []reconcile.SporeHealth{health("s", "lab", policy.Healthy, last)}}
 			d := &Dir{Path: filepath.Join(t.TempDir(), "views"), PageSize: 1 + r.IntN(9)}
 			_, err := d.Project(t.Context(), st, res, Full)
 			require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/sporectl/sporectl/state/storetest"
@@ -127,14 +128,14 @@ func note(at time.Time, action string) state.Event {
 	return state.Event{Kind: state.KindLifecycle, At: at, Action: action}
 }
 
-func health(id, colony string, eff reconcile.Effective, lastSeq uint64) reconcile.SporeHealth {
+func health(id, colony string, eff policy.Health, lastSeq uint64) reconcile.SporeHealth {
 	h := reconcile.SporeHealth{ID: id, Colony: colony, Rank: state.RankSpore, Desired: state.Running,
 		Observed:  reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateIdle},
 		Effective: eff, LastSeq: lastSeq, Created: t0.Add(-time.Hour)}
 	switch eff {
-	case reconcile.Paused:
+	case policy.Paused:
 		h.Desired, h.Observed = state.Paused, reconcile.Observed{Pod: reconcile.PodAbsent, Bridge: reconcile.BridgeDown}
-	case reconcile.Dead:
+	case policy.Dead:
 		h.Observed = reconcile.Observed{Pod: reconcile.PodAbsent, Bridge: reconcile.BridgeDown, Restarts: 2, Reason: reconcile.ReasonOOMKilled}
 		h.Code, h.Reason = reconcile.ReasonOOMKilled, "OOMKilled"
 	}
@@ -148,9 +149,9 @@ func fleet(t *testing.T, st state.Store) reconcile.Result {
 	b := appendEvents(t, st, "beta", true, conversation(t)...)
 	c := appendEvents(t, st, "gamma", true)
 	return reconcile.Result{Spores: []reconcile.SporeHealth{
-		health("alpha", "lab", reconcile.Healthy, a),
-		health("beta", "lab", reconcile.Dead, b),
-		health("gamma", "hq", reconcile.Paused, c),
+		health("alpha", "lab", policy.Healthy, a),
+		health("beta", "lab", policy.Dead, b),
+		health("gamma", "hq", policy.Paused, c),
 	}}
 }
 
@@ -279,7 +280,7 @@ func TestPartialTouchesOnlyNamedSpores(t *testing.T) {
 
 	alpha := res.Spores[0]
 	alpha.LastSeq = appendEvents(t, st, "alpha", false, note(t0.Add(time.Minute), "slept"))
-	alpha.Effective = reconcile.Paused
+	alpha.Effective = policy.Paused
 	written, err := d.Project(t.Context(), st, reconcile.Result{Spores: []reconcile.SporeHealth{alpha}}, Partial)
 	require.NoError(t, err)
 	require.Equal(t, []string{"transcripts/alpha.md"}, written, "fleet.json and STATUS.md are the last full pass's")
@@ -321,7 +322,7 @@ func TestDeletedSporeTranscriptRemovedOnlyOnFullPass(t *testing.T) {
 func TestRecreatedSporeIsRendered(t *testing.T) {
 	st := newStore(t)
 	n := appendEvents(t, st, "alpha", true, note(t0, "created"))
-	res := reconcile.Result{Spores: []reconcile.SporeHealth{health("alpha", "lab", reconcile.Paused, n)}}
+	res := reconcile.Result{Spores: []reconcile.SporeHealth{health("alpha", "lab", policy.Paused, n)}}
 	d := &Dir{Path: filepath.Join(t.TempDir(), "views")}
 	_, err := d.Project(t.Context(), st, res, Full)
 	require.NoError(t, err)
@@ -340,8 +341,8 @@ func TestInvalidIDNeverAPath(t *testing.T) {
 	res := fleet(t, st)
 	root := t.TempDir()
 	d := &Dir{Path: filepath.Join(root, "views")}
-	bad := health("../../escape", "lab", reconcile.Dead, 3)
-	res.Spores = append(res.Spores, bad, health("Upper", "lab", reconcile.Healthy, 1))
+	bad := health("../../escape", "lab", policy.Dead, 3)
+	res.Spores = append(res.Spores, bad, health("Upper", "lab", policy.Healthy, 1))
 	written, err := d.Project(t.Context(), st, res, Full)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), `spore id`)
@@ -390,25 +391,25 @@ func TestNoTempFilesLeft(t *testing.T) {
 // goldenResult has every effective state, a swarm, orphans, and hostile
 // text where a pass's text may come from outside (reasons, orphan ids).
 func goldenResult() reconcile.Result {
-	h := func(id, colony string, eff reconcile.Effective, code reconcile.Reason, reason string, o reconcile.Observed) reconcile.SporeHealth {
+	h := func(id, colony string, eff policy.Health, code reconcile.Reason, reason string, o reconcile.Observed) reconcile.SporeHealth {
 		return reconcile.SporeHealth{ID: id, Colony: colony, Rank: state.RankSpore, Desired: state.Running,
 			Observed: o, Effective: eff, Code: code, Reason: reason, LastSeq: 12, Created: t0.Add(-time.Hour)}
 	}
 	up := reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateIdle}
 	down := reconcile.Observed{Pod: reconcile.PodAbsent, Bridge: reconcile.BridgeDown}
-	arch := h("arch-1", "hq", reconcile.Healthy, "", "", up)
+	arch := h("arch-1", "hq", policy.Healthy, "", "", up)
 	arch.Rank = state.RankArch
-	myco := h("lab-myco", "lab", reconcile.Healthy, "", "", reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateWorking, Restarts: 1, Reason: reconcile.ReasonOOMKilled})
+	myco := h("lab-myco", "lab", policy.Healthy, "", "", reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateWorking, Restarts: 1, Reason: reconcile.ReasonOOMKilled})
 	myco.Rank, myco.Pending = state.RankColony, 2
-	worker := h("worker-7", "lab", reconcile.Dead, reconcile.ReasonOOMKilled, "OOMKilled", reconcile.Observed{Pod: reconcile.PodAbsent, Bridge: reconcile.BridgeDown, Restarts: 3, Reason: reconcile.ReasonOOMKilled})
+	worker := h("worker-7", "lab", policy.Dead, reconcile.ReasonOOMKilled, "OOMKilled", reconcile.Observed{Pod: reconcile.PodAbsent, Bridge: reconcile.BridgeDown, Restarts: 3, Reason: reconcile.ReasonOOMKilled})
 	worker.Swarm, worker.Role = "build", "tester"
-	hostile := h("xss", "lab", reconcile.Suspect, reconcile.ReasonBridgeNotAnswer,
+	hostile := h("xss", "lab", policy.Suspect, reconcile.ReasonBridgeNotAnswer,
 		"<script>alert(1)</script> | injected | cell\n| new | row |\x1b[31m", reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeDown, Reason: reconcile.ReasonBridgeNotAnswer})
-	blocked := h("asker", "lab", reconcile.Blocked, reconcile.ReasonAgentBlocked, "the agent waits for a person", reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateBlocked})
-	broken := h("crashy", "lab", reconcile.Error, reconcile.ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`", down)
-	asleep := h("sleepy", "hq", reconcile.Paused, "", "", down)
+	blocked := h("asker", "lab", policy.Blocked, reconcile.ReasonAgentBlocked, "the agent waits for a person", reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateBlocked})
+	broken := h("crashy", "lab", policy.Error, reconcile.ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`", down)
+	asleep := h("sleepy", "hq", policy.Paused, "", "", down)
 	asleep.Desired = state.Paused
-	off := h("off", "hq", reconcile.Stopped, "", "", down)
+	off := h("off", "hq", policy.Stopped, "", "", down)
 	off.Desired, off.LastSeq = state.Stopped, 0
 	return reconcile.Result{
 		// Out of order on purpose: views sort.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -31,7 +32,7 @@ func SetBudget(ctx context.Context, tx state.Tx, id string, b state.Budget, from
 	if sp.Budget == b {
 		return sp, false, nil
 	}
-	if sp.Rank == state.RankArch {
+	if policy.AlwaysOn(sp) {
 		return sp, false, &RefusedError{Msg: fmt.Sprintf("set budget %s: spore %s is the [arch] mycologist, which is always on: no budget holds it back (nothing was changed)", id, id)}
 	}
 	sp.Budget = b

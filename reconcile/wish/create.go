@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
-
-// healthPaused is reconcile.Paused as stored in a record's health
-// (create_test.go checks the two agree).
-const healthPaused state.Health = "Paused"
 
 // New is what a person chooses for a new spore; the rest of its record is
 // the rules'.
@@ -62,12 +59,12 @@ func CreateMany(ctx context.Context, tx state.Tx, news []New, now time.Time) ([]
 		sp := state.Spore{
 			Wish: state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec.WithDefaults(settings), Created: now, Updated: now,
 				SleepAfter: state.Duration(n.SleepAfter), Budget: n.Budget},
-			Status: state.Status{Health: healthPaused},
+			Status: state.Status{Health: policy.Paused},
 		}
-		if sp.Rank == state.RankArch && n.SleepAfter != 0 {
+		if policy.AlwaysOn(sp) && n.SleepAfter != 0 {
 			return nil, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: --sleep-after cannot be set on it (nothing was created)", sp.ID)}
 		}
-		if sp.Rank == state.RankArch && !n.Budget.IsZero() {
+		if policy.AlwaysOn(sp) && !n.Budget.IsZero() {
 			return nil, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: no budget can be set on it (nothing was created)", sp.ID)}
 		}
 		if singleRank(sp.Rank) {
@@ -113,7 +110,7 @@ func checkRank(ctx context.Context, tx state.Tx, sp state.Spore) error {
 
 // singleRank says whether rank r must be single in its scope (CheckRank).
 func singleRank(r state.Rank) bool {
-	return r == state.RankArch || r == state.RankColony || r == state.RankSwarm
+	return policy.IsArch(r) || r == state.RankColony || r == state.RankSwarm
 }
 
 // CheckRank keeps the ranks that must be single: one arch among all, one
@@ -125,7 +122,7 @@ func singleRank(r state.Rank) bool {
 // would leave before it writes any.
 func CheckRank(sp state.Spore, all []state.Spore) error {
 	switch {
-	case sp.Rank != state.RankArch && sp.Rank != state.RankColony && sp.Rank != state.RankSwarm:
+	case !singleRank(sp.Rank):
 		return nil
 	case sp.Rank == state.RankSwarm && sp.Swarm == "":
 		return &RefusedError{Msg: "--rank swarm needs --swarm: a [swarm] mycologist orchestrates one swarm"}
@@ -133,7 +130,7 @@ func CheckRank(sp state.Spore, all []state.Spore) error {
 	for _, o := range all {
 		switch {
 		case o.ID == sp.ID:
-		case sp.Rank == state.RankArch && o.Rank == state.RankArch:
+		case policy.IsArch(sp.Rank) && policy.IsArch(o.Rank):
 			return fmt.Errorf("spore %s is already the arch mycologist; there is one per store: %w", o.ID, state.ErrExists)
 		case sp.Rank == state.RankColony && o.Rank == state.RankColony && o.Colony == sp.Colony:
 			return fmt.Errorf("spore %s is already colony %s's mycologist: %w", o.ID, sp.Colony, state.ErrExists)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -51,7 +52,7 @@ func Set(ctx context.Context, tx state.Tx, id string, d state.Desired, now time.
 	if err != nil {
 		return err
 	}
-	if sp.Rank == state.RankArch && d != state.Running {
+	if policy.AlwaysOn(sp) && d != state.Running {
 		return &RefusedError{Msg: fmt.Sprintf("%s %s: spore %s is the [arch] mycologist, which is always on: it cannot be put to sleep or stopped (nothing was changed)", verb, id, id)}
 	}
 	if sp.Desired == d && sp.DesiredBy == state.ByPerson {
@@ -79,7 +80,7 @@ func WakeToDeliver(ctx context.Context, tx state.Tx, sp state.Spore, entryID str
 // ArchAsleep reports whether sp is an [arch] mycologist not wished awake,
 // which KeepArchOn corrects.
 func ArchAsleep(sp state.Spore) bool {
-	return sp.Rank == state.RankArch && sp.Desired != state.Running
+	return policy.AlwaysOn(sp) && sp.Desired != state.Running
 }
 
 // KeepArchOn keeps the rule that the [arch] mycologist is always on: for

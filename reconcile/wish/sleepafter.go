@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -26,7 +27,7 @@ func SetSleepAfter(ctx context.Context, tx state.Tx, id string, after time.Durat
 	if sp.SleepAfter == state.Duration(after) {
 		return sp, false, nil
 	}
-	if sp.Rank == state.RankArch {
+	if policy.AlwaysOn(sp) {
 		return sp, false, &RefusedError{Msg: fmt.Sprintf("set sleep-after %s: spore %s is the [arch] mycologist, which is always on: it is never put to sleep (nothing was changed)", id, id)}
 	}
 	text := fmt.Sprintf("sleeps after %s idle", after)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -27,7 +28,7 @@ func SleepBy(ctx context.Context, tx state.Tx, id string, by state.DesiredBy, wh
 	if err != nil {
 		return sp, false, err
 	}
-	if sp.Desired != state.Running || sp.Rank == state.RankArch {
+	if sp.Desired != state.Running || policy.AlwaysOn(sp) {
 		return sp, false, nil
 	}
 	sp, _, err = desireBy(ctx, tx, sp, state.Paused, by, "sleep", "sporectl:"+string(by), why, now)
