@@ -41,7 +41,7 @@ type PodOptions struct {
 	// over all of them).
 	EnvFromSecrets []string `json:"env_from_secrets,omitempty"`
 	// Labels and Annotations go on the pod (only the pod). Keys that
-	// sporectl sets itself are refused (ReservedKey).
+	// sporectl sets itself are refused (kube/podgrammar.Reserved).
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
