@@ -141,7 +141,8 @@ func overTLS(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-// newSession is a session cookie's value (auth.SessionValue).
+// newSession is a session cookie's value (auth.SessionValue), as the
+// page's tests make their sessions.
 func newSession(name string, key []byte, expires time.Time) string {
 	return auth.SessionValue(name, key, expires)
 }
