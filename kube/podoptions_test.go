@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/sporectl/sporectl/kube"
+	"github.com/sporectl/sporectl/kube/podgrammar"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -154,8 +155,8 @@ func TestPodOptionsOnThePod(t *testing.T) {
 }
 
 // A spore's pod options can never take over what marks a pod as
-// sporectl's: every label and annotation key sporectl sets is reserved in
-// state, so a record naming one is refused; and were one stored anyway,
+// sporectl's: every label and annotation key sporectl sets is reserved
+// (kube/podgrammar), so a record naming one is refused; and were one stored anyway,
 // sporectl's value is what the pod gets.
 func TestPodOptionsCannotChangeOwnership(t *testing.T) {
 	s := spore("eta")
@@ -163,13 +164,13 @@ func TestPodOptionsCannotChangeOwnership(t *testing.T) {
 	pod, err := kube.Options{Namespace: "sporectl"}.PodFor(s, "")
 	require.NoError(t, err)
 	for k := range pod.Labels {
-		assert.True(t, state.ReservedKey(k), "label %s is sporectl's and must be reserved in state", k)
+		assert.True(t, podgrammar.Reserved(k), "label %s is sporectl's and must be reserved", k)
 	}
 	for k := range pod.Annotations {
-		assert.True(t, state.ReservedKey(k), "annotation %s is sporectl's and must be reserved in state", k)
+		assert.True(t, podgrammar.Reserved(k), "annotation %s is sporectl's and must be reserved", k)
 	}
-	assert.Error(t, state.ValidateSecretName("f", kube.ObjectName("eta")), "a spore's own Secret is never handed to another's environment")
-	assert.Error(t, state.ValidateSecretName("f", kube.ModelSecret), "every pod has the model's Secret already")
+	assert.NotEmpty(t, podgrammar.SecretName(kube.ObjectName("eta")), "a spore's own Secret is never handed to another's environment")
+	assert.NotEmpty(t, podgrammar.SecretName(kube.ModelSecret), "every pod has the model's Secret already")
 
 	s.Spec.Pod = &state.PodOptions{
 		Labels:      map[string]string{kube.LabelSpore: "other", kube.LabelManagedBy: "someone"},
@@ -181,8 +182,9 @@ func TestPodOptionsCannotChangeOwnership(t *testing.T) {
 	assert.True(t, kube.Owned(pod.ObjectMeta, "eta"), "sporectl's marks win: %v %v", pod.Labels, pod.Annotations)
 }
 
-// State's grammar for keys, values and names is Kubernetes' own: on each
-// of these strings, state and apimachinery's validation agree.
+// The pods' grammar for keys, values and names (kube/podgrammar, which
+// state checks records with) is Kubernetes' own: on each of these
+// strings, it and apimachinery's validation agree.
 func TestPodOptionsGrammarIsKubernetes(t *testing.T) {
 	long := strings.Repeat("a", 63)
 	words := []string{
@@ -192,17 +194,17 @@ func TestPodOptionsGrammarIsKubernetes(t *testing.T) {
 		"gvisor", "kata-qemu", "my.runtime", "1abc", "abc.", ".abc", strings.Repeat("a", 254),
 	}
 	for _, w := range words {
-		assert.Equal(t, len(validation.IsQualifiedName(w)) == 0, state.ValidateLabelKey("k", w) == nil, "label key %q", w)
-		assert.Equal(t, len(validation.IsValidLabelValue(w)) == 0, state.ValidateLabelValue("k", w) == nil, "label value %q", w)
-		assert.Equal(t, len(validation.IsDNS1123Subdomain(w)) == 0, state.ValidateDNSSubdomain("k", w) == nil, "subdomain %q", w)
+		assert.Equal(t, len(validation.IsQualifiedName(w)) == 0, podgrammar.LabelKey(w) == "", "label key %q", w)
+		assert.Equal(t, len(validation.IsValidLabelValue(w)) == 0, podgrammar.LabelValue(w) == "", "label value %q", w)
+		assert.Equal(t, len(validation.IsDNS1123Subdomain(w)) == 0, podgrammar.DNSSubdomain(w) == "", "subdomain %q", w)
 	}
 }
 
 // No pod option can put a spore's pod into a selector of sporectl's own
 // manifests (kube/deploy): every label key their NetworkPolicies select
 // pods of the namespace by (the policies' own pods and their peers), and
-// every key of their workloads' selectors, is reserved in state. Else a
-// label would give a spore serve's network reach, or join it to serve's
+// every key of their workloads' selectors, is reserved (kube/podgrammar).
+// Else a label would give a spore serve's network reach, or join it to serve's
 // Service.
 func TestPodOptionsCannotJoinSporectlsSelectors(t *testing.T) {
 	keys := map[string]bool{}
@@ -243,7 +245,7 @@ func TestPodOptionsCannotJoinSporectlsSelectors(t *testing.T) {
 	}
 	require.NotEmpty(t, keys)
 	for k := range keys {
-		assert.True(t, state.ReservedKey(k), "kube/deploy selects pods by %s, which a pod option could set", k)
+		assert.True(t, podgrammar.Reserved(k), "kube/deploy selects pods by %s, which a pod option could set", k)
 	}
 }
 

@@ -1,9 +1,9 @@
 // Package mycelia is the pod-facing API: what `sporectl serve` answers and
 // what the in-pod `mycologist` and `swarm` commands call
-// (docs/mycologists.md). It owns the routes and their one table, the
-// authentication of a caller (its spore id and token against the hash in
-// the store), ranks and reach, the marking of messages with their sender,
-// and the client.
+// (docs/mycologists.md). It owns the routes and their one table, ranks
+// and reach, the marking of messages with their sender, and the client.
+// Who a caller is (its spore id and token against the hash in the store)
+// mycelia/auth decides, as it does for serve's page and /metrics.
 //
 // It holds no state: every request reads the store, every accepted
 // message is one transaction on it (outbox.SendOnce) before the answer,

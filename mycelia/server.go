@@ -10,12 +10,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/sporectl/sporectl/internal/share"
+	"github.com/sporectl/sporectl/mycelia/auth"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/state"
@@ -28,6 +28,9 @@ import (
 // said, never written back).
 type Server struct {
 	Store state.Store
+	// Auth decides who a caller is (nil: one over Store); serve hands the
+	// same one to the page and to /metrics.
+	Auth *auth.Authenticator
 	// Pass delivers messages and observes spores; its Store is Store.
 	Pass *reconcile.Pass
 	// Now is the clock (default time.Now).
@@ -191,52 +194,26 @@ func (s *Server) handler(rt *Route) http.Handler {
 	})
 }
 
-// authenticate finds the caller from its id and token. Every failure is
-// the same 401, whatever was wrong, so nothing is learnt from it. A right
-// token of a spore whose desired state is not Running is then refused
-// with 403 caller_asleep.
+// authenticate finds the caller from its id and token (mycelia/auth, as
+// for serve's other surfaces). Every failure is the same 401, whatever was
+// wrong, so nothing is learnt from it. A right token of a spore whose
+// desired state is not Running is then refused with 403 caller_asleep.
 //
 // also, when not "", is a spore the call is about, read in the same View
 // into target (its ErrNotFound kept there, for the handler to answer), so
 // a call about one spore opens one View, not two.
 func (s *Server) authenticate(ctx context.Context, r *http.Request, also string, target *readAhead) (state.Spore, error) {
-	unauthorized := errorf(http.StatusUnauthorized, CodeUnauthorized, "unauthorized: send Authorization: Bearer <token> and %s: <spore id>", HeaderSpore)
-	ids, auths := r.Header.Values(HeaderSpore), r.Header.Values("Authorization")
-	if len(ids) != 1 || len(auths) != 1 || state.ValidateID(ids[0]) != nil {
-		return state.Spore{}, unauthorized
-	}
-	scheme, token, ok := strings.Cut(auths[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return state.Spore{}, unauthorized
-	}
-	var sp state.Spore
-	var hash state.TokenHash
-	err := s.Store.View(ctx, func(tx state.Tx) error {
-		var err error
-		if sp, err = tx.Spore(ctx, ids[0]); err != nil {
-			return err
-		}
-		if hash, err = tx.TokenHash(ctx, ids[0]); err != nil || also == "" {
-			return err
-		}
-		t, err := tx.Spore(ctx, also)
-		if err != nil && !errors.Is(err, state.ErrNotFound) {
-			return err
-		}
-		*target = readAhead{id: also, sp: t, err: err}
-		return nil
-	})
-	if errors.Is(err, state.ErrNotFound) {
-		// Hash anyway, so an unknown id takes as long as a wrong token.
-		_ = noHash.Matches(token)
-		return state.Spore{}, unauthorized
+	who, err := s.authenticator().Who(ctx, r, auth.Want{Kind: auth.SporeToken, Also: also})
+	if errors.Is(err, auth.ErrUnauthorized) {
+		return state.Spore{}, errorf(http.StatusUnauthorized, CodeUnauthorized, "unauthorized: send Authorization: Bearer <token> and %s: <spore id>", HeaderSpore)
 	}
 	if err != nil {
 		return state.Spore{}, err
 	}
-	if !hash.Matches(token) {
-		return state.Spore{}, unauthorized
+	if also != "" {
+		*target = readAhead{id: who.Also.ID, sp: who.Also.Spore, err: who.Also.Err}
 	}
+	sp := who.Spore
 	// Only once the token is proven: nothing of a sleeping spore runs, so
 	// a call with its token is not the spore's, and a stopped one must
 	// not act. Told only to whoever holds the token.
@@ -247,12 +224,17 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, also string,
 	return sp, nil
 }
 
+// authenticator is Auth, or one over Store.
+func (s *Server) authenticator() auth.Authenticator {
+	if s.Auth != nil {
+		return *s.Auth
+	}
+	return auth.Authenticator{Store: s.Store, Now: s.Now}
+}
+
 // CodeCallerAsleep: the caller's own desired state is Paused or Stopped
 // (403): its token is right, but it may not act until it is woken.
 const CodeCallerAsleep = "caller_asleep"
-
-// noHash is compared against when there is no stored hash.
-var noHash = state.HashToken("")
 
 // requestID is the caller's idempotency key, or a fresh one.
 func requestID(r *http.Request) (string, error) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/sporectl/sporectl/mycelia/auth"
 )
 
 // The wire contract of the API (docs/mycologists.md "Routes"): JSON in
@@ -12,8 +14,8 @@ import (
 // Headers a caller sends besides "Authorization: Bearer <token>".
 const (
 	// HeaderSpore names the calling spore; its token must match the hash
-	// the store keeps for it.
-	HeaderSpore = "X-Sporectl-Spore"
+	// the store keeps for it (checked by mycelia/auth, which names it).
+	HeaderSpore = auth.HeaderSpore
 	// HeaderRequestID is the caller's idempotency key: a message sent
 	// again with the same one (a retry) is recorded and delivered once.
 	HeaderRequestID = "X-Sporectl-Request-Id"

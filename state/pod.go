@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sporectl/sporectl/internal/quote"
+	"github.com/sporectl/sporectl/kube/podgrammar"
 )
 
 // PodOptions are what an operator adds to a spore's pod on Kubernetes
@@ -17,11 +18,15 @@ import (
 // environment, and labels and annotations of its own. The local runtime
 // ignores them.
 //
-// State checks their grammar only, by Kubernetes' rules, so a bad value is
-// refused with the field that holds it before anything is written; whether
-// a runtime class or Secret exists is the cluster's to say when the pod is
-// made. State does not import Kubernetes: the kube runtime translates
-// these, and its tests check this grammar against the API server's.
+// State keeps the values and checks them (Validate) on every write and
+// read of a record, so a bad value is refused with the field that holds it
+// before anything is written; whether a runtime class or Secret exists is
+// the cluster's to say when the pod is made. The grammar is Kubernetes',
+// and the kube runtime's: kube/podgrammar, a package beside the runtime
+// that imports nothing of this module, so state calls it without
+// importing the runtime (which translates these values and imports
+// state). State keeps its own bounds (sizes, counts) and the rules of an
+// annotation's text, which are how a record is printed, not Kubernetes'.
 type PodOptions struct {
 	// RuntimeClassName is the pod's runtimeClassName: a DNS-1123
 	// subdomain naming a RuntimeClass of the cluster.
@@ -36,7 +41,7 @@ type PodOptions struct {
 	// over all of them).
 	EnvFromSecrets []string `json:"env_from_secrets,omitempty"`
 	// Labels and Annotations go on the pod (only the pod). Keys that
-	// sporectl sets itself are refused (ReservedKey).
+	// sporectl sets itself are refused (kube/podgrammar.Reserved).
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -55,14 +60,14 @@ type Toleration struct {
 	TolerationSeconds *int64 `json:"toleration_seconds,omitempty"`
 }
 
-// Toleration operators and taint effects.
+// Toleration operators and taint effects (kube/podgrammar's).
 const (
-	TolerationExists = "Exists"
-	TolerationEqual  = "Equal"
+	TolerationExists = podgrammar.TolerationExists
+	TolerationEqual  = podgrammar.TolerationEqual
 
-	EffectNoSchedule       = "NoSchedule"
-	EffectPreferNoSchedule = "PreferNoSchedule"
-	EffectNoExecute        = "NoExecute"
+	EffectNoSchedule       = podgrammar.EffectNoSchedule
+	EffectPreferNoSchedule = podgrammar.EffectPreferNoSchedule
+	EffectNoExecute        = podgrammar.EffectNoExecute
 )
 
 // Bounds of PodOptions. Kubernetes has its own (256 KiB for all of an
@@ -72,39 +77,7 @@ const (
 	MaxTolerations     = 32   // tolerations
 	MaxEnvFromSecrets  = 16   // Secrets for the environment
 	MaxAnnotationValue = 4096 // bytes of one annotation's value
-
-	// Kubernetes' own limits.
-	maxLabelValue        = 63  // a label value
-	maxQualifiedNameName = 63  // a key's name, after its prefix
-	maxDNSSubdomain      = 253 // a DNS-1123 subdomain
 )
-
-// Secrets a pod option may not name: the spores' own ("spore-ID", which
-// hold their tokens: a spore would be handed another's) and sporectl's
-// ("sporectl-model", which every pod gets already, and "sporectl-store",
-// which holds the store's URL and credentials: a spore reaches the store
-// only through serve).
-const (
-	SporeSecretPrefix    = "spore-"
-	SporectlSecretPrefix = "sporectl-"
-)
-
-// ReservedPrefix and the app.kubernetes.io keys below are the label and
-// annotation keys sporectl sets: on a spore's objects, where they tell it
-// what it owns (kube/labels.go), and on its own workloads (kube/deploy),
-// whose NetworkPolicies select on them. A pod option may not set them:
-// letting one through would hand the pod to someone else, or another
-// spore's pod to sporectl, or give a spore the network reach of serve
-// (app.kubernetes.io/name=sporectl may reach every bridge).
-const ReservedPrefix = "sporectl.dev/"
-
-var reservedKeys = []string{"app.kubernetes.io/managed-by", "app.kubernetes.io/component", "app.kubernetes.io/name"}
-
-// ReservedKey reports whether k is a label or annotation key that
-// sporectl sets itself.
-func ReservedKey(k string) bool {
-	return strings.HasPrefix(k, ReservedPrefix) || slices.Contains(reservedKeys, k)
-}
 
 // IsZero reports whether p sets nothing.
 func (p *PodOptions) IsZero() bool {
@@ -199,8 +172,9 @@ func MergePod(layers ...*PodOptions) PodOptions {
 	return out
 }
 
-// Validate checks p's grammar. field is where p sits ("spec.pod"); every
-// error is an *InvalidError whose Field names the value within it
+// Validate checks p: its bounds, and each value by Kubernetes' grammar
+// (kube/podgrammar). field is where p sits ("spec.pod"); every error is
+// an *InvalidError whose Field names the value within it
 // (`spec.pod.labels["tier"]`, `spec.pod.tolerations[0].effect`). A nil p
 // is valid.
 func (p *PodOptions) Validate(field string) error {
@@ -208,8 +182,8 @@ func (p *PodOptions) Validate(field string) error {
 		return nil
 	}
 	if p.RuntimeClassName != "" {
-		if err := ValidateDNSSubdomain(field+".runtime_class_name", p.RuntimeClassName); err != nil {
-			return err
+		if r := podgrammar.DNSSubdomain(p.RuntimeClassName); r != "" {
+			return &InvalidError{Field: field + ".runtime_class_name", Value: p.RuntimeClassName, Reason: r}
 		}
 	}
 	if err := validateLabels(field+".node_selector", p.NodeSelector, false); err != nil {
@@ -225,9 +199,8 @@ func (p *PodOptions) Validate(field string) error {
 		return &InvalidError{Field: field + ".tolerations", Value: strconv.Itoa(len(p.Tolerations)), Reason: fmt.Sprintf("at most %d are allowed", MaxTolerations)}
 	}
 	for i, t := range p.Tolerations {
-		if e := t.check(); e != nil {
-			e.Field = fmt.Sprintf("%s.tolerations[%d].%s", field, i, e.Field)
-			return e
+		if f, v, r := t.check(); f != "" {
+			return &InvalidError{Field: fmt.Sprintf("%s.tolerations[%d].%s", field, i, f), Value: v, Reason: r}
 		}
 	}
 	if len(p.EnvFromSecrets) > MaxEnvFromSecrets {
@@ -235,10 +208,8 @@ func (p *PodOptions) Validate(field string) error {
 	}
 	for i, name := range p.EnvFromSecrets {
 		f := func() string { return fmt.Sprintf("%s.env_from_secrets[%d]", field, i) }
-		if err := ValidateSecretName("", name); err != nil {
-			e := err.(*InvalidError)
-			e.Field = f()
-			return e
+		if r := podgrammar.SecretName(name); r != "" {
+			return &InvalidError{Field: f(), Value: name, Reason: r}
 		}
 		if slices.Index(p.EnvFromSecrets, name) < i {
 			return &InvalidError{Field: f(), Value: name, Reason: "is named twice"}
@@ -247,56 +218,19 @@ func (p *PodOptions) Validate(field string) error {
 	return nil
 }
 
-// Validate checks one toleration by Kubernetes' rules: a key is a label
-// key, or empty only with Exists (which then tolerates every taint); a
-// value is a label value, and empty with Exists; toleration seconds only
-// with NoExecute, and not negative.
+// Validate checks one toleration by Kubernetes' rules
+// (podgrammar.Toleration); field is where it sits ("toleration").
 func (t Toleration) Validate(field string) error {
-	if e := t.check(); e != nil {
-		e.Field = field + "." + e.Field
-		return e
+	if f, v, r := t.check(); f != "" {
+		return &InvalidError{Field: field + "." + f, Value: v, Reason: r}
 	}
 	return nil
 }
 
-// check is Validate with the field named relative to the toleration
-// ("effect"), so a valid one costs no field name.
-func (t Toleration) check() *InvalidError {
-	if t.Key != "" {
-		if r := labelKeyReason(t.Key); r != "" {
-			return &InvalidError{Field: "key", Value: t.Key, Reason: r}
-		}
-	}
-	switch t.Operator {
-	case TolerationExists:
-		if t.Value != "" {
-			return &InvalidError{Field: "value", Value: t.Value, Reason: "must be empty when the operator is Exists"}
-		}
-	case TolerationEqual, "":
-		if t.Key == "" {
-			return &InvalidError{Field: "operator", Value: t.Operator, Reason: "must be Exists when the key is empty"}
-		}
-		if r := labelValueReason(t.Value); r != "" {
-			return &InvalidError{Field: "value", Value: t.Value, Reason: r}
-		}
-	default:
-		return &InvalidError{Field: "operator", Value: t.Operator, Reason: "must be Exists or Equal (empty: Equal)"}
-	}
-	switch t.Effect {
-	case "", EffectNoSchedule, EffectPreferNoSchedule, EffectNoExecute:
-	default:
-		return &InvalidError{Field: "effect", Value: t.Effect, Reason: "must be NoSchedule, PreferNoSchedule, NoExecute or empty (every effect)"}
-	}
-	if t.TolerationSeconds != nil {
-		v := strconv.FormatInt(*t.TolerationSeconds, 10)
-		if t.Effect != EffectNoExecute {
-			return &InvalidError{Field: "toleration_seconds", Value: v, Reason: "is allowed only with the effect NoExecute"}
-		}
-		if *t.TolerationSeconds < 0 {
-			return &InvalidError{Field: "toleration_seconds", Value: v, Reason: "must not be negative"}
-		}
-	}
-	return nil
+// check is podgrammar.Toleration of t: the field at fault relative to the
+// toleration ("effect"), so a valid one costs no field name.
+func (t Toleration) check() (field, value, reason string) {
+	return podgrammar.Toleration(t.Key, t.Operator, t.Value, t.Effect, t.TolerationSeconds)
 }
 
 func validateLabels(field string, m map[string]string, refuseReserved bool) error {
@@ -304,13 +238,13 @@ func validateLabels(field string, m map[string]string, refuseReserved bool) erro
 		return &InvalidError{Field: field, Value: strconv.Itoa(len(m)), Reason: fmt.Sprintf("at most %d entries are allowed", MaxPodMapEntries)}
 	}
 	for _, k := range sortedKeys(m) {
-		if r := labelKeyReason(k); r != "" {
+		if r := podgrammar.LabelKey(k); r != "" {
 			return &InvalidError{Field: entryField(field, k), Value: k, Reason: r}
 		}
-		if refuseReserved && ReservedKey(k) {
-			return reservedError(entryField(field, k), k)
+		if refuseReserved && podgrammar.Reserved(k) {
+			return &InvalidError{Field: entryField(field, k), Value: k, Reason: podgrammar.ReservedReason}
 		}
-		if r := labelValueReason(m[k]); r != "" {
+		if r := podgrammar.LabelValue(m[k]); r != "" {
 			return &InvalidError{Field: entryField(field, k), Value: m[k], Reason: r}
 		}
 	}
@@ -322,11 +256,11 @@ func validateAnnotations(field string, m map[string]string) error {
 		return &InvalidError{Field: field, Value: strconv.Itoa(len(m)), Reason: fmt.Sprintf("at most %d entries are allowed", MaxPodMapEntries)}
 	}
 	for _, k := range sortedKeys(m) {
-		if r := labelKeyReason(k); r != "" {
+		if r := podgrammar.LabelKey(k); r != "" {
 			return &InvalidError{Field: entryField(field, k), Value: k, Reason: r}
 		}
-		if ReservedKey(k) {
-			return reservedError(entryField(field, k), k)
+		if podgrammar.Reserved(k) {
+			return &InvalidError{Field: entryField(field, k), Value: k, Reason: podgrammar.ReservedReason}
 		}
 		if err := ValidateAnnotationValue(entryField(field, k), m[k]); err != nil {
 			return err
@@ -347,33 +281,10 @@ func sortedKeys(m map[string]string) []string {
 // entryField names one entry of a map field: `spec.pod.labels["tier"]`.
 func entryField(field, k string) string { return field + "[" + quote.Value(k) + "]" }
 
-func reservedError(field, k string) error {
-	return &InvalidError{Field: field, Value: k, Reason: "is a key sporectl sets itself (" + ReservedPrefix + "*, " + strings.Join(reservedKeys, ", ") + ")"}
-}
-
-// ValidateLabelKey checks a label (or annotation) key by Kubernetes'
-// rules for a qualified name: an optional DNS-1123 subdomain prefix and a
-// slash, then a name of at most 63 characters, alphanumeric at both ends,
-// with '-', '_' and '.' inside.
-func ValidateLabelKey(field, k string) error {
-	if r := labelKeyReason(k); r != "" {
-		return &InvalidError{Field: field, Value: k, Reason: r}
-	}
-	return nil
-}
-
-// ValidateLabelValue checks a label value: empty, or at most 63
-// characters of the label name's grammar.
-func ValidateLabelValue(field, v string) error {
-	if r := labelValueReason(v); r != "" {
-		return &InvalidError{Field: field, Value: v, Reason: r}
-	}
-	return nil
-}
-
 // ValidateAnnotationValue checks an annotation value: any UTF-8 text up
 // to MaxAnnotationValue bytes, with no control character but newline and
-// tab (a record is printed on terminals).
+// tab (a record is printed on terminals). Kubernetes takes any string:
+// these are state's rules, for the record.
 func ValidateAnnotationValue(field, v string) error {
 	if len(v) > MaxAnnotationValue {
 		return &InvalidError{Field: field, Value: v, Reason: fmt.Sprintf("value is %d bytes; at most %d", len(v), MaxAnnotationValue)}
@@ -385,114 +296,6 @@ func ValidateAnnotationValue(field, v string) error {
 		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
 			return &InvalidError{Field: field, Value: v, Reason: "value contains a control character (only newline and tab are allowed)"}
 		}
-	}
-	return nil
-}
-
-// ValidateDNSSubdomain checks a DNS-1123 subdomain (the grammar of most
-// Kubernetes object names): at most 253 characters, dot-separated labels
-// of lowercase letters, digits and '-', each alphanumeric at both ends.
-func ValidateDNSSubdomain(field, v string) error {
-	if r := dnsSubdomainReason(v); r != "" {
-		return &InvalidError{Field: field, Value: v, Reason: r}
-	}
-	return nil
-}
-
-// The grammar, as reasons: "" is valid. Written out rather than as
-// regular expressions: every read of a record checks it.
-
-func labelKeyReason(k string) string {
-	name := k
-	if prefix, rest, ok := strings.Cut(k, "/"); ok {
-		if prefix == "" {
-			return "has an empty prefix before '/'"
-		}
-		if r := dnsSubdomainReason(prefix); r != "" {
-			return "prefix " + r
-		}
-		name = rest
-	}
-	switch {
-	case name == "":
-		return "must have a name (after the prefix and '/', if any)"
-	case len(name) > maxQualifiedNameName:
-		return fmt.Sprintf("name is %d characters; at most %d", len(name), maxQualifiedNameName)
-	case !qualifiedPart(name):
-		return "name must be letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-	}
-	return ""
-}
-
-func labelValueReason(v string) string {
-	switch {
-	case v == "":
-		return ""
-	case len(v) > maxLabelValue:
-		return fmt.Sprintf("value is %d characters; at most %d", len(v), maxLabelValue)
-	case !qualifiedPart(v):
-		return "value must be empty, or letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-	}
-	return ""
-}
-
-func dnsSubdomainReason(v string) string {
-	switch {
-	case v == "":
-		return "must not be empty"
-	case len(v) > maxDNSSubdomain:
-		return fmt.Sprintf("is %d characters; at most %d", len(v), maxDNSSubdomain)
-	}
-	for part := range strings.SplitSeq(v, ".") {
-		if !dnsLabel(part) {
-			return "must be lowercase letters, digits, '-' and '.', each part between dots starting and ending with a letter or digit"
-		}
-	}
-	return ""
-}
-
-func alnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
-
-func lowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
-
-// qualifiedPart is Kubernetes' ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9].
-func qualifiedPart(s string) bool {
-	if s == "" || !alnum(s[0]) || !alnum(s[len(s)-1]) {
-		return false
-	}
-	for i := 1; i < len(s)-1; i++ {
-		if c := s[i]; !alnum(c) && c != '-' && c != '_' && c != '.' {
-			return false
-		}
-	}
-	return true
-}
-
-// dnsLabel is Kubernetes' [a-z0-9]([-a-z0-9]*[a-z0-9])?.
-func dnsLabel(s string) bool {
-	if s == "" || !lowerAlnum(s[0]) || !lowerAlnum(s[len(s)-1]) {
-		return false
-	}
-	for i := 1; i < len(s)-1; i++ {
-		if c := s[i]; !lowerAlnum(c) && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-// ValidateSecretName checks the name of a Secret given to a pod's
-// environment: a DNS-1123 subdomain, and neither a spore's own Secret
-// (SporeSecretPrefix) nor sporectl's (SporectlSecretPrefix).
-func ValidateSecretName(field, name string) error {
-	if err := ValidateDNSSubdomain(field, name); err != nil {
-		return err
-	}
-	switch {
-	case strings.HasPrefix(name, SporeSecretPrefix):
-		return &InvalidError{Field: field, Value: name, Reason: "names a spore's own Secret (" + SporeSecretPrefix + "*), which holds its tokens"}
-	case strings.HasPrefix(name, SporectlSecretPrefix):
-		return &InvalidError{Field: field, Value: name, Reason: "names one of sporectl's Secrets (" + SporectlSecretPrefix + "*: the model's, which every pod gets already, and the store's credentials)"}
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/sporectl/sporectl/kube/podgrammar"
 )
 
 // SecretList is the operator's list of the Secrets a pod option may name
@@ -12,7 +14,7 @@ import (
 // Secret's keys become a spore's environment, and the agent in it is
 // untrusted, so a Secret reaches a pod only if the operator listed it —
 // an allowlist, not a list of what is forbidden. The spores' own and
-// sporectl's Secrets (ValidateSecretName) cannot be listed.
+// sporectl's Secrets (kube/podgrammar's SecretName) cannot be listed.
 type SecretList []string
 
 // MaxPodSecrets bounds the list.
@@ -52,8 +54,8 @@ func (s Settings) validatePodSecrets() error {
 	}
 	for i, n := range names {
 		f := fmt.Sprintf("pod_secrets[%d]", i)
-		if err := ValidateSecretName(f, n); err != nil {
-			return err
+		if r := podgrammar.SecretName(n); r != "" {
+			return &InvalidError{Field: f, Value: n, Reason: r}
 		}
 		if slices.Index(names, n) < i {
 			return &InvalidError{Field: f, Value: n, Reason: "is named twice"}

@@ -15,6 +15,7 @@ import (
 	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/internal/quote"
+	"github.com/sporectl/sporectl/kube/podgrammar"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -115,7 +116,7 @@ func (o *initOptions) validate() error {
 		return err
 	}
 	for _, name := range o.podSecrets() {
-		if err := state.ValidateSecretName("--pod-secret", name); err != nil {
+		if err := invalid("--pod-secret", name, podgrammar.SecretName(name)); err != nil {
 			return err
 		}
 	}

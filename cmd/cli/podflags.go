@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sporectl/sporectl/internal/quote"
+	"github.com/sporectl/sporectl/kube/podgrammar"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -68,7 +69,7 @@ func (p *podFlags) onto(cur *state.PodOptions, changed func(string) bool, clear 
 	if changed("runtime-class") {
 		o.RuntimeClassName = ""
 		if !clear || p.RuntimeClass != "" {
-			if err := state.ValidateDNSSubdomain("runtime class", p.RuntimeClass); err != nil {
+			if err := invalid("runtime class", p.RuntimeClass, podgrammar.DNSSubdomain(p.RuntimeClass)); err != nil {
 				return nil, flagValueError("runtime-class", p.RuntimeClass, err)
 			}
 			o.RuntimeClassName = p.RuntimeClass
@@ -82,8 +83,8 @@ func (p *podFlags) onto(cur *state.PodOptions, changed func(string) bool, clear 
 		value    func(field, v string) error
 		reserved bool
 	}{
-		{"node-selector", p.NodeSelector, &o.NodeSelector, state.ValidateLabelValue, false},
-		{"label", p.Labels, &o.Labels, state.ValidateLabelValue, true},
+		{"node-selector", p.NodeSelector, &o.NodeSelector, labelValue, false},
+		{"label", p.Labels, &o.Labels, labelValue, true},
 		{"annotation", p.Annotations, &o.Annotations, state.ValidateAnnotationValue, true},
 	} {
 		switch {
@@ -116,7 +117,7 @@ func (p *podFlags) onto(cur *state.PodOptions, changed func(string) bool, clear 
 		o.EnvFromSecrets = nil
 	default:
 		for i, name := range p.EnvFromSecrets {
-			if err := state.ValidateSecretName("secret name", name); err != nil {
+			if err := invalid("secret name", name, podgrammar.SecretName(name)); err != nil {
 				return nil, flagValueError("env-from-secret", name, err)
 			}
 			if slices.Index(p.EnvFromSecrets, name) < i {
@@ -159,10 +160,10 @@ func keyValues(flag string, raw []string, value func(field, v string) error, res
 		if !ok {
 			return nil, usageErrorf("invalid value %s for --%s: want KEY=VALUE", quote.Value(kv), flag)
 		}
-		if err := state.ValidateLabelKey("key", k); err != nil {
+		if err := invalid("key", k, podgrammar.LabelKey(k)); err != nil {
 			return nil, flagValueError(flag, kv, err)
 		}
-		if reserved && state.ReservedKey(k) {
+		if reserved && podgrammar.Reserved(k) {
 			return nil, usageErrorf("invalid value %s for --%s: %s is a key sporectl sets itself", quote.Value(kv), flag, k)
 		}
 		if err := value("value", v); err != nil {
@@ -175,6 +176,18 @@ func keyValues(flag string, raw []string, value func(field, v string) error, res
 	}
 	return m, nil
 }
+
+// invalid is a reason of the pods' grammar (kube/podgrammar; "" is
+// valid) as the error of value v at field, which flagValueError words.
+func invalid(field, v, reason string) error {
+	if reason == "" {
+		return nil
+	}
+	return &state.InvalidError{Field: field, Value: v, Reason: reason}
+}
+
+// labelValue checks a label's (or node selector's) value at field.
+func labelValue(field, v string) error { return invalid(field, v, podgrammar.LabelValue(v)) }
 
 // parseToleration reads kubectl taint's syntax as a toleration:
 // KEY=VALUE:EFFECT and KEY=VALUE match the value (Equal), KEY:EFFECT and

@@ -2,14 +2,9 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
-	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/local"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -41,17 +36,14 @@ func (f *Factory) RuntimeFor(ctx context.Context, st state.Store, settings state
 	return nil, &state.CorruptError{File: st.Info().Location, Offset: -1, Reason: fmt.Sprintf("settings name an unknown runtime %q", settings.Runtime)}
 }
 
+// localRuntime wires the local runtime: where it keeps the store's spores
+// and what their bridges inherit are its own decisions (local.Root,
+// local.InheritedEnv); the CLI hands it the store, its state directory,
+// its own binary (which has the bridge command) and where serve listens.
 func (f *Factory) localRuntime(st state.Store, settings state.Settings) (reconcile.Runtime, error) {
-	root := st.Info().Location
-	if st.Info().Backend != "dir" {
-		// One directory per store: two colonies on this machine must not
-		// share homes because their spores share an id.
-		loc, err := f.defaultStateDir()
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256([]byte(st.Info().Backend + "\x00" + st.Info().Location))
-		root = filepath.Join(loc, "local", hex.EncodeToString(sum[:6]))
+	root, err := local.Root(st.Info(), f.defaultStateDir)
+	if err != nil {
+		return nil, err
 	}
 	bin := f.Executable
 	if bin == "" {
@@ -65,22 +57,7 @@ func (f *Factory) localRuntime(st state.Store, settings state.Settings) (reconci
 	if api == "" {
 		api = "http://" + defaultServeAddr // where `sporectl serve` listens by default
 	}
-	return local.New(local.Config{Root: root, Binary: bin, Agent: settings.Agent, APIURL: api, Env: bridgeEnv(os.Environ()), Logger: f.Logger()})
-}
-
-// bridgeEnv is what a local bridge inherits from the command that starts
-// it: how to run Claude Code and reach the model, nothing else.
-func bridgeEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_"), k == sporeenv.ClaudeBin,
-			k == "HTTPS_PROXY", k == "HTTP_PROXY", k == "NO_PROXY", k == "LANG", k == "TZ":
-			out = append(out, kv)
-		}
-	}
-	return out
+	return local.New(local.Config{Root: root, Binary: bin, Agent: settings.Agent, APIURL: api, Env: local.InheritedEnv(os.Environ()), Logger: f.Logger()})
 }
 
 // defaultServeAddr is where `sporectl serve` listens unless told, and so

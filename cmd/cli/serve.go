@@ -15,6 +15,7 @@ import (
 
 	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/mycelia"
+	"github.com/sporectl/sporectl/mycelia/auth"
 	"github.com/sporectl/sporectl/mycelia/ui"
 	"github.com/sporectl/sporectl/reconcile/metrics"
 	"github.com/sporectl/sporectl/state"
@@ -184,7 +185,9 @@ func noOperator(ctx context.Context, st state.Store, log *slog.Logger) bool {
 func (o *serveOptions) newAPI(ctx context.Context, st state.Store, check mycelia.AddressCheck) *mycelia.Server {
 	o.proc = metrics.NewProcess()
 	o.proc.Now = o.f.Now
-	return &mycelia.Server{Store: st, Pass: o.pass(st), Now: o.f.Now, Logger: o.f.Logger(), Background: ctx, FollowWoken: o.FollowWoken,
+	// One authenticator for the API, the page and /metrics (serve_ui.go).
+	authn := &auth.Authenticator{Store: st, Now: o.f.Now}
+	return &mycelia.Server{Store: st, Auth: authn, Pass: o.pass(st), Now: o.f.Now, Logger: o.f.Logger(), Background: ctx, FollowWoken: o.FollowWoken,
 		RateLimit: o.RateLimit, AddressCheck: check, Metrics: o.proc, SporesShare: o.fleetShare()}
 }
 

@@ -1,20 +1,17 @@
 package ui
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/mycelia/auth"
 )
 
 // Operator access (docs/security.md "Operator tokens", docs/page.md
@@ -22,21 +19,18 @@ import (
 // session, from any address, loopback included: on the local runtime every
 // spore is a loopback process, so loopback proves nothing. POST /ui/login
 // makes a session from an operator token; a store with none yet answers
-// 403 saying how to make one. A session is a cookie that names the operator and its
-// expiry, signed with an HMAC keyed by the stored hash of the operator's
-// token: any serve replica checks it against the store alone, and
-// revoking (or replacing) the token ends every session it made.
+// 403 saying how to make one. Who a request is, serve's authenticator
+// decides (mycelia/auth: the session cookie, its signature and expiry),
+// for the page as for the API and /metrics; the page decides what a
+// request without a session may see.
 
 const (
 	// SessionCookie holds an operator's session.
-	SessionCookie = "sporectl_session"
+	SessionCookie = auth.SessionCookie
 	// SessionLifetime bounds a session: log in again after it.
-	SessionLifetime = 12 * time.Hour
+	SessionLifetime = auth.SessionLifetime
 	// maxLoginBody bounds a login form.
 	maxLoginBody = 4 << 10
-	// clockSkew is how far past SessionLifetime a session's expiry may lie
-	// (replicas' clocks differ a little).
-	clockSkew = time.Minute
 )
 
 // access is what ServeHTTP decided about a request, for its handlers.
@@ -68,14 +62,12 @@ func (h *Handler) sender(a access) string {
 	return "user:" + a.Operator
 }
 
-// operators reads the store's operator tokens; each request reads them
-// anew, so a token made or revoked on any machine counts at once.
-func (h *Handler) operators(ctx context.Context) ([]state.OperatorToken, error) {
-	s, err := state.ViewValue(ctx, h.Store, func(tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
-	if err != nil {
-		return nil, fmt.Errorf("read the operator tokens: %w", err)
+// authenticator is Auth, or one over Store with the page's clock.
+func (h *Handler) authenticator() auth.Authenticator {
+	if h.Auth != nil {
+		return *h.Auth
 	}
-	return s.OperatorTokens(), nil
+	return auth.Authenticator{Store: h.Store, Now: h.now}
 }
 
 // refusal is a request the access rule turns away: a status and a text
@@ -97,23 +89,24 @@ const NoOperatorText = "no operator exists: run `sporectl token create --operato
 // operator token exists. While the store has none, nobody can log in, and
 // every other request gets 403 saying how to make one. Pages without a
 // session redirect to the login page; the live tails and forms answer 401.
-func (h *Handler) allowed(r *http.Request, ops []state.OperatorToken) (access, *refusal) {
-	if a, ok := h.session(r, ops); ok {
-		return a, nil
+// An error is the store's: without the operator tokens nobody is let in.
+func (h *Handler) allowed(r *http.Request) (access, *refusal, error) {
+	who, err := h.authenticator().Who(r.Context(), r, auth.Want{Kind: auth.OperatorSession})
+	switch {
+	case err == nil:
+		return access{Operator: who.Operator, session: who.Session.Value, CSRF: csrfOf(who.Session.Key, who.Session.Value)}, nil, nil
+	case !errors.Is(err, auth.ErrUnauthorized):
+		return access{}, nil, err
+	case static(r):
+		return access{}, nil, nil
+	case errors.Is(err, auth.ErrNoOperator):
+		return access{}, &refusal{status: http.StatusForbidden, text: NoOperatorText}, nil
+	case r.URL.Path == Prefix+"login":
+		return access{}, nil, nil
+	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && !stream(r):
+		return access{}, &refusal{redirect: Prefix + "login?" + url.Values{"next": {r.URL.RequestURI()}}.Encode()}, nil
 	}
-	if static(r) {
-		return access{}, nil
-	}
-	if len(ops) == 0 {
-		return access{}, &refusal{status: http.StatusForbidden, text: NoOperatorText}
-	}
-	if r.URL.Path == Prefix+"login" {
-		return access{}, nil
-	}
-	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && !stream(r) {
-		return access{}, &refusal{redirect: Prefix + "login?" + url.Values{"next": {r.URL.RequestURI()}}.Encode()}
-	}
-	return access{}, &refusal{status: http.StatusUnauthorized, text: "log in first: this page needs an operator session (" + Prefix + "login)"}
+	return access{}, &refusal{status: http.StatusUnauthorized, text: "log in first: this page needs an operator session (" + Prefix + "login)"}, nil
 }
 
 // stillAllowed re-checks, for a long answer (a live stream), that the
@@ -122,12 +115,8 @@ func (h *Handler) allowed(r *http.Request, ops []state.OperatorToken) (access, *
 // lasts as long as the browser keeps it open. A store that cannot be read
 // ends the stream too: its reconnect is checked afresh.
 func (h *Handler) stillAllowed(r *http.Request) bool {
-	ops, err := h.operators(r.Context())
-	if err != nil {
-		return false
-	}
-	_, ok := h.session(r, ops)
-	return ok
+	_, err := h.authenticator().Who(r.Context(), r, auth.Want{Kind: auth.OperatorSession})
+	return err == nil
 }
 
 // recheck is how often a stream re-checks its session at most.
@@ -152,52 +141,10 @@ func overTLS(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-// A session cookie is "v2.NAME.EXPIRY.KEY": the operator's name, the
-// expiry in Unix seconds, and the session key its login derived from the
-// token (state.OperatorSessionKey), checked against the hash the store
-// keeps (OperatorToken.Session). Nothing in the store makes one: the key
-// comes only from the token. Like any bearer cookie, a copy works for its
-// holder until the token is revoked; the expiry bounds a browser's.
+// newSession is a session cookie's value (auth.SessionValue), as the
+// page's tests make their sessions.
 func newSession(name string, key []byte, expires time.Time) string {
-	return "v2." + name + "." + strconv.FormatInt(expires.Unix(), 10) + "." + base64.RawURLEncoding.EncodeToString(key)
-}
-
-// session checks r's session cookie against the store's operator tokens.
-func (h *Handler) session(r *http.Request, ops []state.OperatorToken) (access, bool) {
-	c, err := r.Cookie(SessionCookie)
-	if err != nil {
-		return access{}, false
-	}
-	name, key, ok := h.verify(c.Value, ops)
-	if !ok {
-		return access{}, false
-	}
-	return access{Operator: name, session: c.Value, CSRF: csrfOf(key, c.Value)}, true
-}
-
-// verify returns the operator and session key of a session cookie that
-// is one of ops' and has not expired.
-func (h *Handler) verify(v string, ops []state.OperatorToken) (string, []byte, bool) {
-	parts := strings.Split(v, ".")
-	if len(parts) != 4 || parts[0] != "v2" || state.ValidateName("operator", parts[1]) != nil {
-		return "", nil, false
-	}
-	exp, err := strconv.ParseInt(parts[2], 10, 64)
-	now := h.now()
-	if err != nil || exp <= now.Unix() || exp > now.Add(SessionLifetime+clockSkew).Unix() {
-		return "", nil, false
-	}
-	key, err := base64.RawURLEncoding.DecodeString(parts[3])
-	if err != nil || len(key) != sha256.Size {
-		return "", nil, false
-	}
-	got := state.SessionHash(key)
-	for _, op := range ops {
-		if op.Name == parts[1] && op.Session.Valid() {
-			return op.Name, key, subtle.ConstantTimeCompare([]byte(op.Session), []byte(got)) == 1
-		}
-	}
-	return "", nil, false
+	return auth.SessionValue(name, key, expires)
 }
 
 // csrfOf is the CSRF token of a session: an HMAC of the cookie keyed by
@@ -292,28 +239,21 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request) {
 		h.error(w, r, http.StatusBadRequest, "the login form could not be read: "+err.Error())
 		return
 	}
-	ops, err := h.operators(r.Context())
-	if err != nil {
-		h.internal(w, r, err)
-		return
-	}
 	next := safeNext(r.PostForm.Get("next"))
-	token := strings.TrimSpace(r.PostForm.Get("token"))
-	op, ok := state.MatchOperator(ops, token)
-	key := state.OperatorSessionKey(token)
-	if ok && subtle.ConstantTimeCompare([]byte(op.Session), []byte(state.SessionHash(key))) != 1 {
-		ok = false // a hand-edited entry whose session hash is not the token's
-	}
-	if !ok {
+	sess, err := h.authenticator().Login(r.Context(), strings.TrimSpace(r.PostForm.Get("token")))
+	if errors.Is(err, auth.ErrUnauthorized) {
 		h.logger().Warn("ui: failed login", "remote", r.RemoteAddr)
 		h.render(w, r, http.StatusUnauthorized, "login.html", loginPage{Nonce: nonceOf(r), Title: "Log in", Next: next,
 			Error: "That is not a valid operator token (or it was revoked)."})
 		return
 	}
-	expires := h.now().Add(SessionLifetime)
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: newSession(op.Name, key, expires), Path: Prefix, Expires: expires,
+	if err != nil {
+		h.internal(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: sess.Value, Path: Prefix, Expires: sess.Expires,
 		MaxAge: int(SessionLifetime / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
-	h.logger().Info("ui: operator logged in", "operator", op.Name, "remote", r.RemoteAddr)
+	h.logger().Info("ui: operator logged in", "operator", sess.Operator, "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

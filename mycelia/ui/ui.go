@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sporectl/sporectl/internal/lazy"
+	"github.com/sporectl/sporectl/mycelia/auth"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -71,6 +72,9 @@ var pages = lazy.New("ui.pages", func() *template.Template {
 // every request starts from the store.
 type Handler struct {
 	Store state.Store
+	// Auth decides who a request is (nil: one over Store with Now);
+	// serve hands the same one to the API and to /metrics.
+	Auth *auth.Authenticator
 	// Pass observes the fleet for the fleet page: it runs read-only
 	// (reconcile.Options{}); its Store is Store. The prompt box delivers
 	// through it too (Pass.Deliver, as `sporectl prompt` does); nil: a
@@ -204,14 +208,13 @@ func (h *Handler) headers(w http.ResponseWriter, r *http.Request) *http.Request 
 func (h *Handler) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = h.headers(w, r)
-		ops, err := h.operators(r.Context())
+		a, no, err := h.allowed(r)
 		if err != nil {
 			// Fail closed: without the operator tokens nobody can be let in.
 			h.logger().Error("ui: access check failed", "path", r.URL.Path, "err", err)
 			h.error(w, r, http.StatusServiceUnavailable, "the store could not be read; see serve's log")
 			return
 		}
-		a, no := h.allowed(r, ops)
 		if no != nil {
 			if no.redirect != "" {
 				http.Redirect(w, r, no.redirect, http.StatusSeeOther)

@@ -2,16 +2,17 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sporectl/sporectl/mycelia/auth"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -35,6 +36,9 @@ const Unauthorized = "unauthorized: " + Path + " needs the header \"Authorizatio
 // its outcome rather than each running one.
 type Handler struct {
 	Store state.Store
+	// Auth decides who a scrape is (nil: one over Store); serve hands
+	// the same one to the API and the page.
+	Auth *auth.Authenticator
 	// Pass is run read-only per scrape; its Store is Store.
 	Pass *reconcile.Pass
 	// Process is serve's counters (nil: the fleet's families only).
@@ -92,31 +96,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // authorize returns 0 for a request with an operator's bearer token,
-// else the status and body of its refusal. Every refusal for a token is
-// the same 401, whatever was wrong (none, two, another scheme, a spore's
-// token, a revoked one), so nothing is learnt from it.
+// else the status and body of its refusal. Who it is, serve's
+// authenticator decides (mycelia/auth), as for the API and the page.
+// Every refusal for a token is the same 401, whatever was wrong (none,
+// two, another scheme, a spore's token, a revoked one), so nothing is
+// learnt from it.
 func (h *Handler) authorize(r *http.Request) (int, string) {
-	auths := r.Header.Values("Authorization")
-	var token string
-	if len(auths) == 1 {
-		scheme, t, ok := strings.Cut(auths[0], " ")
-		if ok && strings.EqualFold(scheme, "Bearer") {
-			token = strings.TrimSpace(t)
-		}
-	}
-	s, err := state.ViewValue(r.Context(), h.Store, func(tx state.Tx) (state.Settings, error) { return tx.Settings(r.Context()) })
-	if err != nil {
-		// Fail closed: without the operator tokens nobody can be let in.
-		h.logger().Error("metrics: read the operator tokens", "err", err)
-		return http.StatusServiceUnavailable, "the store could not be read: see serve's log"
-	}
-	if token == "" {
+	_, err := h.authenticator().Who(r.Context(), r, auth.Want{Kind: auth.OperatorToken})
+	switch {
+	case err == nil:
+		return 0, ""
+	case errors.Is(err, auth.ErrUnauthorized):
 		return http.StatusUnauthorized, Unauthorized
 	}
-	if _, ok := state.MatchOperator(s.OperatorTokens(), token); !ok {
-		return http.StatusUnauthorized, Unauthorized
+	// Fail closed: without the operator tokens nobody can be let in.
+	h.logger().Error("metrics: authenticate the scrape", "err", err)
+	return http.StatusServiceUnavailable, "the store could not be read: see serve's log"
+}
+
+// authenticator is Auth, or one over Store.
+func (h *Handler) authenticator() auth.Authenticator {
+	if h.Auth != nil {
+		return *h.Auth
 	}
-	return 0, ""
+	return auth.Authenticator{Store: h.Store}
 }
 
 // fleet is the fleet's families from a pass that finished after this
