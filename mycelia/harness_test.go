@@ -118,12 +118,8 @@ func newHarness(t *testing.T) *harness {
 		return []string{string(b)}
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	pass := &reconcile.Pass{
-		Store:   h.st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return h.runtime(), nil },
-		Dial:    h.dial,
-		Logger:  log,
-	}
+	pass := reconciletest.NewPass(t, h.st, reconciletest.WithRuntimeFunc(func(context.Context, state.Settings) (reconcile.Runtime, error) { return h.runtime(), nil }),
+		reconciletest.WithDial(h.dial), reconciletest.WithLogger(log), reconciletest.RealClock())
 	h.srv = &Server{Store: h.st, Pass: pass, Logger: log, Now: func() time.Time { return time.Now().Add(time.Duration(h.ahead.Load())) }}
 	h.ts = httptest.NewServer(h.srv)
 	t.Cleanup(h.ts.Close)
