@@ -26,8 +26,7 @@ type idleEnv struct {
 
 func newIdleEnv(t *testing.T, st state.Store, colony state.ColonySettings) *idleEnv {
 	e := &idleEnv{t: t, st: st, rt: reconciletest.New(), now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	e.pass = &reconcile.Pass{Store: st, Dial: e.rt.Dial, Now: func() time.Time { return e.now },
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil }}
+	e.pass = reconciletest.NewPass(t, st, reconciletest.WithFake(e.rt), reconciletest.WithClock(func() time.Time { return e.now }))
 	ctx := context.Background()
 	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
 		if _, err := wish.SetColony(ctx, tx, "lab", colony); err != nil {

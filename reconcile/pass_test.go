@@ -43,12 +43,7 @@ func newEnvOn(t *testing.T, st state.Store, ids ...string) *env {
 }
 
 func (e *env) pass() *reconcile.Pass {
-	return &reconcile.Pass{
-		Store:   e.st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil },
-		Dial:    e.rt.Dial,
-		Now:     func() time.Time { return e.now },
-	}
+	return reconciletest.NewPass(e.t, e.st, reconciletest.WithFake(e.rt), reconciletest.WithClock(func() time.Time { return e.now }))
 }
 
 func (e *env) run(opt reconcile.Options) *reconcile.Outcome {
