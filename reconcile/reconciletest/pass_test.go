@@ -18,7 +18,7 @@ type fatalTB struct {
 	fatal string
 }
 
-func (f *fatalTB) Helper()            {}
+func (f *fatalTB) Helper()           {}
 func (f *fatalTB) Fatal(args ...any) { f.fatal = fmt.Sprint(args...) }
 
 func TestNewPassDefaultsAndOptions(t *testing.T) {
