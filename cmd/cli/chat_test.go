@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/internal/testutil"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -22,7 +23,7 @@ func TestChatFollowEndsQuietly(t *testing.T) {
 
 	for _, follow := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		var out, errb lockedBuffer
+		var out, errb testutil.Buffer
 		f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb})
 		f.Now = func() time.Time { return c.now }
 		f.Getenv = func(k string) string {
