@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/internal/testutil"
-	"github.com/sporectl/sporectl/reconcile"
-	"github.com/sporectl/sporectl/state"
 )
 
 // TestChatFollowEndsQuietly: Ctrl-C (the command's context cancelled, as
@@ -24,16 +22,9 @@ func TestChatFollowEndsQuietly(t *testing.T) {
 	for _, follow := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
 		var out, errb testutil.Buffer
-		f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb})
-		f.Now = func() time.Time { return c.now }
-		f.Getenv = func(k string) string {
-			if k == EnvStore {
-				return c.store
-			}
-			return ""
-		}
-		f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
-		f.Dial = c.rt.Dial
+		w := *c
+		w.getenv = func(string) string { return "" }
+		f := w.factory(strings.NewReader(""), &out, &errb)
 		args := []string{"chat", "a"}
 		if follow {
 			args = append(args, "--follow")
