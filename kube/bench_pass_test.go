@@ -11,6 +11,7 @@ import (
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/sporectl/sporectl/state/storetest"
@@ -60,7 +61,7 @@ func BenchmarkWake100(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+			pass := reconciletest.NewPass(b, ds, reconciletest.WithRuntime(rt), reconciletest.RealClock())
 			b.StartTimer()
 
 			start := time.Now()

@@ -31,9 +31,8 @@ func TestBudgetSleepsThePodAndTheNextDayWakesIt(t *testing.T) {
 	bridges := reconciletest.New()
 	b := bridges.BridgeOf("thrift")
 	b.SetUp(true)
-	pass := &reconcile.Pass{Store: ds, Now: func() time.Time { return now },
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil },
-		Dial:    func(reconcile.BridgeEndpoint) (reconcile.BridgeClient, error) { return b, nil }}
+	pass := reconciletest.NewPass(t, ds, reconciletest.WithClock(func() time.Time { return now }), reconciletest.WithRuntime(e.rt),
+		reconciletest.WithDial(func(reconcile.BridgeEndpoint) (reconcile.BridgeClient, error) { return b, nil }))
 	heal := func() *reconcile.Outcome {
 		t.Helper()
 		out, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true})

@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -26,13 +25,12 @@ func TestIdleSleepDeletesThePod(t *testing.T) {
 	ds := statetest.Dir(t, state.Settings{Runtime: "kube"})
 	now := time.Now().UTC()
 	bridges := reconciletest.New()
-	pass := &reconcile.Pass{Store: ds, Now: func() time.Time { return now },
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil },
-		Dial: func(reconcile.BridgeEndpoint) (reconcile.BridgeClient, error) {
+	pass := reconciletest.NewPass(t, ds, reconciletest.WithClock(func() time.Time { return now }), reconciletest.WithRuntime(e.rt),
+		reconciletest.WithDial(func(reconcile.BridgeEndpoint) (reconcile.BridgeClient, error) {
 			b := bridges.BridgeOf("nap")
 			b.SetUp(true)
 			return b, nil
-		}}
+		}))
 	require.NoError(t, ds.Update(ctx, func(tx state.Tx) error {
 		if _, err := wish.Create(ctx, tx, wish.New{ID: "nap", Colony: "moss", Rank: state.RankSpore, SleepAfter: 30 * time.Minute}, now); err != nil {
 			return err

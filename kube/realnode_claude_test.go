@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -27,6 +26,7 @@ import (
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/policy"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 )
@@ -95,7 +95,7 @@ func TestRealNodeClaude(t *testing.T) {
 	ds, _, err := dirstore.Init(ctx, filepath.Join(t.TempDir(), "store"), state.Settings{Runtime: "kube"}, dirstore.Options{})
 	require.NoError(t, err)
 	require.NoError(t, ds.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, s) }))
-	pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+	pass := reconciletest.NewPass(t, ds, reconciletest.WithRuntime(rt), reconciletest.RealClock())
 
 	var session string // the Claude session every step must keep
 	var last uint64    // the bridge's last line seen so far

@@ -2,7 +2,6 @@ package kube_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -26,6 +25,7 @@ import (
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/dirstore"
 )
@@ -223,10 +223,7 @@ func hostsAPI(t *testing.T, rt *kube.Runtime) *hostsCLI {
 		}
 		return tx.SetTokenHash(ctx, boss.ID, hash)
 	}))
-	srv := &mycelia.Server{Store: st, Pass: &reconcile.Pass{
-		Store:   st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil },
-	}}
+	srv := &mycelia.Server{Store: st, Pass: reconciletest.NewPass(t, st, reconciletest.WithRuntime(rt), reconciletest.RealClock())}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return &hostsCLI{url: ts.URL, token: tok}

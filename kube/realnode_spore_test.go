@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/policy"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 )
@@ -57,7 +57,7 @@ func TestRealNodeSpore(t *testing.T) {
 	var before []bridge.Event // every line seen so far, in order
 	ds := statetest.Dir(t, state.Settings{Runtime: "kube"})
 	statetest.Create(t, ds, s)
-	pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+	pass := reconciletest.NewPass(t, ds, reconciletest.WithRuntime(rt), reconciletest.RealClock())
 
 	require.True(t, t.Run("wake: pod Running, bridge Up through the pod proxy, Healthy", func(t *testing.T) {
 		began := time.Now()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/policy"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/sporectl/sporectl/state/storetest"
@@ -23,7 +24,7 @@ import (
 func TestSleepRemovesThePodWhateverItsPhase(t *testing.T) {
 	e := newEnv(t)
 	ds := statetest.Dir(t, state.Settings{Runtime: "kube"})
-	pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil }}
+	pass := reconciletest.NewPass(t, ds, reconciletest.WithRuntime(e.rt), reconciletest.RealClock())
 
 	cases := []struct {
 		id      string

@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/policy"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 	"github.com/sporectl/sporectl/state/storetest"
@@ -27,7 +27,7 @@ func TestWakeWhileTheOldPodTerminates(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	ds := statetest.Dir(t, state.Settings{Runtime: "kube"})
-	pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil }}
+	pass := reconciletest.NewPass(t, ds, reconciletest.WithRuntime(e.rt), reconciletest.RealClock())
 	const id = "nap"
 	pod := "spore-" + id
 	run := func(opt reconcile.Options) *reconcile.SporePlan {

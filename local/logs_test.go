@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/internal/testutil"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
 )
@@ -40,24 +40,6 @@ func TestBridgeFatalErrorObserved(t *testing.T) {
 
 	err := r.WaitReady(ctx, "fatal-noclaude", 5*time.Second)
 	require.ErrorContains(t, err, "exited: no claude executable")
-}
-
-// syncBuffer is a strings.Builder safe for a writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // chattyBridge is a Binary that writes numbered lines, a line holding the
@@ -110,7 +92,7 @@ func TestLogs(t *testing.T) {
 	// Follow, then restart the bridge under it: the new run's lines
 	// come through too.
 	fctx, cancel := context.WithCancel(ctx)
-	var followed syncBuffer
+	var followed testutil.Buffer
 	done := make(chan error, 1)
 	go func() { done <- r.Logs(fctx, id, reconcile.LogOptions{Follow: true, Tail: 1}, &followed) }()
 	require.NoError(t, r.Stop(ctx, id))

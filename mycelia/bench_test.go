@@ -344,11 +344,7 @@ func buildBenchFleetWith(b *testing.B, variant string, colonies bool) *benchFlee
 		}
 	}
 	// serve keeps one runtime (and its connections) for its life.
-	pass := &reconcile.Pass{
-		Store:   st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rtm, nil },
-		Logger:  slog.New(slog.DiscardHandler),
-	}
+	pass := reconciletest.NewPass(b, st, reconciletest.WithRuntime(rtm), reconciletest.RealClock())
 	// Settle: every spore observed Healthy before anything is measured.
 	if _, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true}); err != nil {
 		b.Fatal(err)
@@ -715,12 +711,7 @@ func buildBusyFleet(b *testing.B, variant string) *benchFleet {
 		lines[i] = fmt.Sprintf(`{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"line %d: reading the repository and running the tests again"}]}}`, i)
 	}
 	rt.BridgeOf("busy").Write(lines...)
-	pass := &reconcile.Pass{
-		Store:   st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil },
-		Dial:    rt.Dial,
-		Logger:  slog.New(slog.DiscardHandler),
-	}
+	pass := reconciletest.NewPass(b, st, reconciletest.WithFake(rt), reconciletest.RealClock())
 	for range 2 {
 		if _, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true}); err != nil {
 			b.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/internal/testutil"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
@@ -36,24 +37,6 @@ func newCountingStore(st state.Store) *countingStore {
 	return &countingStore{Counting: c, updates: &c.Updates}
 }
 
-// syncBuffer is a log sink goroutines may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // harness is a real directory store, reconciletest's fake runtime and
 // bridges (with a Compact), and the server over them on httptest.
 type harness struct {
@@ -62,7 +45,7 @@ type harness struct {
 	rt     *reconciletest.Runtime
 	srv    *Server
 	ts     *httptest.Server
-	logs   *syncBuffer
+	logs   *testutil.Buffer
 	tokens map[string]string
 	// compacts counts Compact calls per spore.
 	compacts sync.Map
@@ -112,18 +95,14 @@ func (r hostsRuntime) HostLogs(ctx context.Context, name string, tail int) (stri
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	ds := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
-	h := &harness{t: t, st: newCountingStore(ds), rt: reconciletest.New(), logs: &syncBuffer{}, tokens: map[string]string{}}
+	h := &harness{t: t, st: newCountingStore(ds), rt: reconciletest.New(), logs: &testutil.Buffer{}, tokens: map[string]string{}}
 	h.rt.AgentLines = func(p bridge.PromptRequest) []string {
 		b, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]string{"type": "text", "text": "echo: " + p.Text}}}})
 		return []string{string(b)}
 	}
 	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	pass := &reconcile.Pass{
-		Store:   h.st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return h.runtime(), nil },
-		Dial:    h.dial,
-		Logger:  log,
-	}
+	pass := reconciletest.NewPass(t, h.st, reconciletest.WithRuntimeFunc(func(context.Context, state.Settings) (reconcile.Runtime, error) { return h.runtime(), nil }),
+		reconciletest.WithDial(h.dial), reconciletest.WithLogger(log), reconciletest.RealClock())
 	h.srv = &Server{Store: h.st, Pass: pass, Logger: log, Now: func() time.Time { return time.Now().Add(time.Duration(h.ahead.Load())) }}
 	h.ts = httptest.NewServer(h.srv)
 	t.Cleanup(h.ts.Close)

@@ -45,8 +45,7 @@ func TestPassCountsActivityInTheCommitThatIngests(t *testing.T) {
 			require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
 				return tx.CreateSpore(ctx, state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: now, Updated: now}})
 			}))
-			pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return now },
-				Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+			pass := reconciletest.NewPass(t, st, reconciletest.WithFake(rt), reconciletest.WithClock(func() time.Time { return now }))
 			run := func() {
 				t.Helper()
 				_, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true})

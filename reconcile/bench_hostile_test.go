@@ -79,14 +79,14 @@ func benchHostile(b *testing.B, hostile bool) {
 	hs := httptest.NewServer(hostileBridge())
 	defer hs.Close()
 	long, flood := ids[0], ids[1]
-	pass := &reconcile.Pass{Store: st, Dial: reconcile.DialHTTP,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) {
+	pass := reconciletest.NewPass(b, st, reconciletest.WithDial(reconcile.DialHTTP), reconciletest.RealClock(),
+		reconciletest.WithRuntimeFunc(func(context.Context, state.Settings) (reconcile.Runtime, error) {
 			r := &hostileRuntime{Runtime: h.Runtime()}
 			if hostile {
 				r.hostile = map[string]string{long: hs.URL + "/long", flood: hs.URL + "/flood"}
 			}
 			return r, nil
-		}}
+		}))
 	opt := reconcile.Options{Heal: true, Deliver: true}
 	if _, err := pass.Run(ctx, opt); err != nil { // starts every spore
 		b.Fatal(err)

@@ -188,16 +188,12 @@ type noopFleet struct {
 
 var noopFleets sync.Map // variant → *noopFleet
 
-func (f *noopFleet) pass() *reconcile.Pass {
-	p := &reconcile.Pass{
-		Store:   f.st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.rt, nil },
-		Dial:    f.rt.Dial,
+func (f *noopFleet) pass(b *testing.B) *reconcile.Pass {
+	run := reconciletest.WithFake(f.rt)
+	if f.http != nil { // the bridges over HTTP (reconcile.DialHTTP)
+		run = reconciletest.WithRuntimeFunc(func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.http.Runtime(), nil })
 	}
-	if f.http != nil {
-		p.Runtime = func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.http.Runtime(), nil }
-		p.Dial = nil // reconcile.DialHTTP
-	}
+	p := reconciletest.NewPass(b, f.st, run, reconciletest.RealClock())
 	if f.project != nil {
 		p.Project = f.project
 	}
@@ -255,7 +251,7 @@ func buildNoopFleet(b *testing.B, variant string) *noopFleet {
 	// Settle: the first pass starts every spore; then each bridge gets
 	// three agent lines, which the next pass ingests with the health
 	// transitions; after that a pass must find nothing to do.
-	pass := f.pass()
+	pass := f.pass(b)
 	if _, err := pass.Run(ctx, f.options()); err != nil {
 		b.Fatal(err)
 	}
@@ -424,7 +420,7 @@ func BenchmarkReconcileNoop(b *testing.B) {
 		b.Run(variant, func(b *testing.B) {
 			f := buildNoopFleet(b, variant)
 			ctx := context.Background()
-			pass, opt := f.pass(), f.options()
+			pass, opt := f.pass(b), f.options()
 			var conn *pgx.Conn
 			if f.pgURL != "" {
 				var err error
@@ -651,7 +647,7 @@ func benchIngest(b *testing.B, budgets bool) {
 		if budgets {
 			setBudgets(b, ds, f.ids)
 		}
-		pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.rt, nil }}
+		pass := reconciletest.NewPass(b, ds, reconciletest.WithRuntime(f.rt), reconciletest.RealClock())
 		b.StartTimer()
 
 		out, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true})

@@ -28,8 +28,7 @@ func TestPassSleepsASporeOverBudgetAndARaisedBudgetWakesIt(t *testing.T) {
 			// The fake bridge stamps its lines from fakeLineHour on: the
 			// clock is on that UTC day.
 			now := fakeLineHour.Add(30 * time.Minute)
-			pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return now },
-				Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+			pass := reconciletest.NewPass(t, st, reconciletest.WithFake(rt), reconciletest.WithClock(func() time.Time { return now }))
 			heal := func() *reconcile.Outcome {
 				t.Helper()
 				out, err := pass.Run(ctx, reconcile.Options{Heal: true, Deliver: true})

@@ -16,20 +16,10 @@ import (
 	"github.com/sporectl/sporectl/state/statetest"
 )
 
-// idleEnv is a store with spore a in colony lab, awake, sleeping after
-// 30m idle, the fake runtime and a clock the test moves.
-type idleEnv struct {
-	t    *testing.T
-	st   state.Store
-	rt   *reconciletest.Runtime
-	now  time.Time
-	pass *reconcile.Pass
-}
-
-func newIdleEnv(t *testing.T, st state.Store, colony state.ColonySettings) *idleEnv {
-	e := &idleEnv{t: t, st: st, rt: reconciletest.New(), now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)}
-	e.pass = &reconcile.Pass{Store: st, Dial: e.rt.Dial, Now: func() time.Time { return e.now },
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil }}
+// newIdleEnv is an env over st with spore a in colony lab, awake,
+// sleeping after 30m idle.
+func newIdleEnv(t *testing.T, st state.Store, colony state.ColonySettings) *env {
+	e := newEnvOn(t, st)
 	ctx := context.Background()
 	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
 		if _, err := wish.SetColony(ctx, tx, "lab", colony); err != nil {
@@ -42,15 +32,6 @@ func newIdleEnv(t *testing.T, st state.Store, colony state.ColonySettings) *idle
 	}))
 	return e
 }
-
-func (e *idleEnv) heal() *reconcile.Outcome {
-	e.t.Helper()
-	out, err := e.pass.Run(context.Background(), reconcile.Options{Heal: true, Deliver: true})
-	require.NoError(e.t, err)
-	return out
-}
-
-func (e *idleEnv) spore() state.Spore { e.t.Helper(); return statetest.Spore(e.t, e.st, "a") }
 
 func lifecycle(evs []state.Event) []state.Event {
 	var out []state.Event
@@ -72,17 +53,17 @@ func TestPassPutsAnIdleSporeToSleepAndAMessageWakesIt(t *testing.T) {
 			e.now = e.now.Add(20 * time.Minute)
 			e.rt.BridgeOf("a").Write(passText)
 			e.heal()
-			require.True(t, e.spore().ActiveAt.Equal(e.now), "ingesting lines records the spore active")
+			require.True(t, e.spore("a").ActiveAt.Equal(e.now), "ingesting lines records the spore active")
 
 			e.now = e.now.Add(29 * time.Minute)
 			e.heal()
-			require.Equal(t, state.Running, e.spore().Desired, "idle 29m of 30m: awake")
+			require.Equal(t, state.Running, e.spore("a").Desired, "idle 29m of 30m: awake")
 			require.Zero(t, e.rt.Calls("Stop"))
 
 			e.now = e.now.Add(time.Minute)
-			genBefore := e.spore().Generation
+			genBefore := e.spore("a").Generation
 			out := e.heal()
-			sp := e.spore()
+			sp := e.spore("a")
 			require.Equal(t, state.Paused, sp.Desired)
 			require.Equal(t, state.ByIdle, sp.DesiredBy)
 			require.Equal(t, genBefore+1, sp.Generation)
@@ -104,16 +85,16 @@ func TestPassPutsAnIdleSporeToSleepAndAMessageWakesIt(t *testing.T) {
 			require.Equal(t, "idle", h.SleptBy)
 			require.Equal(t, "asleep: idle for 30m0s", h.Reason)
 			require.Equal(t, 1, e.rt.Calls("Stop"))
-			require.Equal(t, state.Paused, e.spore().Desired)
+			require.Equal(t, state.Paused, e.spore("a").Desired)
 
 			// A message without --wake wakes what idle put to sleep.
 			entry, err := outbox.Send(context.Background(), e.st, outbox.Message{To: "a", From: "user:ann", Text: "hello again"}, e.now)
 			require.NoError(t, err)
 			require.True(t, entry.Wake, "the entry says it woke its target")
-			sp = e.spore()
+			sp = e.spore("a")
 			require.Equal(t, state.Running, sp.Desired)
 			require.Equal(t, state.ByPerson, sp.DesiredBy)
-			d, err := e.pass.Deliver(context.Background(), entry, true, 10*time.Second)
+			d, err := e.pass().Deliver(context.Background(), entry, true, 10*time.Second)
 			require.NoError(t, err)
 			require.Equal(t, "delivered", d.State)
 			require.Equal(t, 2, e.rt.Calls("Start"))
@@ -123,7 +104,7 @@ func TestPassPutsAnIdleSporeToSleepAndAMessageWakesIt(t *testing.T) {
 			// Woken and given work: idle time starts over.
 			e.now = e.now.Add(29 * time.Minute)
 			e.heal()
-			require.Equal(t, state.Running, e.spore().Desired)
+			require.Equal(t, state.Running, e.spore("a").Desired)
 		})
 	}
 }
@@ -138,7 +119,7 @@ func TestAMessageDoesNotWakeWhatAPersonPutToSleep(t *testing.T) {
 			_, err := outbox.Send(ctx, e.st, outbox.Message{To: "a", From: "user:ann", Text: "hi"}, e.now)
 			var asleep *outbox.AsleepError
 			require.ErrorAs(t, err, &asleep)
-			require.Equal(t, state.Paused, e.spore().Desired)
+			require.Equal(t, state.Paused, e.spore("a").Desired)
 			require.NoError(t, e.st.View(ctx, func(tx state.Tx) error {
 				q, err := tx.Outbox(ctx, "a")
 				require.Empty(t, q, "nothing was queued")
@@ -159,7 +140,7 @@ func TestAMessageDoesNotWakeAnIdleSporeWithoutWakeOnMessage(t *testing.T) {
 			e.heal()
 			e.now = e.now.Add(31 * time.Minute)
 			e.heal()
-			require.Equal(t, state.ByIdle, e.spore().DesiredBy)
+			require.Equal(t, state.ByIdle, e.spore("a").DesiredBy)
 			ctx := context.Background()
 			_, err := outbox.Send(ctx, e.st, outbox.Message{To: "a", From: "user:ann", Text: "hi"}, e.now)
 			var asleep *outbox.AsleepError
@@ -167,7 +148,7 @@ func TestAMessageDoesNotWakeAnIdleSporeWithoutWakeOnMessage(t *testing.T) {
 			entry, err := outbox.Send(ctx, e.st, outbox.Message{To: "a", From: "user:ann", Text: "hi", Wake: true}, e.now)
 			require.NoError(t, err, "--wake still wakes it")
 			require.True(t, entry.Wake)
-			require.Equal(t, state.Running, e.spore().Desired)
+			require.Equal(t, state.Running, e.spore("a").Desired)
 		})
 	}
 }
@@ -181,17 +162,15 @@ func TestIdleSleepLeavesASporeAPersonChanged(t *testing.T) {
 	ctx := context.Background()
 	// A person sets a new sleep-after while the pass observes: the
 	// generation moves after the snapshot the plan decided on.
-	e.pass.Runtime = func(context.Context, state.Settings) (reconcile.Runtime, error) {
-		return observeHook{Runtime: e.rt, hook: func() {
-			require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error {
-				_, _, err := wish.SetSleepAfter(ctx, tx, "a", 2*time.Hour, "user:ann", e.now)
-				return err
-			}))
-		}}, nil
-	}
+	e.runtime = observeHook{Runtime: e.rt, hook: func() {
+		require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error {
+			_, _, err := wish.SetSleepAfter(ctx, tx, "a", 2*time.Hour, "user:ann", e.now)
+			return err
+		}))
+	}}
 	out := e.heal()
 	require.False(t, out.Plans[0].SleepIdle, "the plan's sleep is dropped")
-	sp := e.spore()
+	sp := e.spore("a")
 	require.Equal(t, state.Running, sp.Desired)
 	require.Empty(t, sp.DesiredBy)
 	require.Equal(t, state.Duration(2*time.Hour), sp.SleepAfter)

@@ -41,8 +41,7 @@ func TestANamedPassReadsOnlyItsSpores(t *testing.T) {
 			require.ErrorAs(t, err, &asleep, "asleep: refused, nothing queued")
 			st := &statetest.Reads{Store: base}
 			rt := reconciletest.New()
-			pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return now },
-				Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+			pass := reconciletest.NewPass(t, st, reconciletest.WithFake(rt), reconciletest.At(now))
 
 			out, err := pass.Run(ctx, reconcile.Options{IDs: []string{"s-042", "s-100", "ghost"}})
 			require.NoError(t, err)

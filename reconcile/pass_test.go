@@ -21,11 +21,16 @@ import (
 	"github.com/sporectl/sporectl/state/storetest"
 )
 
+// env is the world of the pass's tests: a store, the fake runtime and a
+// clock the test moves.
 type env struct {
 	t   *testing.T
 	st  *statetest.Counting
 	rt  *reconciletest.Runtime
 	now time.Time
+	// runtime, when set, is what the pass runs over instead of rt (a
+	// wrapper of it); the bridges are still rt's.
+	runtime reconcile.Runtime
 }
 
 func newEnv(t *testing.T, ids ...string) *env {
@@ -44,12 +49,11 @@ func newEnvOn(t *testing.T, st state.Store, ids ...string) *env {
 }
 
 func (e *env) pass() *reconcile.Pass {
-	return &reconcile.Pass{
-		Store:   e.st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return e.rt, nil },
-		Dial:    e.rt.Dial,
-		Now:     func() time.Time { return e.now },
+	ps := reconciletest.NewPass(e.t, e.st, reconciletest.WithFake(e.rt), reconciletest.WithClock(func() time.Time { return e.now }))
+	if e.runtime != nil {
+		reconciletest.WithRuntime(e.runtime)(ps)
 	}
+	return ps
 }
 
 func (e *env) run(opt reconcile.Options) *reconcile.Outcome {

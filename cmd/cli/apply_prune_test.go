@@ -69,7 +69,7 @@ func TestExportRoundTrips(t *testing.T) {
 		// Into an empty directory store: the same document comes out.
 		other := filepath.Join(t.TempDir(), "other")
 		statetest.DirAt(t, other, applySettings)
-		o := &applyRig{t: t, loc: other, dir: t.TempDir(), rt: r.rt}
+		o := applyRigOn(t, other, nil, r.rt)
 		o.ok(exported, "apply", "-f", "-")
 		require.Equal(t, exported, o.ok("", "export", "lab"))
 		require.Equal(t, "colony/lab\n", r.ok("", "export", "lab", "-o", "name"))

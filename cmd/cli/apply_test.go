@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -20,12 +18,11 @@ import (
 
 var applySettings = state.Settings{Runtime: "local", Image: "img:1", DefaultSpec: state.Spec{CPU: "1", Memory: "1Gi", Storage: "2Gi"}}
 
-// applyRig runs commands in-process against one store (directory or
-// PostgreSQL) with the fake runtime, counting the write transactions
-// every command makes.
+// applyRig is a fakeColony on one store (directory or PostgreSQL) made
+// by the test, not by init, counting the write transactions every
+// command makes.
 type applyRig struct {
-	t     *testing.T
-	loc   string
+	*fakeColony
 	st    state.Store // the test's own handle, checked when it ends
 	dir   string      // for the test's files
 	rt    *deleteRecorder
@@ -61,31 +58,22 @@ func eachStore(t *testing.T, fn func(t *testing.T, r *applyRig)) {
 }
 
 func newApplyRig(t *testing.T, loc string, st state.Store) *applyRig {
-	return &applyRig{t: t, loc: loc, st: st, dir: t.TempDir(), rt: &deleteRecorder{Runtime: reconciletest.New(), deleted: map[string]bool{}}}
+	return applyRigOn(t, loc, st, &deleteRecorder{Runtime: reconciletest.New(), deleted: map[string]bool{}})
 }
 
-func (r *applyRig) run(stdin string, args ...string) result {
-	r.t.Helper()
-	var out, errb bytes.Buffer
-	f := NewFactory(IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errb})
-	f.Now = func() time.Time { return testNow }
-	f.Getenv = func(k string) string {
-		if k == EnvStore {
-			return r.loc
-		}
-		return ""
-	}
-	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return r.rt, nil }
-	f.Dial = r.rt.Dial
-	f.WrapStore = func(st state.Store) state.Store {
-		c := &statetest.Counting{Store: st}
-		r.mu.Lock()
-		r.opens = append(r.opens, c)
-		r.mu.Unlock()
-		return c
-	}
-	code := RunWith(context.Background(), f, args)
-	return result{out.String(), errb.String(), code}
+// applyRigOn is a rig on the store at loc whose commands get rec.
+func applyRigOn(t *testing.T, loc string, st state.Store, rec *deleteRecorder) *applyRig {
+	r := &applyRig{st: st, dir: t.TempDir(), rt: rec}
+	r.fakeColony = &fakeColony{t: t, store: loc, rt: rec.Runtime, now: testNow, runtime: rec,
+		getenv: func(string) string { return "" },
+		wrap: func(st state.Store) state.Store {
+			c := &statetest.Counting{Store: st}
+			r.mu.Lock()
+			r.opens = append(r.opens, c)
+			r.mu.Unlock()
+			return c
+		}}
+	return r
 }
 
 func (r *applyRig) ok(stdin string, args ...string) string {

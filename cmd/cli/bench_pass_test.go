@@ -187,7 +187,7 @@ func buildPassBenchFleet(b *testing.B, awake bool) *passBenchFleet {
 	if awake {
 		// Start every spore (as `reconcile` would), give each bridge
 		// three agent lines for `status` to ingest.
-		pass := &reconcile.Pass{Store: ds, Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.http.Runtime(), nil }}
+		pass := reconciletest.NewPass(b, ds, reconciletest.WithRuntime(f.http.Runtime()), reconciletest.RealClock())
 		if _, err := pass.Run(ctx, reconcile.Options{Heal: true}); err != nil {
 			b.Fatal(err)
 		}

@@ -8,8 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sporectl/sporectl/reconcile"
-	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/internal/testutil"
 )
 
 // TestChatFollowEndsQuietly: Ctrl-C (the command's context cancelled, as
@@ -22,17 +21,10 @@ func TestChatFollowEndsQuietly(t *testing.T) {
 
 	for _, follow := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		var out, errb lockedBuffer
-		f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb})
-		f.Now = func() time.Time { return c.now }
-		f.Getenv = func(k string) string {
-			if k == EnvStore {
-				return c.store
-			}
-			return ""
-		}
-		f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
-		f.Dial = c.rt.Dial
+		var out, errb testutil.Buffer
+		w := *c
+		w.getenv = func(string) string { return "" }
+		f := w.factory(strings.NewReader(""), &out, &errb)
 		args := []string{"chat", "a"}
 		if follow {
 			args = append(args, "--follow")

@@ -49,17 +49,9 @@ func (e exitsAtStart) Logs(ctx context.Context, id string, opt reconcile.LogOpti
 func (c *fakeColony) runWith(ctx context.Context, rt reconcile.Runtime, env map[string]string, args ...string) result {
 	c.t.Helper()
 	var out, errb bytes.Buffer
-	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errb})
-	f.Now = func() time.Time { return c.now }
-	f.Getenv = func(k string) string {
-		if k == EnvStore {
-			return c.store
-		}
-		return env[k]
-	}
-	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return rt, nil }
-	f.Dial = c.rt.Dial
-	code := RunWith(ctx, f, args)
+	w := *c
+	w.runtime, w.getenv = rt, func(k string) string { return env[k] }
+	code := RunWith(ctx, w.factory(strings.NewReader(""), &out, &errb), args)
 	return result{out.String(), errb.String(), code}
 }
 

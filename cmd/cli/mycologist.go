@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/mycelia"
@@ -58,22 +59,12 @@ and the token from SPORECTL_API_TOKEN, else from $HOME/.sporectl-bridge/api-toke
 (docs/mycologists.md). Run inside a spore, also as "mycologist" / "swarm".`
 
 func newCmdMycologist(f *Factory) *cobra.Command {
-	co := &clientOptions{}
-	cmd := &cobra.Command{
-		Use:   "mycologist",
-		Short: "Talk to the mycologists from inside a spore: " + verbs("mycologist"),
-		Long: `Commands a spore runs inside its pod, as clients of sporectl serve. Rank and
+	return newPodGroup(f, "mycologist", "Talk to the mycologists from inside a spore: "+verbs("mycologist"),
+		`Commands a spore runs inside its pod, as clients of sporectl serve. Rank and
 reach come from the store, never from the caller: a spore may only ask; a
 mycologist may also list, read and tell the spores below it in its reach.
 
-` + clientEnvHelp,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	co.addFlags(cmd)
-	cmd.AddCommand(newCmdAsk(f, co, nil), newCmdMycoSpores(f, co), newCmdMycoSpore(f, co), newCmdTell(f, co, nil),
-		newCmdCollisions(f, co), newCmdDeploys(f, co), newCmdReport(f, co), newCmdHosts(f, co), newCmdHostLogs(f, co))
-	return cmd
+`+clientEnvHelp)
 }
 
 // verbs lists the commands of group ("mycologist") in the API's rows,
@@ -88,8 +79,8 @@ func verbs(group string) string {
 	return strings.Join(v, ", ")
 }
 
-func windowFlag(cmd *cobra.Command, d *time.Duration) {
-	cmd.Flags().DurationVar(d, "window", mycelia.DefaultWindow, "how far back to look (at most "+mycelia.MaxWindow.String()+")")
+func windowFlag(fs *pflag.FlagSet, d *time.Duration) {
+	fs.DurationVar(d, "window", mycelia.DefaultWindow, "how far back to look (at most "+mycelia.MaxWindow.String()+")")
 }
 
 func checkWindow(d time.Duration) error {

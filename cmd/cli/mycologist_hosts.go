@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/mycelia"
@@ -15,34 +17,23 @@ import (
 	"github.com/sporectl/sporectl/reconcile/transcript"
 )
 
-// newCmdHosts and newCmdHostLogs show the runtime's hosts, for the
-// [arch].
-func newCmdHosts(f *Factory, co *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   mycelia.RouteHosts.Use(),
-		Short: mycelia.RouteHosts.Short,
-		Long:  mycelia.RouteHosts.Long,
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
-			}
-			l, err := c.Hosts(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return f.Print(hostList{HostList: l, now: f.Now()})
+// podHosts and podHostLogs show the runtime's hosts, for the [arch]
+// (podCommands).
+func podHosts(f *Factory, _ *pflag.FlagSet) podCommand {
+	return podCommand{
+		Call: func(*cobra.Command, []string) (podCall, error) {
+			return func(ctx context.Context, c *mycelia.Client) (Printable, error) {
+				l, err := c.Hosts(ctx)
+				return hostList{HostList: l, now: f.Now()}, err
+			}, nil
 		},
 	}
 }
 
-func newCmdHostLogs(f *Factory, co *clientOptions) *cobra.Command {
+func podHostLogs(f *Factory, fs *pflag.FlagSet) podCommand {
 	var tail int
-	cmd := &cobra.Command{
-		Use:   mycelia.RouteHostLogs.Use(),
-		Short: mycelia.RouteHostLogs.Short,
-		Long:  mycelia.RouteHostLogs.Long,
+	fs.IntVar(&tail, "tail", mycelia.DefaultHostTail, "how many of the last lines (at most "+strconv.Itoa(mycelia.MaxHostTail)+")")
+	return podCommand{
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usageErrorf("%s takes at most one pod name, got %d", cmd.CommandPath(), len(args))
@@ -55,27 +46,20 @@ func newCmdHostLogs(f *Factory, co *clientOptions) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Call: func(cmd *cobra.Command, args []string) (podCall, error) {
 			if tail < 1 || tail > mycelia.MaxHostTail {
-				return usageErrorf("invalid value %d for --tail: from 1 to %d", tail, mycelia.MaxHostTail)
-			}
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
+				return nil, usageErrorf("invalid value %d for --tail: from 1 to %d", tail, mycelia.MaxHostTail)
 			}
 			name := f.Getenv(sporeenv.SporeID)
 			if len(args) == 1 {
 				name = args[0]
 			}
-			r, err := c.HostLogs(cmd.Context(), name, tail)
-			if err != nil {
-				return err
-			}
-			return f.Print(hostLogs{r})
+			return func(ctx context.Context, c *mycelia.Client) (Printable, error) {
+				r, err := c.HostLogs(ctx, name, tail)
+				return hostLogs{r}, err
+			}, nil
 		},
 	}
-	cmd.Flags().IntVar(&tail, "tail", mycelia.DefaultHostTail, "how many of the last lines (at most "+strconv.Itoa(mycelia.MaxHostTail)+")")
-	return cmd
 }
 
 type hostList struct {

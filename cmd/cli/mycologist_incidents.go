@@ -7,85 +7,64 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 )
 
-// newCmdCollisions, newCmdDeploys and newCmdReport are the incidents the
-// [arch] reads and the reports spores make.
-func newCmdCollisions(f *Factory, co *clientOptions) *cobra.Command {
-	return newWindowCmd(f, co, mycelia.RouteCollisions, func(ctx context.Context, c *mycelia.Client, win time.Duration) (Printable, error) {
+// podCollisions, podDeploys and podReport are the incidents the [arch]
+// reads and the reports spores make (podCommands).
+func podCollisions(_ *Factory, fs *pflag.FlagSet) podCommand {
+	return podWindow(fs, func(ctx context.Context, c *mycelia.Client, win time.Duration) (Printable, error) {
 		l, err := c.Collisions(ctx, win)
 		return collisionList{l}, err
 	})
 }
 
-func newCmdDeploys(f *Factory, co *clientOptions) *cobra.Command {
-	return newWindowCmd(f, co, mycelia.RouteDeploys, func(ctx context.Context, c *mycelia.Client, win time.Duration) (Printable, error) {
+func podDeploys(_ *Factory, fs *pflag.FlagSet) podCommand {
+	return podWindow(fs, func(ctx context.Context, c *mycelia.Client, win time.Duration) (Printable, error) {
 		l, err := c.Deploys(ctx, win)
 		return deployList{l}, err
 	})
 }
 
-// newWindowCmd is an incident list of route over the --window flag's
-// last stretch of time, fetched by list.
-func newWindowCmd(f *Factory, co *clientOptions, route *mycelia.Route, list func(context.Context, *mycelia.Client, time.Duration) (Printable, error)) *cobra.Command {
+// podWindow is an incident list over the --window flag's last stretch of
+// time, fetched by list.
+func podWindow(fs *pflag.FlagSet, list func(context.Context, *mycelia.Client, time.Duration) (Printable, error)) podCommand {
 	var win time.Duration
-	cmd := &cobra.Command{
-		Use:   route.Use(),
-		Short: route.Short,
-		Long:  route.Long,
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+	windowFlag(fs, &win)
+	return podCommand{
+		Call: func(*cobra.Command, []string) (podCall, error) {
 			if err := checkWindow(win); err != nil {
-				return err
+				return nil, err
 			}
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
-			}
-			p, err := list(cmd.Context(), c, win)
-			if err != nil {
-				return err
-			}
-			return f.Print(p)
+			return func(ctx context.Context, c *mycelia.Client) (Printable, error) { return list(ctx, c, win) }, nil
 		},
 	}
-	windowFlag(cmd, &win)
-	return cmd
 }
 
-func newCmdReport(f *Factory, co *clientOptions) *cobra.Command {
+func podReport(_ *Factory, fs *pflag.FlagSet) podCommand {
 	var failed bool
-	cmd := &cobra.Command{
-		Use:   mycelia.RouteReport.Use(),
-		Short: mycelia.RouteReport.Short,
-		Long:  mycelia.RouteReport.Long,
+	fs.BoolVar(&failed, "failed", false, "it failed")
+	return podCommand{
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 || (args[0] != mycelia.ReportPush && args[0] != mycelia.ReportDeploy) {
 				return usageErrorf("%s takes push or deploy and the text (or - for stdin)", cmd.CommandPath())
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Call: func(cmd *cobra.Command, args []string) (podCall, error) {
 			text, err := readText(cmd, args[1])
 			if err != nil {
-				return err
+				return nil, err
 			}
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
-			}
-			r, err := c.Report(cmd.Context(), args[0], failed, text)
-			if err != nil {
-				return err
-			}
-			return f.Print(reportResult{r})
+			return func(ctx context.Context, c *mycelia.Client) (Printable, error) {
+				r, err := c.Report(ctx, args[0], failed, text)
+				return reportResult{r}, err
+			}, nil
 		},
 	}
-	cmd.Flags().BoolVar(&failed, "failed", false, "it failed")
-	return cmd
 }
 
 type collisionList struct{ mycelia.CollisionList }

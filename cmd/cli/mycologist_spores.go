@@ -1,62 +1,46 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sporectl/sporectl/mycelia"
 )
 
-// newCmdMycoSpores lists who is in reach; newCmdMycoSpore shows one
-// spore's turns.
-func newCmdMycoSpores(f *Factory, co *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   mycelia.RouteSpores.Use(),
-		Short: mycelia.RouteSpores.Short,
-		Long:  mycelia.RouteSpores.Long,
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
-			}
-			l, err := c.Spores(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return f.Print(mycoSporeList{SporeList: l, now: f.Now()})
+// podSpores lists who is in reach; podSpore shows one spore's turns
+// (podCommands).
+func podSpores(f *Factory, _ *pflag.FlagSet) podCommand {
+	return podCommand{
+		Call: func(*cobra.Command, []string) (podCall, error) {
+			return func(ctx context.Context, c *mycelia.Client) (Printable, error) {
+				l, err := c.Spores(ctx)
+				return mycoSporeList{SporeList: l, now: f.Now()}, err
+			}, nil
 		},
 	}
 }
 
-func newCmdMycoSpore(f *Factory, co *clientOptions) *cobra.Command {
+func podSpore(_ *Factory, fs *pflag.FlagSet) podCommand {
 	var turns int
-	cmd := &cobra.Command{
-		Use:   mycelia.RouteSpore.Use(),
-		Short: mycelia.RouteSpore.Short,
-		Long:  mycelia.RouteSpore.Long,
-		Args:  sporeIDs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	fs.IntVar(&turns, "turns", mycelia.DefaultTurns, "how many of the last turns (a prompt or message and what followed)")
+	return podCommand{
+		Args: sporeIDs(1),
+		Call: func(cmd *cobra.Command, args []string) (podCall, error) {
 			if turns < 1 || turns > mycelia.MaxTurns {
-				return usageErrorf("invalid value %d for --turns: from 1 to %d", turns, mycelia.MaxTurns)
+				return nil, usageErrorf("invalid value %d for --turns: from 1 to %d", turns, mycelia.MaxTurns)
 			}
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
-			}
-			r, err := c.Spore(cmd.Context(), args[0], turns)
-			if err != nil {
-				return err
-			}
-			return f.Print(sporeTurns{r})
+			return func(ctx context.Context, c *mycelia.Client) (Printable, error) {
+				r, err := c.Spore(ctx, args[0], turns)
+				return sporeTurns{r}, err
+			}, nil
 		},
 	}
-	cmd.Flags().IntVar(&turns, "turns", mycelia.DefaultTurns, "how many of the last turns (a prompt or message and what followed)")
-	return cmd
 }
 
 // Lines are the turns as the agent reads them: a header line, then the

@@ -59,11 +59,8 @@ func newAPIColony(t *testing.T) *apiColony {
 		}
 		return compactBridge{b.(*reconciletest.Bridge)}, nil
 	}
-	srv := &mycelia.Server{Store: st, Pass: &reconcile.Pass{
-		Store:   st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return hostsRuntime{c.rt}, nil },
-		Dial:    dial,
-	}}
+	srv := &mycelia.Server{Store: st, Pass: reconciletest.NewPass(t, st,
+		reconciletest.WithRuntime(hostsRuntime{c.rt}), reconciletest.WithDial(dial), reconciletest.RealClock())}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	c.url = ts.URL

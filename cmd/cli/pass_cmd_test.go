@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,12 +25,22 @@ import (
 )
 
 // fakeColony is a store whose runtime is reconciletest's fake, with echo
-// answers, so the commands on the pass run in-process in milliseconds.
+// answers, so the commands on the pass run in-process in milliseconds. It
+// is the one world of this package's command tests: apply's rig and
+// serve's API colony build on it.
 type fakeColony struct {
 	t     *testing.T
 	store string
 	rt    *reconciletest.Runtime
 	now   time.Time
+	// runtime, when set, is what the commands get instead of rt (a
+	// wrapper of it).
+	runtime reconcile.Runtime
+	// getenv, when set, is the environment but the store (default: USER
+	// is alice).
+	getenv func(string) string
+	// wrap, when set, wraps every store a command opens.
+	wrap func(state.Store) state.Store
 }
 
 func newFakeColony(t *testing.T) *fakeColony {
@@ -44,23 +55,38 @@ func newFakeColony(t *testing.T) *fakeColony {
 	return c
 }
 
-func (c *fakeColony) run(stdin string, args ...string) result {
-	c.t.Helper()
-	var out, errb bytes.Buffer
-	f := NewFactory(IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errb})
+// factory is a Factory of the colony's store, runtime and clock over
+// the given streams.
+func (c *fakeColony) factory(in io.Reader, out, errOut io.Writer) *Factory {
+	f := NewFactory(IOStreams{In: in, Out: out, ErrOut: errOut})
 	f.Now = func() time.Time { return c.now }
 	f.Getenv = func(k string) string {
-		switch k {
-		case EnvStore:
+		switch {
+		case k == EnvStore:
 			return c.store
-		case "USER":
+		case c.getenv != nil:
+			return c.getenv(k)
+		case k == "USER":
 			return "alice"
 		}
 		return ""
 	}
-	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
+	var rt reconcile.Runtime = c.rt
+	if c.runtime != nil {
+		rt = c.runtime
+	}
+	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return rt, nil }
 	f.Dial = c.rt.Dial
-	code := RunWith(context.Background(), f, args)
+	if c.wrap != nil {
+		f.WrapStore = c.wrap
+	}
+	return f
+}
+
+func (c *fakeColony) run(stdin string, args ...string) result {
+	c.t.Helper()
+	var out, errb bytes.Buffer
+	code := RunWith(context.Background(), c.factory(strings.NewReader(stdin), &out, &errb), args)
 	return result{out.String(), errb.String(), code}
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -19,12 +18,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/internal/testutil"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/mycelia/ui"
 	"github.com/sporectl/sporectl/reconcile"
@@ -97,24 +96,6 @@ func TestServeFlags(t *testing.T) {
 	}
 }
 
-// lockedBuffer is stderr that a test reads while serve writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeCommand runs `serve` in-process over a fake colony: it
 // answers, accepts a summons, logs no token, and stops on its context.
 func TestServeCommand(t *testing.T) {
@@ -124,7 +105,7 @@ func TestServeCommand(t *testing.T) {
 	tok, hash, err := state.NewToken()
 	require.NoError(t, err)
 
-	var errOut lockedBuffer
+	var errOut testutil.Buffer
 	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut})
 	f.Getenv = func(k string) string {
 		if k == EnvStore {
@@ -204,7 +185,7 @@ func TestServeTLS(t *testing.T) {
 	require.NoError(t, os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
 	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600))
 
-	var errOut lockedBuffer
+	var errOut testutil.Buffer
 	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut})
 	f.Getenv = func(k string) string {
 		if k == EnvStore {
@@ -249,9 +230,9 @@ func TestServeTLS(t *testing.T) {
 
 // startServe runs `serve --addr 127.0.0.1:0` over c's store until the
 // test ends, and returns its base URL and its standard error.
-func startServe(t *testing.T, c *fakeColony) (string, *lockedBuffer) {
+func startServe(t *testing.T, c *fakeColony) (string, *testutil.Buffer) {
 	t.Helper()
-	var errOut lockedBuffer
+	var errOut testutil.Buffer
 	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: &errOut})
 	f.Getenv = func(k string) string {
 		if k == EnvStore {

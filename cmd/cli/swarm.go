@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/mycelia"
@@ -12,82 +14,57 @@ import (
 )
 
 func newCmdSwarm(f *Factory) *cobra.Command {
-	co := &clientOptions{}
-	cmd := &cobra.Command{
-		Use:   "swarm",
-		Short: "Talk to your swarm from inside a spore: tell a teammate, loop, compact one",
-		Long: `Commands a swarm member runs inside its pod, as clients of sporectl serve.
+	return newPodGroup(f, "swarm", "Talk to your swarm from inside a spore: tell a teammate, loop, compact one",
+		`Commands a swarm member runs inside its pod, as clients of sporectl serve.
 Teammates are the spores of your swarm (in your colony), addressed by role.
 
-` + clientEnvHelp,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
-	}
-	co.addFlags(cmd)
-	cmd.AddCommand(newCmdSwarmTell(f, co), newCmdSwarmLoop(f, co), newCmdSwarmCompact(f, co))
-	return cmd
+`+clientEnvHelp)
 }
 
-func newCmdSwarmTell(f *Factory, co *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   mycelia.RouteSwarmTell.Use(),
-		Short: mycelia.RouteSwarmTell.Short,
-		Long:  mycelia.RouteSwarmTell.Long,
+// podSwarmTell, podSwarmLoop and podSwarmCompact are swarm's commands
+// (podCommands).
+func podSwarmTell(*Factory, *pflag.FlagSet) podCommand {
+	return podCommand{
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageErrorf("%s takes a role and the text (or - for stdin), got %d argument(s)", cmd.CommandPath(), len(args))
 			}
 			return state.ValidateName("role", args[0])
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Call: func(cmd *cobra.Command, args []string) (podCall, error) {
 			text, err := readText(cmd, args[1])
 			if err != nil {
-				return err
+				return nil, err
 			}
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
-			}
-			r, err := c.SwarmTell(cmd.Context(), args[0], text)
-			if err != nil {
-				return err
-			}
-			return f.Print(sendResult{r})
+			return func(ctx context.Context, c *mycelia.Client) (Printable, error) {
+				r, err := c.SwarmTell(ctx, args[0], text)
+				return sendResult{r}, err
+			}, nil
 		},
 	}
 }
 
-func newCmdSwarmCompact(f *Factory, co *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   mycelia.RouteSwarmCompact.Use(),
-		Short: mycelia.RouteSwarmCompact.Short,
-		Long:  mycelia.RouteSwarmCompact.Long,
+func podSwarmCompact(*Factory, *pflag.FlagSet) podCommand {
+	return podCommand{
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("%s takes a role, got %d argument(s)", cmd.CommandPath(), len(args))
 			}
 			return state.ValidateName("role", args[0])
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
-			}
-			r, err := c.SwarmCompact(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			return f.Print(compactResult{r})
+		Call: func(cmd *cobra.Command, args []string) (podCall, error) {
+			return func(ctx context.Context, c *mycelia.Client) (Printable, error) {
+				r, err := c.SwarmCompact(ctx, args[0])
+				return compactResult{r}, err
+			}, nil
 		},
 	}
 }
 
-func newCmdSwarmLoop(f *Factory, co *clientOptions) *cobra.Command {
+func podSwarmLoop(_ *Factory, fs *pflag.FlagSet) podCommand {
 	var stop bool
-	cmd := &cobra.Command{
-		Use:   mycelia.RouteSwarmLoop.Use(),
-		Short: mycelia.RouteSwarmLoop.Short,
-		Long:  mycelia.RouteSwarmLoop.Long,
+	fs.BoolVar(&stop, "stop", false, "end the loop")
+	return podCommand{
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case stop && len(args) != 0:
@@ -97,28 +74,21 @@ func newCmdSwarmLoop(f *Factory, co *clientOptions) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
+		Call: func(cmd *cobra.Command, args []string) (podCall, error) {
 			every := ""
 			if !stop {
 				d, err := time.ParseDuration(args[0])
 				if err != nil || d < time.Duration(state.MinLoop) || d > time.Duration(state.MaxLoop) {
-					return usageErrorf("invalid interval %s: want a duration such as 30m, from %s to %s", quote.Value(args[0]), state.MinLoop, state.MaxLoop)
+					return nil, usageErrorf("invalid interval %s: want a duration such as 30m, from %s to %s", quote.Value(args[0]), state.MinLoop, state.MaxLoop)
 				}
 				every = args[0]
 			}
-			c, err := f.apiClient(co)
-			if err != nil {
-				return err
-			}
-			r, err := c.SwarmLoop(cmd.Context(), every, stop)
-			if err != nil {
-				return err
-			}
-			return f.Print(loopResult{r})
+			return func(ctx context.Context, c *mycelia.Client) (Printable, error) {
+				r, err := c.SwarmLoop(ctx, every, stop)
+				return loopResult{r}, err
+			}, nil
 		},
 	}
-	cmd.Flags().BoolVar(&stop, "stop", false, "end the loop")
-	return cmd
 }
 
 type loopResult struct{ mycelia.LoopResponse }

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,27 +58,11 @@ func applyKilled(t *testing.T, store string) {
 		// Up to half again as long: some land after the commit, or after the
 		// exit.
 		delay := time.Duration(rng.Int64N(int64(full + full/2)))
-		cmd := sporectl(store, "apply", "-f", file)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		wasKilled := false
-		select {
-		case err := <-done:
-			require.NoError(t, err, "apply %s: %s", colony, stderr.String())
-		case <-time.After(delay):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			err := <-done
-			var exit *exec.ExitError
-			if err != nil {
-				require.ErrorAs(t, err, &exit)
-				ws, _ := exit.Sys().(syscall.WaitStatus)
-				require.True(t, ws.Signaled(), "apply %s failed on its own: %v: %s", colony, err, stderr.String())
-				wasKilled = true
-				killed++
-			}
+		res, wasKilled := storeRig(t, store).runKilledAfter(delay, "apply", "-f", file)
+		if wasKilled {
+			killed++
+		} else {
+			require.Equal(t, 0, res.code, "apply %s failed on its own: %s", colony, res)
 		}
 		runOK(t, store, "check")
 		got := colonySpores(t, store, colony)

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -72,27 +70,13 @@ func createKilled(t *testing.T, store string) {
 			delay = full/8 + time.Duration(rng.Int64N(int64(full/4)))
 		}
 		began := time.Now()
-		cmd := sporectl(store, args(colony)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		require.NoError(t, cmd.Start())
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		wasKilled := false
-		select {
-		case err := <-done:
-			require.NoError(t, err, "create %s: %s", colony, stderr.String())
-			full = time.Since(began)
-		case <-time.After(delay):
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			err := <-done
-			var exit *exec.ExitError
-			if err != nil {
-				require.ErrorAs(t, err, &exit)
-				ws, _ := exit.Sys().(syscall.WaitStatus)
-				require.True(t, ws.Signaled(), "create %s failed on its own: %v: %s", colony, err, stderr.String())
-				wasKilled = true
-				killed++
+		res, wasKilled := storeRig(t, store).runKilledAfter(delay, args(colony)...)
+		if wasKilled {
+			killed++
+		} else {
+			require.Equal(t, 0, res.code, "create %s failed on its own: %s", colony, res)
+			if time.Since(began) < delay {
+				full = time.Since(began)
 			}
 		}
 		runOK(t, store, "check")

@@ -77,6 +77,12 @@ func newRig(t *testing.T, env []string, initArgs ...string) *rig {
 	return r
 }
 
+// storeRig is a rig on a store the test made and initialised itself
+// (sporectl's commands over it, no runtime of the rig's own).
+func storeRig(t *testing.T, store string) *rig {
+	return &rig{t: t, store: store, root: store}
+}
+
 // recoveryPolicy are init flags that keep a row's backoff short and its
 // breaker out of the way (the crash-loop row sets its own).
 var recoveryPolicy = []string{"--backoff-initial", "1s", "--backoff-max", "2s", "--breaker-failures", "50", "--breaker-window", "15m"}

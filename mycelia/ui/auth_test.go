@@ -2,7 +2,6 @@ package ui
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/hex"
@@ -16,33 +15,15 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/internal/testutil"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 )
-
-// syncBuffer is a log sink the handler's goroutines may write at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // editedSettings is a store whose settings read as if hand-edited to
 // hold ops as the operator tokens.
@@ -71,8 +52,8 @@ func (t editedTx) Settings(ctx context.Context) (state.Settings, error) {
 }
 
 // captureLog sends the handler's log, every level, to the returned buffer.
-func (f *fixture) captureLog() *syncBuffer {
-	var b syncBuffer
+func (f *fixture) captureLog() *testutil.Buffer {
+	var b testutil.Buffer
 	f.h.Logger = slog.New(slog.NewTextHandler(&b, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return &b
 }

@@ -194,8 +194,7 @@ func benchFleet(b *testing.B, st state.Store, n int) *Handler {
 			}
 		}
 	}
-	pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return now },
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+	pass := reconciletest.NewPass(b, st, reconciletest.WithFake(rt), reconciletest.At(now))
 	h := &Handler{Store: st, Pass: pass, Now: func() time.Time { return now }}
 	req := httptest.NewRequest(http.MethodGet, "/ui/", nil)
 	req.RemoteAddr, req.Host = "127.0.0.1:1", "127.0.0.1"

@@ -102,12 +102,7 @@ func TestLoginAndPromptInABrowser(t *testing.T) {
 	f := newFixture(t)
 	f.colony()
 	rt := &echoRuntime{Runtime: f.rt, ep: startEcho(t)}
-	ps := &reconcile.Pass{
-		Store:   f.st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil },
-		Dial:    rt.dial,
-		Now:     func() time.Time { return t0.Add(time.Hour) },
-	}
+	ps := reconciletest.NewPass(t, f.st, reconciletest.WithRuntime(rt), reconciletest.WithDial(rt.dial), reconciletest.At(t0.Add(time.Hour)))
 	f.h.Pass = ps
 	f.add(state.Spore{Wish: state.Wish{ID: echoID, Colony: "lab", Rank: state.RankSpore}}, true, lifecycle(0, "created", ""))
 	logs := f.captureLog()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/reconcile/transcript"
 	"github.com/sporectl/sporectl/state"
 )
@@ -28,12 +29,7 @@ func TestDeathAndRestartInABrowser(t *testing.T) {
 		lifecycle(0, "created", ""),
 		prompt(1, "user:alice", "Keep the tests green."),
 		text(2, "**On it.** Running `go test` now:\n\n- reconcile\n- mycelia/ui"))
-	pass := &reconcile.Pass{
-		Store:   f.st.Store,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.rt, nil },
-		Dial:    f.rt.Dial,
-		Now:     func() time.Time { return t0.Add(time.Hour) },
-	}
+	pass := reconciletest.NewPass(t, f.st.Store, reconciletest.WithFake(f.rt), reconciletest.At(t0.Add(time.Hour)))
 	// A first pass records the spore alive, so its death is a crash.
 	_, err := pass.Run(ctx, reconcile.Options{Heal: true})
 	require.NoError(t, err)
@@ -105,12 +101,7 @@ func TestFleetDeathAndRestartInABrowser(t *testing.T) {
 	ctx := context.Background()
 	f.add(state.Spore{Wish: state.Wish{ID: "lab-r", Colony: "lab", Rank: state.RankSpore}}, true, lifecycle(0, "created", ""))
 	f.add(state.Spore{Wish: state.Wish{ID: "lab-s", Colony: "lab", Rank: state.RankSpore}}, true, lifecycle(0, "created", ""))
-	heal := &reconcile.Pass{
-		Store:   f.st.Store,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.rt, nil },
-		Dial:    f.rt.Dial,
-		Now:     func() time.Time { return t0.Add(time.Hour) },
-	}
+	heal := reconciletest.NewPass(t, f.st.Store, reconciletest.WithFake(f.rt), reconciletest.At(t0.Add(time.Hour)))
 	_, err := heal.Run(ctx, reconcile.Options{Heal: true})
 	require.NoError(t, err)
 

@@ -90,12 +90,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ds := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
 	f := &fixture{t: t, st: &recordingStore{Store: ds}, rt: reconciletest.New()}
-	pass := &reconcile.Pass{
-		Store:   f.st,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return f.rt, nil },
-		Dial:    f.rt.Dial,
-		Now:     func() time.Time { return t0.Add(time.Hour) },
-	}
+	pass := reconciletest.NewPass(t, f.st, reconciletest.WithFake(f.rt), reconciletest.At(t0.Add(time.Hour)))
 	// FollowEvery: no pass behind a test's back (count reads, compare
 	// goldens); the tests of following set it. FleetShare: each fleet
 	// page load reads afresh, so a test sees what it just changed; the

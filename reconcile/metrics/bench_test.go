@@ -78,8 +78,7 @@ func BenchmarkMetrics10000(b *testing.B) {
 		b.Fatal(err)
 	}
 	proc := metrics.NewProcess()
-	pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return now }, Finished: proc.PassFinished,
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+	pass := reconciletest.NewPass(b, st, reconciletest.WithFake(rt), reconciletest.At(now), reconciletest.WithFinished(proc.PassFinished))
 	h := metrics.NewHandler(st, pass, proc)
 	h.Now = func() time.Time { return now }
 	scrape := func(b *testing.B) *httptest.ResponseRecorder {

@@ -73,8 +73,7 @@ func newFleet(t testing.TB) *fleetFixture {
 	b.Skip()
 	b.Write(`"three"`, `"four"`, `"five"`)
 	rt.Set(reconcile.PodObservation{ID: "ghost", State: reconcile.PodRunning})
-	pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return t0 },
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+	pass := reconciletest.NewPass(t, st, reconciletest.WithFake(rt), reconciletest.At(t0))
 	return &fleetFixture{st: st, rt: rt, pass: pass}
 }
 
@@ -223,8 +222,7 @@ func TestFleetBudgets(t *testing.T) {
 		return nil
 	}))
 	require.NoError(t, rt.Start(ctx, state.Spore{Wish: state.Wish{ID: "o1"}}, reconcile.Launch{Creds: reconcile.Credentials{BridgeToken: "sbt_test"}}))
-	pass := &reconcile.Pass{Store: st, Dial: rt.Dial, Now: func() time.Time { return t0 },
-		Runtime: func(context.Context, state.Settings) (reconcile.Runtime, error) { return rt, nil }}
+	pass := reconciletest.NewPass(t, st, reconciletest.WithFake(rt), reconciletest.At(t0))
 	families := func(opt reconcile.Options) (metricstest.Families, string) {
 		t.Helper()
 		out, err := pass.Run(ctx, opt)

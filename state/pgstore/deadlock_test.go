@@ -14,37 +14,20 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/internal/testutil"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore"
 	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 	"github.com/sporectl/sporectl/state/storetest"
 )
 
-// logBuffer is a bytes.Buffer safe for the store's concurrent log lines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // newLoggedStore is a store on a fresh database whose Debug log (retries
 // and restarts) the test reads, with spores ids already created.
-func newLoggedStore(t *testing.T, ids ...string) (*pgstore.Store, string, *logBuffer) {
+func newLoggedStore(t *testing.T, ids ...string) (*pgstore.Store, string, *testutil.Buffer) {
 	t.Helper()
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	logs := &logBuffer{}
+	logs := &testutil.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	s, _, err := pgstore.Init(ctx, url, state.Settings{Runtime: "local"}, pgstore.Options{Logger: logger, MaxConns: 8})
 	require.NoError(t, err)

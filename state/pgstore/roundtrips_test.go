@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/internal/testutil"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/pgstore"
 	"github.com/sporectl/sporectl/state/storetest"
@@ -172,7 +173,7 @@ func TestATransactionThatSendsNothingSendsNothing(t *testing.T) {
 func TestBrokenPooledConnectionsAreReplaced(t *testing.T) {
 	ctx := context.Background()
 	_, url := newStoreURL(t)
-	var logs logBuffer
+	var logs testutil.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	s, err := pgstore.Open(ctx, url+"&application_name=sporectl-pooled", pgstore.Options{Logger: logger})
 	require.NoError(t, err)
