@@ -107,11 +107,13 @@ func (ps *Pass) upkeep(ctx context.Context, snap *Snapshot, opt Options, now tim
 			if loop && loopDue(sp, now) {
 				every := time.Duration(sp.Loop)
 				e := state.OutboxEntry{ID: NewMessageID(), Spore: id, From: LoopFrom, Text: LoopText(every), At: now}
-				sp.LoopDue = NextLoopDue(sp.LoopDue, every, now)
 				if _, err := tx.Enqueue(ctx, e); err != nil {
 					return err
 				}
-				if err := tx.PutStatus(ctx, id, sp.StatusAtWish()); err != nil {
+				if sp, err = state.UpdateStatus(ctx, tx, id, func(_ state.Spore, st *state.Status) error {
+					st.LoopDue = NextLoopDue(st.LoopDue, every, now)
+					return nil
+				}); err != nil {
 					return err
 				}
 				appended, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindMessage, Action: e.ID, From: LoopFrom, At: now, Text: e.Text}})
