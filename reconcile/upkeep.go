@@ -10,7 +10,7 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
-// Upkeep is what a pass records before it plans, on the store's own
+// Upkeep is what a pass decides before it plans, on the store's own
 // rules rather than on a person's wish (docs/architecture.md "The pass"):
 //
 //   - the [arch] mycologist is always on: a healing pass that finds it
@@ -32,10 +32,10 @@ import (
 // time once: the second finds the work done, and a loop prompt it did
 // not record is taken out of its plan before anything is delivered.
 //
-// The [arch]'s automatic summons is recorded on the same pattern (one
-// transaction re-reading the [arch]'s record) but is not upkeep: it is
-// derived from the lines a pass ingests, so it runs after the commit
-// (summons.go), not before the plan.
+// The [arch]'s automatic summons is recorded on the same pattern (the
+// [arch]'s record re-read in the transaction) but is not upkeep: it is
+// derived from the lines a pass ingests, so it is recorded last inside
+// the commit (summons.go), not before act.
 
 // ArchFrom and LoopFrom are the senders upkeep records.
 const (

@@ -1,6 +1,8 @@
 package reconcile_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +72,30 @@ func TestPassWritesWhatItDecidedInOneTransaction(t *testing.T) {
 	e.heal()
 	require.Equal(t, before+1, e.st.Updates.Load())
 	require.Empty(t, e.pending("myc"))
+}
+
+// TestPassThatObservesNothingStillRecordsItsUpkeep: a pass whose runtime
+// cannot be observed acts on nothing and records no conclusion about a
+// spore, but the upkeep due is the store's own rule, not an observation:
+// the [arch] found asleep is wished Running and a due loop prompt queued,
+// in one transaction, for the next pass to act on.
+func TestPassThatObservesNothingStillRecordsItsUpkeep(t *testing.T) {
+	e := newEnv(t, "arch", "orch")
+	every := 10 * time.Minute
+	e.update("arch", func(sp *state.Spore) { sp.Rank = state.RankArch })
+	e.update("orch", func(sp *state.Spore) {
+		sp.Rank, sp.Swarm, sp.Desired = state.RankSwarm, "s1", state.Running
+		sp.Loop, sp.LoopDue = state.Duration(every), e.now
+	})
+	ps := e.pass()
+	ps.Runtime = func(context.Context, state.Settings) (reconcile.Runtime, error) { return nil, errors.New("no cluster") }
+	before := e.st.Updates.Load()
+	out, err := ps.Run(context.Background(), reconcile.Options{Heal: true, Deliver: true})
+	require.NoError(t, err)
+	require.Error(t, out.ObserveErr)
+	require.Equal(t, before+1, e.st.Updates.Load())
+	require.Equal(t, state.Running, e.spore("arch").Desired)
+	require.Equal(t, e.now.Add(every), e.spore("orch").LoopDue)
+	require.Len(t, e.pending("orch"), 1)
+	require.Zero(t, e.rt.Calls("Start"))
 }

@@ -146,6 +146,15 @@ type Wish struct {
 // Status is what reconcile passes concluded about a spore, written by
 // UpdateStatus (the one writer) at the wish's generation. Bookkeeping,
 // not observation: what runs is still recomputed by every command.
+//
+// Who changes which field: the pass's record (reconcile's plan and
+// commit) the crash bookkeeping, BridgeSeq and Health; upkeep LoopDue;
+// ingest Activity and, with deliveries, ActiveAt; the summons Incidents;
+// reconcile/wish what a change of wish resets. They are not split into a
+// struct per owner: the directory store writes a status as encoding/json
+// does, keys in declaration order, and the owners' fields interleave in
+// that order (bridge_seq among the record's, activity and active_at
+// apart), so grouping them would change the bytes of every record.
 type Status struct {
 	// ObservedGeneration is the wish generation this status was written
 	// against. A store refuses a status whose ObservedGeneration is not
