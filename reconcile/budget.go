@@ -16,13 +16,14 @@ import (
 // agent reports (state.Spore.Activity, by hour) over the UTC day of the
 // pass. A spore that reached either gets no delivery but what an
 // operator marked over-budget (its entries stay queued); once its turn
-// ends it is put to sleep by "budget" (wish.SleepBy), in one transaction
-// between plan and act that also summons its colony mycologist (or the
-// [arch]) once a day; once within budget again (a new day, a raised
-// budget) with something queued, it is woken (wish.WakeAfterBudget).
-// What a spore spent and whether that reached a budget are policy's
-// (policy.CountSpends, policy.Over): the [arch] mycologist is always on,
-// no budget holds it back, though its spend counts in its colony's.
+// ends it is put to sleep by "budget" (wish.SleepBy), in the pass's one
+// transaction between plan and act (decided.go), which also summons its
+// colony mycologist (or the [arch]) once a day; once within budget again
+// (a new day, a raised budget) with something queued, it is woken
+// (wish.WakeAfterBudget). What a spore spent and whether that reached a
+// budget are policy's (policy.CountSpends, policy.Over): the [arch]
+// mycologist is always on, no budget holds it back, though its spend
+// counts in its colony's.
 
 // countSpends counts the spends the plan judges budgets on
 // (policy.CountSpends): snap's spores, its colonies over every spore of
@@ -84,28 +85,30 @@ func ColonyBudgetKey(colony string, day time.Time) string {
 	return "budget:colony:" + colony + ":" + day.Format(time.DateOnly)
 }
 
-// recordBudget records, in one read-write transaction, the sleep of
-// every spore the plan put to sleep by budget and the wake of every one
-// it woke, each re-read first (one whose generation moved since the
-// snapshot is left alone), and the summons of each sleep. Each slept
-// spore's plan then stops it, each woken one's starts it.
-func (ps *Pass) recordBudget(ctx context.Context, plans []*SporePlan, in PlanInput) error {
-	todo := plansWhere(plans, func(p *SporePlan) bool { return p.SleepBudget || p.WakeBudget })
-	if len(todo) == 0 {
-		return nil
-	}
-	now := in.Now
-	done, err := ps.wishAsRead(ctx, todo, func(tx state.Tx, p *SporePlan) (state.Spore, bool, error) {
+// recordBudget records, inside tx, the sleep of every spore of todo the
+// plan put to sleep by budget and the wake of every one it woke, each
+// re-read first (one whose generation moved since the snapshot is left
+// alone), and the summons of each sleep. applyBudget then makes each
+// slept spore's plan stop it, each woken one's start it.
+func recordBudget(ctx context.Context, tx state.Tx, todo []*SporePlan, now time.Time) (map[*SporePlan]state.Spore, error) {
+	done, written, err := wishAsRead(ctx, tx, todo, func(tx state.Tx, p *SporePlan) (state.Spore, bool, error) {
 		if p.SleepBudget {
 			return wish.SleepBy(ctx, tx, p.Spore.ID, state.ByBudget, ": over budget ("+p.OverText+")", now)
 		}
 		return wish.WakeAfterBudget(ctx, tx, p.Spore.ID, ": within budget again, to deliver what is queued", now)
-	}, func(tx state.Tx, written []*SporePlan) error {
-		return budgetSummons(ctx, tx, plansWhere(written, func(p *SporePlan) bool { return p.SleepBudget }), now)
 	})
-	if err != nil {
-		return fmt.Errorf("record budget sleeps and wakes: %w", err)
+	if err == nil {
+		err = budgetSummons(ctx, tx, plansWhere(written, func(p *SporePlan) bool { return p.SleepBudget }), now)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("record budget sleeps and wakes: %w", err)
+	}
+	return done, nil
+}
+
+// applyBudget brings the plans of todo up to what recordBudget
+// committed.
+func (ps *Pass) applyBudget(todo []*SporePlan, done map[*SporePlan]state.Spore, in PlanInput) {
 	for _, p := range todo {
 		sp, ok := done[p]
 		if !ok {
@@ -122,7 +125,6 @@ func (ps *Pass) recordBudget(ctx context.Context, plans []*SporePlan, in PlanInp
 		ps.logger().Info("budget: woken", "spore", sp.ID)
 		heal(p, in)
 	}
-	return nil
 }
 
 // budgetSummons summons, inside tx, the mycologist of each spore slept

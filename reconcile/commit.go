@@ -53,53 +53,30 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 		var dead []buried
 		for _, p := range todo {
 			id := p.Spore.ID
-			fresh, err := tx.Spore(ctx, id)
-			if errors.Is(err, state.ErrNotFound) {
+			var evs []state.Event
+			read := false
+			_, err := state.UpdateStatus(ctx, tx, id, func(fresh state.Spore, st *state.Status) error {
+				read = true
+				var err error
+				*st, evs = p.record(fresh, now)
+				if st.BridgeSeq != fresh.BridgeSeq {
+					// Lines are appended below: what they did is counted in
+					// the same write (activity.go).
+					st.Activity = addActivity(st.Activity, evs, now, p.Ingest.countOf)
+				}
+				evs, dead, err = p.settleDeliveries(ctx, tx, fresh, st, evs, dead, now)
+				return err
+			})
+			if !read && errors.Is(err, state.ErrNotFound) {
 				continue // deleted since the snapshot: nothing of it to keep
 			}
-			if _, ok := state.SporeDamage(err); ok {
+			if _, ok := state.SporeDamage(err); ok && !read {
 				// Damaged since the snapshot: the next pass judges it
 				// alone; the others' records are still written.
 				continue
 			}
 			if err != nil {
 				return err
-			}
-			st, evs := p.record(fresh, now)
-			if st.BridgeSeq != fresh.BridgeSeq {
-				// Lines are appended below: what they did is counted in
-				// the same write (activity.go).
-				st.Activity = addActivity(st.Activity, evs, now, p.Ingest.countOf)
-			}
-			for _, d := range p.Delivered {
-				if d.Dead != "" {
-					ev, ok, err := bury(ctx, tx, id, d, now)
-					if err != nil {
-						return err
-					}
-					if ok {
-						evs = append(evs, ev)
-						dead = append(dead, buried{spore: fresh, entry: d.Entry.ID, reason: d.Dead})
-					}
-					continue
-				}
-				if d.Err != nil {
-					continue
-				}
-				err := tx.Dequeue(ctx, id, d.Entry.ID)
-				switch {
-				case err == nil:
-					evs = append(evs, deliveredEvent(d, now))
-					st.ActiveAt = now // given work: idle time starts over
-				case !errors.Is(err, state.ErrNotFound):
-					return err
-				}
-				// Not found: an overlapping pass dequeued it and said so.
-			}
-			if !st.Equal(fresh.Status) {
-				if err := tx.PutStatus(ctx, id, st); err != nil {
-					return err
-				}
 			}
 			if len(evs) > 0 {
 				got, err := tx.Append(ctx, id, evs)
@@ -121,4 +98,40 @@ func (ps *Pass) commit(ctx context.Context, plans []*SporePlan, now time.Time, t
 		return nil, err
 	}
 	return last, nil
+}
+
+// settleDeliveries records, inside tx, what became of each entry act
+// handed p's spore (fresh as read in tx): one refused for good is made a
+// dead letter (its event, and its summons gathered in dead), one
+// delivered is dequeued with its event and gives the spore work (st's
+// ActiveAt). An entry an overlapping pass settled already is skipped. It
+// returns evs and dead with what it added.
+func (p *SporePlan) settleDeliveries(ctx context.Context, tx state.Tx, fresh state.Spore, st *state.Status, evs []state.Event, dead []buried, now time.Time) ([]state.Event, []buried, error) {
+	id := fresh.ID
+	for _, d := range p.Delivered {
+		if d.Dead != "" {
+			ev, ok, err := bury(ctx, tx, id, d, now)
+			if err != nil {
+				return evs, dead, err
+			}
+			if ok {
+				evs = append(evs, ev)
+				dead = append(dead, buried{spore: fresh, entry: d.Entry.ID, reason: d.Dead})
+			}
+			continue
+		}
+		if d.Err != nil {
+			continue
+		}
+		err := tx.Dequeue(ctx, id, d.Entry.ID)
+		switch {
+		case err == nil:
+			evs = append(evs, deliveredEvent(d, now))
+			st.ActiveAt = now // given work: idle time starts over
+		case !errors.Is(err, state.ErrNotFound):
+			return evs, dead, err
+		}
+		// Not found: an overlapping pass dequeued it and said so.
+	}
+	return evs, dead, nil
 }

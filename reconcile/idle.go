@@ -15,11 +15,11 @@ import (
 // sleep once it has been idle for its SleepAfter (its own, else its
 // colony's), freeing its pod. The rule is policy's (policy.SleepIdle),
 // asked by the plan (sleepIdle); the pass records the sleep as a wish
-// (wish.SleepBy, DesiredBy "idle") in one transaction before it acts
-// (recordIdleSleeps), so a pass killed between the two leaves a spore
-// wished asleep whose processes the next pass ends (runs while asleep),
-// never one wished awake with nothing running. Then act stops it like
-// any spore that runs while asleep.
+// (wish.SleepBy, DesiredBy "idle") in its one transaction before it acts
+// (recordIdleSleeps, decided.go), so a pass killed between the two
+// leaves a spore wished asleep whose processes the next pass ends (runs
+// while asleep), never one wished awake with nothing running. Then act
+// stops it like any spore that runs while asleep.
 
 // sleepIdle decides whether p's spore is put to sleep for being idle
 // (policy.SleepIdle): what holds it awake is the plan's view of it now —
@@ -39,22 +39,24 @@ func idleText(idle time.Duration) string {
 	return "idle for " + idle.Truncate(time.Second).String()
 }
 
-// recordIdleSleeps records, in one read-write transaction, the sleep of
-// every spore the plan found idle long enough (wish.SleepBy, by idle),
-// each re-read first: one whose generation moved since the snapshot (a
-// person acted, another pass slept it) is left alone and not stopped.
-// Each slept spore's plan then stops it, on the record as written.
-func (ps *Pass) recordIdleSleeps(ctx context.Context, plans []*SporePlan, now time.Time) error {
-	todo := plansWhere(plans, func(p *SporePlan) bool { return p.SleepIdle })
-	if len(todo) == 0 {
-		return nil
-	}
-	slept, err := ps.wishAsRead(ctx, todo, func(tx state.Tx, p *SporePlan) (state.Spore, bool, error) {
+// recordIdleSleeps records, inside tx, the sleep of every spore the plan
+// found idle long enough (wish.SleepBy, by idle), each re-read first: one
+// whose generation moved since the snapshot (a person acted, another
+// pass slept it) is left alone and not stopped. applyIdleSleeps then
+// makes each slept spore's plan stop it, on the record as written.
+func recordIdleSleeps(ctx context.Context, tx state.Tx, todo []*SporePlan, now time.Time) (map[*SporePlan]state.Spore, error) {
+	slept, _, err := wishAsRead(ctx, tx, todo, func(tx state.Tx, p *SporePlan) (state.Spore, bool, error) {
 		return wish.SleepBy(ctx, tx, p.Spore.ID, state.ByIdle, ": "+idleText(p.Idle), now)
-	}, nil)
+	})
 	if err != nil {
-		return fmt.Errorf("record idle sleeps: %w", err)
+		return nil, fmt.Errorf("record idle sleeps: %w", err)
 	}
+	return slept, nil
+}
+
+// applyIdleSleeps brings the plans of todo up to what recordIdleSleeps
+// committed: a slept spore is stopped, one left alone is not.
+func (ps *Pass) applyIdleSleeps(todo []*SporePlan, slept map[*SporePlan]state.Spore) {
 	for _, p := range todo {
 		sp, ok := slept[p]
 		if !ok {
@@ -65,7 +67,6 @@ func (ps *Pass) recordIdleSleeps(ctx context.Context, plans []*SporePlan, now ti
 		p.Spore, p.Stop, p.Deliver = sp, true, nil
 		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
 	}
-	return nil
 }
 
 // sleptBy is who put sp to sleep, for status ("person", "idle",

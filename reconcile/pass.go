@@ -13,7 +13,7 @@ import (
 // Pass is the one pipeline every command that touches spores runs
 // (docs/architecture.md "The pass"):
 //
-//	load → observe → ingest → plan → (idle and budget sleeps) → act → commit → project
+//	load → (upkeep shown) → observe → ingest → plan → record what was decided → act → commit → project
 //
 // It holds dependencies only; every Run starts from the store.
 type Pass struct {
@@ -113,9 +113,8 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 	out := &Outcome{Missing: snap.ErrMissing()}
 	n := len(snap.Spores)
 	ps.progress("load", n, "")
-	if err := ps.upkeep(ctx, snap, opt, now); err != nil {
-		return nil, err
-	}
+	// Shown on the snapshot now, recorded before act (recordDecisions).
+	up := ps.upkeep(snap, opt, now)
 	recovery := snap.Settings.Recovery.WithDefaults()
 
 	obs := observation{spores: map[string]Observed{}}
@@ -196,7 +195,14 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 	if opt.DryRun || out.ObserveErr != nil {
 		// A dry run writes nothing; nor does a pass that could observe
 		// nothing: "Suspect, observation failed" is no fact about a spore
-		// to record (it would make the next start count as a crash).
+		// to record (it would make the next start count as a crash). The
+		// upkeep due is still recorded, for the next pass to act on (the
+		// plan of a pass that acts on nothing has no sleeps to record).
+		if !opt.DryRun {
+			if err := ps.recordDecisions(ctx, snap, up, plans, pin); err != nil {
+				return nil, err
+			}
+		}
 		out.Result = result(snap, plans, nil, pin.Spends)
 		out.Orphans = orphansOf(opt, obs)
 		return out, nil
@@ -208,12 +214,9 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 		}
 		ps.progress("ingest", n, fmt.Sprintf("%d line(s)", lines))
 	}
-	// An idle spore's sleep is a wish, recorded before act stops it.
-	if err := ps.recordIdleSleeps(ctx, plans, now); err != nil {
-		return nil, err
-	}
-	// So are a budget's sleeps and wakes, with their summons.
-	if err := ps.recordBudget(ctx, plans, pin); err != nil {
+	// What act carries out is recorded first, in one transaction: the
+	// upkeep, idle sleeps, the budget's sleeps and wakes (decided.go).
+	if err := ps.recordDecisions(ctx, snap, up, plans, pin); err != nil {
 		return nil, err
 	}
 	if err := ps.act(ctx, rt, plans, obs); err != nil {

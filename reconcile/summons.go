@@ -244,21 +244,24 @@ func summonOn(ctx context.Context, tx state.Tx, sp state.Spore, ss []Summons, no
 	if len(msgs) == 0 {
 		return res, nil
 	}
-	for _, o := range msgs {
-		for _, k := range o.keys {
-			sp.Incidents = append(sp.Incidents, state.Incident{Key: k, At: now})
+	sp, err := state.UpdateStatus(ctx, tx, sp.ID, func(_ state.Spore, st *state.Status) error {
+		for _, o := range msgs {
+			for _, k := range o.keys {
+				st.Incidents = append(st.Incidents, state.Incident{Key: k, At: now})
+			}
+			if o.sender != "" {
+				st.Incidents = append(st.Incidents, state.Incident{Key: senderMark(o.sender), At: now})
+			}
 		}
-		if o.sender != "" {
-			sp.Incidents = append(sp.Incidents, state.Incident{Key: senderMark(o.sender), At: now})
-		}
-	}
-	sp.Incidents = pruneIncidents(sp.Incidents, now)
-	if err := tx.PutStatus(ctx, sp.ID, sp.StatusAtWish()); err != nil {
+		st.Incidents = pruneIncidents(st.Incidents, now)
+		return nil
+	})
+	if err != nil {
 		return Summoned{}, fmt.Errorf("record incidents on %s: %w", sp.ID, err)
 	}
 	for _, o := range msgs {
 		m := outbox.Message{To: sp.ID, From: SummonsFrom, Kind: state.KindMessage, Mark: SummonsMark, Text: o.text, Wake: true}
-		r, err := outbox.Record(ctx, tx, sp, m, now)
+		r, err := outbox.Record(ctx, tx, sp, m, outbox.NewMessageID(), now)
 		if err != nil {
 			return Summoned{}, fmt.Errorf("record the summons %s for %s: %w", o.keys[0], sp.ID, err)
 		}

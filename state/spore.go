@@ -89,7 +89,8 @@ func (s Spec) Equal(o Spec) bool {
 // Spore is what the store keeps about one agent: its Wish, which people
 // and mycologists change (reconcile/wish is the one writer), and its
 // Status, which reconcile passes conclude. The two have their own writes
-// (Tx.PutWish, Tx.PutStatus); only CreateSpore writes both. Observed state
+// (Tx.PutWish; Tx.PutStatus through UpdateStatus); only CreateSpore
+// writes both. Observed state
 // (pods, bridge, what runs) is never part of either: every command
 // recomputes it. Both are embedded so a reader names a field, not which
 // half holds it; the JSON form is one flat object.
@@ -142,9 +143,18 @@ type Wish struct {
 	Budget Budget `json:"budget,omitzero"`
 }
 
-// Status is what reconcile passes concluded about a spore, written with
-// Tx.PutStatus at the wish's generation. Bookkeeping, not observation:
-// what runs is still recomputed by every command.
+// Status is what reconcile passes concluded about a spore, written by
+// UpdateStatus (the one writer) at the wish's generation. Bookkeeping,
+// not observation: what runs is still recomputed by every command.
+//
+// Who changes which field: the pass's record (reconcile's plan and
+// commit) the crash bookkeeping, BridgeSeq and Health; upkeep LoopDue;
+// ingest Activity and, with deliveries, ActiveAt; the summons Incidents;
+// reconcile/wish what a change of wish resets. They are not split into a
+// struct per owner: the directory store writes a status as encoding/json
+// does, keys in declaration order, and the owners' fields interleave in
+// that order (bridge_seq among the record's, activity and active_at
+// apart), so grouping them would change the bytes of every record.
 type Status struct {
 	// ObservedGeneration is the wish generation this status was written
 	// against. A store refuses a status whose ObservedGeneration is not

@@ -63,7 +63,9 @@ type Tx interface {
 	// PutStatus replaces the status of spore id, keeping its wish. The
 	// status must be written against the stored wish: an
 	// ObservedGeneration below the stored Generation is *StaleError
-	// (errors.Is ErrStale), one above it *InvalidError.
+	// (errors.Is ErrStale), one above it *InvalidError. UpdateStatus is
+	// its one caller outside the stores' contract suite (the lint in
+	// updatestatus_lint_test.go).
 	PutStatus(ctx context.Context, id string, st Status) error
 	// DeleteSpore removes the spore with its events, outbox and token.
 	DeleteSpore(ctx context.Context, id string) error

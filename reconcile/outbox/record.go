@@ -49,12 +49,14 @@ type Recorded struct {
 	Seq uint64
 }
 
-// Record records m inside tx, to sp as read in tx, under a new entry id
+// Record records m inside tx, to sp as read in tx, under the entry id id
 // that its event names (its Action): for what sporectl sends inside a
-// transaction of its own (a summons, a swarm loop's prompt). Whether the
-// entry waits for the target's budget is not said: the pass holds it.
-func Record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, now time.Time) (Recorded, error) {
-	entry := m.entry(NewMessageID(), now)
+// transaction of its own (a summons, a swarm loop's prompt). id is
+// NewMessageID's, or the id of the entry a pass showed on its snapshot
+// before recording it (a loop prompt: act delivers that entry). Whether
+// the entry waits for the target's budget is not said: the pass holds it.
+func Record(ctx context.Context, tx state.Tx, sp state.Spore, m Message, id string, now time.Time) (Recorded, error) {
+	entry := m.entry(id, now)
 	r, err := record(ctx, tx, sp, m, &entry, how{action: entry.ID}, now)
 	if err != nil {
 		return Recorded{}, err

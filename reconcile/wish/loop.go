@@ -35,7 +35,11 @@ func SetLoop(ctx context.Context, tx state.Tx, id string, every time.Duration, f
 	if err := tx.PutWish(ctx, sp.Wish); err != nil {
 		return sp, false, err
 	}
-	if err := tx.PutStatus(ctx, id, sp.StatusAtWish()); err != nil {
+	due := sp.LoopDue
+	if sp, err = state.UpdateStatus(ctx, tx, id, func(_ state.Spore, st *state.Status) error {
+		st.LoopDue = due
+		return nil
+	}); err != nil {
 		return sp, false, err
 	}
 	if _, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindLifecycle, Action: "loop", From: from, At: now, Text: text}}); err != nil {

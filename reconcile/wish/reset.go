@@ -28,12 +28,10 @@ func Reset(ctx context.Context, tx state.Tx, id string, now time.Time) error {
 	if !sp.BreakerOpen {
 		text = "crash history forgotten (the breaker was closed)"
 	}
-	if sp.HealthReason == reasonBridgeLogLost {
+	logLost := sp.HealthReason == reasonBridgeLogLost
+	if logLost {
 		text += fmt.Sprintf("; the bridge's new log is accepted: ingest restarts from its line 1 (the store holds the old log's lines up to %d)", sp.BridgeSeq)
-		sp.BridgeSeq = 0
 	}
-	sp.BreakerOpen, sp.Failures, sp.NotBefore = false, nil, time.Time{}
-	sp.Health, sp.HealthReason = "", ""
 	bump(&sp, now)
 	// The wish changes (a new generation, so a pass that saw the breaker
 	// open does not write it back), and so does the status it resets,
@@ -41,7 +39,14 @@ func Reset(ctx context.Context, tx state.Tx, id string, now time.Time) error {
 	if err := tx.PutWish(ctx, sp.Wish); err != nil {
 		return err
 	}
-	if err := tx.PutStatus(ctx, id, sp.StatusAtWish()); err != nil {
+	if _, err := state.UpdateStatus(ctx, tx, id, func(_ state.Spore, st *state.Status) error {
+		if logLost {
+			st.BridgeSeq = 0
+		}
+		st.BreakerOpen, st.Failures, st.NotBefore = false, nil, time.Time{}
+		st.Health, st.HealthReason = "", ""
+		return nil
+	}); err != nil {
 		return err
 	}
 	_, err = tx.Append(ctx, id, []state.Event{{Kind: state.KindBreaker, Action: "reset", At: now, Text: text}})

@@ -195,8 +195,10 @@ func (s *Store) relog(ctx context.Context, t *tx, r *row, rep *state.RepairRepor
 // clearMark clears sp's damage mark (its recorded health), so the next
 // pass judges it afresh; text, when set, is appended as its event.
 func (s *Store) clearMark(ctx context.Context, t *tx, sp state.Spore, text string) error {
-	sp.Health, sp.HealthReason = "", ""
-	if err := t.PutStatus(ctx, sp.ID, sp.StatusAtWish()); err != nil {
+	if _, err := state.UpdateStatus(ctx, t, sp.ID, func(_ state.Spore, st *state.Status) error {
+		st.Health, st.HealthReason = "", ""
+		return nil
+	}); err != nil {
 		return err
 	}
 	if text == "" {

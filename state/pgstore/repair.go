@@ -245,8 +245,10 @@ func eventDamage(kind string, bseq int64, action, sender, body, line []byte) []s
 // "repaired" event.
 func (t *tx) clearMark(ctx context.Context, sp state.Spore, text string) error {
 	if sp.HealthReason == state.ReasonStoreDamage {
-		sp.Health, sp.HealthReason = "", ""
-		if err := t.PutStatus(ctx, sp.ID, sp.StatusAtWish()); err != nil {
+		if _, err := state.UpdateStatus(ctx, t, sp.ID, func(_ state.Spore, st *state.Status) error {
+			st.Health, st.HealthReason = "", ""
+			return nil
+		}); err != nil {
 			return err
 		}
 	}
