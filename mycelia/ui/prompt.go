@@ -9,6 +9,7 @@ import (
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/reconcile/outbox"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -48,7 +49,7 @@ func (h *Handler) promptBox(r *http.Request, sp state.Spore, over string) prompt
 	if !ok || a.CSRF == "" {
 		return promptBox{}
 	}
-	asleep := sp.Desired != state.Running && !(sp.Desired == state.Paused && sp.DesiredBy == state.ByBudget)
+	asleep := !policy.TakesEveryMessage(sp)
 	return promptBox{Action: sporeHref(sp.ID) + "/prompt", CSRF: a.CSRF, From: h.sender(a),
 		Asleep: asleep, Desired: string(sp.Desired), Over: over, MaxBytes: bridge.MaxPromptBytes, Nonce: nonceOf(r)}
 }

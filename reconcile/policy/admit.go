@@ -17,7 +17,7 @@ import "github.com/sporectl/sporectl/state"
 // returned as it is.
 func Admit(sp state.Spore, wake bool, colony func() (state.ColonySettings, error)) (bool, error) {
 	switch {
-	case sp.Desired == state.Running, sp.Desired == state.Paused && sp.DesiredBy == state.ByBudget, wake:
+	case TakesEveryMessage(sp), wake:
 		return true, nil
 	case sp.Desired != state.Paused || sp.DesiredBy != state.ByIdle:
 		return false, nil
@@ -27,4 +27,12 @@ func Admit(sp state.Spore, wake bool, colony func() (state.ColonySettings, error
 		return false, err
 	}
 	return c.WakeOnMessage, nil
+}
+
+// TakesEveryMessage reports whether sp takes a message without being
+// asked to wake: it is wished awake, or a budget put it to sleep (its
+// messages wait for its budget). The page's prompt box shows "asleep"
+// for any other spore.
+func TakesEveryMessage(sp state.Spore) bool {
+	return sp.Desired == state.Running || sp.Desired == state.Paused && sp.DesiredBy == state.ByBudget
 }

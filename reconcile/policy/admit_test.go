@@ -45,3 +45,23 @@ func TestAdmit(t *testing.T) {
 		})
 	}
 }
+
+func TestTakesEveryMessage(t *testing.T) {
+	for _, c := range []struct {
+		desired state.Desired
+		by      state.DesiredBy
+		want    bool
+	}{
+		{state.Running, state.ByPerson, true},
+		{state.Running, state.ByIdle, true},
+		{state.Paused, state.ByBudget, true},
+		{state.Paused, state.ByIdle, false},
+		{state.Paused, state.ByPerson, false},
+		{state.Stopped, state.ByPerson, false},
+	} {
+		sp := state.Spore{Wish: state.Wish{ID: "a", Desired: c.desired, DesiredBy: c.by}}
+		if diff := cmp.Diff(c.want, TakesEveryMessage(sp)); diff != "" {
+			t.Errorf("TakesEveryMessage(%s by %s) (-want +got):\n%s", c.desired, c.by, diff)
+		}
+	}
+}
