@@ -3,19 +3,24 @@ package kube_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
+	"github.com/sporectl/sporectl/reconcile"
 )
 
 // In the cluster the bridge is dialled at the pod IP the kubelet reported.
@@ -109,7 +114,7 @@ func TestBridgeEndpointsInOneList(t *testing.T) {
 	admin, err := kube.New(adminCfg, kube.Options{Namespace: e.ns})
 	require.NoError(t, err)
 	counter.Reset()
-	eps, err := admin.BridgeEndpoints(ctx, append(ids, "missing"))
+	eps, err := admin.BridgeEndpoints(ctx, reconcile.FleetObservation{}, append(ids, "missing"))
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), counter.Requests(), "one LIST for every token")
 	require.Len(t, eps, 3)
@@ -122,7 +127,7 @@ func TestBridgeEndpointsInOneList(t *testing.T) {
 
 	// One named: its Secret alone is listed, not the others'.
 	counter.Reset()
-	one, err := admin.BridgeEndpoints(ctx, []string{"b-2"})
+	one, err := admin.BridgeEndpoints(ctx, reconcile.FleetObservation{}, []string{"b-2"})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), counter.Requests())
 	require.Len(t, one, 1)
@@ -135,7 +140,7 @@ func TestBridgeEndpointsInOneList(t *testing.T) {
 		many = append(many, fmt.Sprintf("absent-%d", i))
 	}
 	counter.Reset()
-	wide, err := admin.BridgeEndpoints(ctx, many)
+	wide, err := admin.BridgeEndpoints(ctx, reconcile.FleetObservation{}, many)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), counter.Requests())
 	require.Len(t, wide, 1)
@@ -145,9 +150,88 @@ func TestBridgeEndpointsInOneList(t *testing.T) {
 	saCfg, saCounter := kubetest.Counting(e.saCfg)
 	saRT, err := kube.New(saCfg, kube.Options{Namespace: e.ns})
 	require.NoError(t, err)
-	sa, err := saRT.BridgeEndpoints(ctx, ids)
+	sa, err := saRT.BridgeEndpoints(ctx, reconcile.FleetObservation{}, ids)
 	require.NoError(t, err)
 	require.Len(t, sa, 3)
 	assert.Equal(t, int64(1+len(ids)), saCounter.Requests(), "a forbidden LIST, then a GET each")
 	assert.True(t, sa["b-2"].Token == creds("b-2").BridgeToken)
 }
+
+// In the cluster one observation lists the pods once: the bridges are
+// dialled at the addresses Observe saw, not at those of a second LIST.
+// With sporectl's own Role (no list on Secrets) a spore's token is one
+// GET of its Secret, and its pod is not read again either.
+func TestInClusterObservationListsPodsOnce(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	fakeBridge := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(bridge.Status{State: bridge.StateIdle, Healthy: true})
+	}))
+	fakeBridge.Listener = l
+	fakeBridge.Start()
+	t.Cleanup(fakeBridge.Close)
+	port := l.Addr().(*net.TCPAddr).Port
+
+	ids := []string{"in-1", "in-2"}
+	e.kubelet.IP = "127.0.0.1"
+	e.start(t, ids...)
+	for _, id := range ids {
+		require.NoError(t, e.kubelet.Schedule(ctx, kube.ObjectName(id)))
+		require.NoError(t, e.kubelet.Run(ctx, kube.ObjectName(id), true))
+	}
+
+	for _, c := range []struct {
+		name string
+		cfg  *rest.Config
+		want map[string]int
+	}{
+		{"may list Secrets", kubetest.Shared(t).Config, map[string]int{"pods": 1, "persistentvolumeclaims": 1, "secrets": 1}},
+		// The LIST of Secrets forbidden: each read by name, no pod again.
+		{"sporectl's Role", e.saCfg, map[string]int{"pods": 1, "persistentvolumeclaims": 1, "secrets": 1, "get secrets": 2}},
+	} {
+		cfg, lists := countingLists(c.cfg)
+		rt, err := kube.New(cfg, kube.Options{Namespace: e.ns, InCluster: true, BridgePort: port})
+		require.NoError(t, err)
+		obs, _, err := reconcile.Observe(ctx, rt, ids)
+		require.NoError(t, err, c.name)
+		for _, id := range ids {
+			assert.Equal(t, reconcile.BridgeUp, obs[id].Bridge, "%s: %s answered at its pod's IP", c.name, id)
+		}
+		assert.Equal(t, c.want, lists(), "%s: the LISTs of one observation", c.name)
+	}
+}
+
+// countingLists counts cfg's reads by resource: a LIST as RESOURCE (a GET
+// of /api/v1/namespaces/NS/RESOURCE), a GET of one object as "get
+// RESOURCE".
+func countingLists(cfg *rest.Config) (*rest.Config, func() map[string]int) {
+	var mu sync.Mutex
+	lists := map[string]int{}
+	out := rest.CopyConfig(cfg)
+	out.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			seg := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+			if r.Method == http.MethodGet && len(seg) >= 5 && seg[2] == "namespaces" {
+				what := seg[4]
+				if len(seg) > 5 {
+					what = "get " + what
+				}
+				mu.Lock()
+				lists[what]++
+				mu.Unlock()
+			}
+			return next.RoundTrip(r)
+		})
+	})
+	return out, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(lists)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -17,6 +17,9 @@ import (
 // marked object is reported, including those whose spore the store no
 // longer has: the caller, who knows the store, calls them orphans.
 //
+// In the cluster each pod's IP is kept (PodObservation.IP): the pass's
+// BridgeEndpoints dials it instead of listing the pods again.
+//
 // With ids, the two LISTs select those spores' objects alone (up to
 // observeNamedMax of them; more list the fleet), and only they are
 // reported: a command about one spore reads its pod and claim, not the
@@ -42,7 +45,7 @@ func (r *Runtime) Observe(ctx context.Context, ids []string) (reconcile.FleetObs
 	if err != nil {
 		return reconcile.FleetObservation{}, fmt.Errorf("observe: list claims in %s: %w", r.opts.Namespace, err)
 	}
-	out := fleet(pods.Items, claims.Items)
+	out := fleet(pods.Items, claims.Items, r.opts.InCluster)
 	if len(ids) > 0 {
 		want := make(map[string]bool, len(ids))
 		for _, id := range ids {
@@ -53,8 +56,11 @@ func (r *Runtime) Observe(ctx context.Context, ids []string) (reconcile.FleetObs
 	return out, nil
 }
 
-// fleet folds the two lists into one observation per spore.
-func fleet(pods []corev1.Pod, claims []corev1.PersistentVolumeClaim) reconcile.FleetObservation {
+// fleet folds the two lists into one observation per spore. direct (in
+// the cluster, where bridges are dialled at their pods' addresses) keeps
+// each pod's IP in the observation, for BridgeEndpoints: the pass lists
+// the pods once.
+func fleet(pods []corev1.Pod, claims []corev1.PersistentVolumeClaim, direct bool) reconcile.FleetObservation {
 	byID := map[string][]*corev1.Pod{}
 	for i := range pods {
 		p := &pods[i]
@@ -64,8 +70,12 @@ func fleet(pods []corev1.Pod, claims []corev1.PersistentVolumeClaim) reconcile.F
 	}
 	out := reconcile.FleetObservation{Spores: make(map[string]reconcile.PodObservation, len(byID)+len(claims))}
 	for id, ps := range byID {
-		o := podObservation(id, primary(id, ps))
+		p := primary(id, ps)
+		o := podObservation(id, p)
 		o.Count = len(ps)
+		if direct {
+			o.IP = p.Status.PodIP
+		}
 		out.Spores[id] = o
 	}
 	for i := range claims {

@@ -312,29 +312,43 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 	return "", false
 }
 
-// checkAddress runs the server's check on a tell from c's caller to to.
-// A request whose message is already recorded (a retry) is not checked
-// again: the first answer stands. A check that fails is logged (its
-// reason only) and NameCheck decides instead.
-func (s *Server) checkAddress(c *call, to state.Spore, text string) (AddressVerdict, error) {
-	id := messageID(c.caller.ID, to.ID, c.requestID)
-	q := AddressQuery{Target: to, Text: text}
-	var seen bool
-	var recent []state.Event
-	// The candidates come from a read of the records shared by the tells
-	// of the last SporesShare: a tell does not read the whole fleet, and
-	// a spore made since is not named, one deleted since may be. The
-	// check guards against a slip, and reach is decided on the caller's
-	// own record, read at login.
+// checkAddress runs the server's check on a tell from c's caller to the
+// spore c names. A request whose message is already recorded (a retry) is
+// not checked again: the first answer stands. A check that fails is
+// logged (its reason only) and NameCheck decides instead.
+func (s *Server) checkAddress(c *call, text string) (AddressVerdict, error) {
+	// The target and the candidates come from a read of the records
+	// shared by the tells of the last SporesShare: a tell does not read
+	// the whole fleet, nor its target's record apart from its send, which
+	// judges reach on it afresh; a spore made since is not named, one
+	// deleted since may be. The check guards against a slip. A target the
+	// caller does not reach in that read is read now: no check runs on a
+	// spore out of reach.
 	all, err := s.records.Get(c.ctx(), s.sporesShare(), s.allSpores)
 	if err != nil {
 		return AddressVerdict{}, err
 	}
+	q := AddressQuery{Text: text}
+	found := false
 	for i := range all {
-		if all[i].ID != to.ID && reaches(&c.caller, &all[i]) {
+		if !reaches(&c.caller, &all[i]) {
+			continue
+		}
+		if all[i].ID == c.id {
+			q.Target, found = all[i], true
+		} else {
 			q.Candidates = append(q.Candidates, candidateOf(&all[i]))
 		}
 	}
+	if !found {
+		if q.Target, err = s.reachable(c); err != nil {
+			return AddressVerdict{}, err
+		}
+	}
+	to := q.Target
+	id := messageID(c.caller.ID, to.ID, c.requestID)
+	var seen bool
+	var recent []state.Event
 	err = s.Store.View(c.ctx(), func(tx state.Tx) error {
 		out, err := tx.Outbox(c.ctx(), to.ID)
 		if err != nil {
@@ -394,12 +408,12 @@ func (s *Server) checkAddress(c *call, to state.Spore, text string) (AddressVerd
 
 // misaddressed is the refusal of a tell the check found meant for
 // another spore.
-func misaddressed(to state.Spore, v AddressVerdict) *Error {
+func misaddressed(to string, v AddressVerdict) *Error {
 	if v.MeantFor == "" {
-		e := errorf(http.StatusConflict, CodeMisaddressed, "the message looks meant for another spore than %s (address check: %s): nothing was sent; if it is meant for %s, send it again with \"force\": true (--force)", to.ID, v.By, to.ID)
+		e := errorf(http.StatusConflict, CodeMisaddressed, "the message looks meant for another spore than %s (address check: %s): nothing was sent; if it is meant for %s, send it again with \"force\": true (--force)", to, v.By, to)
 		return e
 	}
-	e := errorf(http.StatusConflict, CodeMisaddressed, "the message looks meant for spore %s, not %s (address check: %s): nothing was sent; tell %s instead, or, if it is meant for %s, send it again with \"force\": true (--force)", v.MeantFor, to.ID, v.By, v.MeantFor, to.ID)
+	e := errorf(http.StatusConflict, CodeMisaddressed, "the message looks meant for spore %s, not %s (address check: %s): nothing was sent; tell %s instead, or, if it is meant for %s, send it again with \"force\": true (--force)", v.MeantFor, to, v.By, v.MeantFor, to)
 	e.MeantFor = v.MeantFor
 	return e
 }

@@ -48,35 +48,45 @@ func (s *Server) summons(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.send(c, to, summonsLetter(c.caller), req.Text, true)
+	return s.send(c, to.ID, summonsLetter(c.caller), req.Text, true, nil)
 }
 
 // tell: POST /spores/{id}/prompt — a mycologist to a spore in its reach.
+//
+// Reach is judged on the target as the send's transaction reads it
+// (outbox.Once.Check): a tell reads its target's record there and in its
+// delivery pass's commit, nowhere else. A refusal met before the send
+// (the body, the text, the address) is answered once reach has had its
+// say (reachFirst), so every answer is the one reach judged first gave.
 func (s *Server) tell(c *call) (int, any, error) {
-	to, err := s.reachable(c)
-	if err != nil {
-		return 0, nil, err
+	if err := state.ValidateID(c.id); err != nil {
+		return 0, nil, errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
 	}
 	var req TellRequest
-	err = decodeBody(c.w, c.r, &req)
-	if err != nil {
-		return 0, nil, err
+	if err := decodeBody(c.w, c.r, &req); err != nil {
+		return 0, nil, s.reachFirst(c, err)
 	}
 	if err := checkText("text", req.Text); err != nil {
-		return 0, nil, err
+		return 0, nil, s.reachFirst(c, err)
 	}
 	checked := "forced"
 	if !req.Force {
-		v, err := s.checkAddress(c, to, req.Text)
+		v, err := s.checkAddress(c, req.Text)
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, s.reachFirst(c, err)
 		}
 		if v.Misaddressed {
-			return 0, nil, misaddressed(to, v)
+			return 0, nil, s.reachFirst(c, misaddressed(c.id, v))
 		}
 		checked = v.By
 	}
-	status, body, err := s.send(c, to, tellLetter(c.caller, to), req.Text, req.Wake)
+	reach := func(sp state.Spore, found bool) error {
+		if !found {
+			return outOfReach(c.id)
+		}
+		return reached(c, sp, nil)
+	}
+	status, body, err := s.send(c, c.id, tellLetter(c.caller, c.id), req.Text, req.Wake, reach)
 	if res, ok := body.(SendResponse); ok {
 		res.AddressCheck = checked
 		body = res
@@ -109,7 +119,7 @@ func (s *Server) swarmTell(c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return s.send(c, to, swarmLetter(c.caller), req.Text, false)
+	return s.send(c, to.ID, swarmLetter(c.caller), req.Text, false, nil)
 }
 
 // swarmLoop: POST /api/swarm/loop — the [swarm] mycologist starts,
@@ -278,27 +288,48 @@ func (s *Server) reachable(c *call) (state.Spore, error) {
 			return err
 		})
 	}
+	if err := reached(c, to, err); err != nil {
+		return state.Spore{}, err
+	}
+	return to, nil
+}
+
+// reached is reach's answer on the route's {id} spore as read (err: the
+// read's error): nil when the caller reaches it; the same 403 for one
+// out of reach and one that does not exist; another error as it is.
+func reached(c *call, to state.Spore, err error) error {
 	switch {
 	case err == nil && Reaches(c.caller, to):
-		return to, nil
+		return nil
 	case err == nil, errors.Is(err, state.ErrNotFound):
-		return state.Spore{}, outOfReach(c.id)
+		return outOfReach(c.id)
 	}
-	return state.Spore{}, err
+	return err
+}
+
+// reachFirst is the answer to a request refused before its send: reach's
+// refusal when the caller does not reach the route's {id} spore (read
+// now: a refusal's cost), else refusal.
+func (s *Server) reachFirst(c *call, refusal error) error {
+	if _, err := s.reachable(c); err != nil {
+		return err
+	}
+	return refusal
 }
 
 // send records the caller's text framed by l (once per request id) and
 // delivers it now when the target is up; a target it woke is followed in
-// the background.
-func (s *Server) send(c *call, to state.Spore, l letter, text string, wake bool) (int, any, error) {
-	id := messageID(c.caller.ID, to.ID, c.requestID)
-	m := outbox.Message{To: to.ID, From: From(c.caller), Kind: state.KindMessage, Mark: l.mark, Text: text, Note: l.note, Wake: wake}
+// the background. check, when not nil, judges the target as the send's
+// transaction reads it, first (outbox.Once.Check).
+func (s *Server) send(c *call, to string, l letter, text string, wake bool, check func(sp state.Spore, found bool) error) (int, any, error) {
+	id := messageID(c.caller.ID, to, c.requestID)
+	m := outbox.Message{To: to, From: From(c.caller), Kind: state.KindMessage, Mark: l.mark, Text: text, Note: l.note, Wake: wake}
 	// The delivery pass's snapshot is read in the send's transaction, on
 	// the record the send read: that pass reads the target's record only
 	// in its commit.
 	var snap *reconcile.Snapshot
 	sent, err := outbox.SendOnce(c.ctx(), s.Store, m, outbox.Once{ID: id, Window: DedupWindow, KeepStopped: true,
-		Sender: c.caller.ID, Limit: s.RateLimit, Per: s.ratePer(),
+		Sender: c.caller.ID, Limit: s.RateLimit, Per: s.ratePer(), Check: check,
 		Then: func(ctx context.Context, tx state.Tx, sp state.Spore) (err error) {
 			snap, err = reconcile.LoadIn(ctx, tx, sp)
 			return err
@@ -309,9 +340,9 @@ func (s *Server) send(c *call, to state.Spore, l letter, text string, wake bool)
 	Failpoint("committed")
 	if sent.Held != "" {
 		// Recorded and kept: it waits for the target's budget.
-		return 0, nil, errorf(http.StatusConflict, CodeOverBudget, "spore %s is over budget (%s): the message %s is queued and is delivered the next UTC day or once its budget is raised", to.ID, sent.Held, id)
+		return 0, nil, errorf(http.StatusConflict, CodeOverBudget, "spore %s is over budget (%s): the message %s is queued and is delivered the next UTC day or once its budget is raised", to, sent.Held, id)
 	}
-	res := SendResponse{ID: id, To: to.ID, Woke: sent.Woke, Duplicate: sent.Duplicate, State: Delivered}
+	res := SendResponse{ID: id, To: to, Woke: sent.Woke, Duplicate: sent.Duplicate, State: Delivered}
 	if !sent.Pending {
 		return http.StatusAccepted, res, nil
 	}
@@ -321,7 +352,7 @@ func (s *Server) send(c *call, to state.Spore, l letter, text string, wake bool)
 	d, err := s.Pass.DeliverFrom(c.ctx(), snap, sent.Entry, start, 0)
 	if err != nil {
 		// Recorded: the next pass delivers it. Not the caller's failure.
-		s.logger().Warn("deliver now failed; left in the outbox", "message", id, "spore", to.ID, "err", err)
+		s.logger().Warn("deliver now failed; left in the outbox", "message", id, "spore", to, "err", err)
 		d = reconcile.DeliveryResult{State: Waiting, Detail: "left in the outbox; the next reconcile delivers it"}
 	}
 	res.State, res.Position, res.Detail = d.State, d.Position, d.Detail

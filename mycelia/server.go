@@ -163,8 +163,10 @@ func (s *Server) handler(rt *Route) http.Handler {
 			c.id = r.PathValue(rt.wildcard)
 		}
 		if !rt.Public {
+			// The spore a GET is about is read with the caller; a tell
+			// reads its target in its send's transaction (tell).
 			also := ""
-			if rt.wildcard == "id" && state.ValidateID(c.id) == nil {
+			if rt.wildcard == "id" && rt.Method == http.MethodGet && state.ValidateID(c.id) == nil {
 				also = c.id
 			}
 			sp, err := s.authenticate(r.Context(), r, also, &c.target)

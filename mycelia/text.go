@@ -42,9 +42,9 @@ func summonsLetter(asker state.Spore) letter {
 }
 
 // tellLetter is what frames a mycologist's tell to a spore below it.
-func tellLetter(sender, target state.Spore) letter {
+func tellLetter(sender state.Spore, target string) letter {
 	return letter{mark: mark(sender), note: fmt.Sprintf("(Answer by replying here: the mycologist reads your conversation with `mycologist spore %s`. To summon your own mycologist: `mycologist ask \"…\"`.)",
-		target.ID)}
+		target)}
 }
 
 // swarmLetter is what frames a swarm teammate's message.

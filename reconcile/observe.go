@@ -98,7 +98,7 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
-	eps := bridgeEndpoints(ctx, rt, toAsk)
+	eps := bridgeEndpoints(ctx, rt, fleet, toAsk)
 	var mu sync.Mutex
 	forEach(ctx, toAsk, bridgeWorkers, func(id string) {
 		c, st, err := askBridge(ctx, rt, dial, eps, id)
@@ -179,9 +179,12 @@ func forEach(ctx context.Context, ids []string, workers int, fn func(id string))
 }
 
 // BridgeLister is what a runtime may also offer: the endpoints of many
-// bridges in a few requests rather than one Bridge call each.
+// bridges in a few requests rather than one Bridge call each. fleet is
+// the runtime's own observation of the same pass (Runtime.Observe's
+// answer), so what it saw there (a pod's address, PodObservation.IP) is
+// not asked for again.
 type BridgeLister interface {
-	BridgeEndpoints(ctx context.Context, ids []string) (map[string]BridgeEndpoint, error)
+	BridgeEndpoints(ctx context.Context, fleet FleetObservation, ids []string) (map[string]BridgeEndpoint, error)
 }
 
 // endpoint is one spore's endpoint, or why there is none.
@@ -197,12 +200,12 @@ func (e *noEndpointError) Error() string { return "no way to reach the bridge of
 // bridgeEndpoints asks a BridgeLister for every endpoint at once; nil
 // when the runtime is none or its answer failed (callers then ask Bridge
 // per spore, concurrently).
-func bridgeEndpoints(ctx context.Context, rt Runtime, ids []string) map[string]endpoint {
+func bridgeEndpoints(ctx context.Context, rt Runtime, fleet FleetObservation, ids []string) map[string]endpoint {
 	bl, ok := rt.(BridgeLister)
 	if !ok || len(ids) == 0 {
 		return nil
 	}
-	eps, err := bl.BridgeEndpoints(ctx, ids)
+	eps, err := bl.BridgeEndpoints(ctx, fleet, ids)
 	if err != nil {
 		return nil
 	}

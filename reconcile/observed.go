@@ -135,6 +135,12 @@ type PodObservation struct {
 	Exited bool
 	Owned  bool // carries sporectl's ownership marks
 	Count  int  // pods found for this spore; >1 is reported, never guessed
+	// IP is the address the runtime dials the bridge at directly, as this
+	// observation saw it (kube in the cluster: the pod's IP); "" where it
+	// dials no address of the pod's (kube from outside goes through the
+	// API server's proxy; local). A BridgeLister takes it from here, so a
+	// pass reads the pods once.
+	IP string
 }
 
 // FleetObservation is one observation of the fleet, or of the spores

@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,7 +23,8 @@ import (
 //     lines after it): recorded and delivered, since an entry leaves the
 //     outbox only once delivered.
 //
-// Either way nothing is written and Sent.Duplicate is set.
+// Either way nothing is written and Sent.Duplicate is set. Once.Check
+// comes before both.
 func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.Time) (Sent, error) {
 	now = now.UTC()
 	entryID, window := o.ID, o.Window
@@ -40,6 +42,11 @@ func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.T
 			}
 		}
 		sp, err := tx.Spore(ctx, m.To)
+		if o.Check != nil && (err == nil || errors.Is(err, state.ErrNotFound)) {
+			if err := o.Check(sp, err == nil); err != nil {
+				return err
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -102,6 +109,12 @@ type Once struct {
 	Sender string
 	Limit  int
 	Per    time.Duration
+	// Check, when set, judges the target as this transaction reads it,
+	// before anything else is read or written (found: it exists; sp is
+	// then its record): serve's reach, so a tell reads its target once
+	// for its reach and its send. Its error refuses the send, a repeat
+	// too; nil lets it go on (a target not found is then ErrNotFound).
+	Check func(sp state.Spore, found bool) error
 	// Then, when set, runs last in the transaction, when the entry is in
 	// the outbox to be delivered (recorded now and not held for a budget,
 	// or recorded before and still queued), with the target's record as

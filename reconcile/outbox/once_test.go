@@ -147,3 +147,42 @@ func TestSendOnceThen(t *testing.T) {
 	require.Len(t, e.events("a"), n, "undone")
 	require.Len(t, e.pending("a"), 0)
 }
+
+// Once.Check judges the target as the send reads it, before anything
+// else: its refusal refuses a new message and a repeat alike, with nothing
+// written, and it is told of a target that does not exist.
+func TestSendOnceChecksTheTargetFirst(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "a")
+	m := outbox.Message{To: "a", From: "spore:b", Kind: state.KindMessage, Text: "hi", Wake: true}
+	refused := errors.New("not yours")
+	var seen []string
+	check := func(ok bool) func(state.Spore, bool) error {
+		return func(sp state.Spore, found bool) error {
+			seen = append(seen, sp.ID)
+			if !found {
+				seen[len(seen)-1] = "(none)"
+			}
+			if !ok {
+				return refused
+			}
+			return nil
+		}
+	}
+	_, err := outbox.SendOnce(ctx, e.st, m, outbox.Once{ID: "m-1", Window: time.Hour, Check: check(false)}, e.now)
+	require.ErrorIs(t, err, refused)
+	require.Empty(t, e.events("a"), "nothing written: no wake, no message")
+	require.Empty(t, e.pending("a"))
+
+	s, err := outbox.SendOnce(ctx, e.st, m, outbox.Once{ID: "m-1", Window: time.Hour, Check: check(true)}, e.now)
+	require.NoError(t, err)
+	require.True(t, s.Woke)
+	_, err = outbox.SendOnce(ctx, e.st, m, outbox.Once{ID: "m-1", Window: time.Hour, Check: check(false)}, e.now)
+	require.ErrorIs(t, err, refused, "a repeat is refused too")
+
+	_, err = outbox.SendOnce(ctx, e.st, outbox.Message{To: "ghost", Text: "x"}, outbox.Once{ID: "m-2", Check: check(true)}, e.now)
+	require.ErrorIs(t, err, state.ErrNotFound, "passed over, a target not found is ErrNotFound")
+	_, err = outbox.SendOnce(ctx, e.st, outbox.Message{To: "ghost", Text: "x"}, outbox.Once{ID: "m-2", Check: check(false)}, e.now)
+	require.ErrorIs(t, err, refused)
+	require.Equal(t, []string{"a", "a", "a", "(none)", "(none)"}, seen)
+}
