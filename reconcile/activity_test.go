@@ -136,7 +136,7 @@ func TestAddActivity(t *testing.T) {
 			if d := cmp.Diff(before, tc.have); d != "" {
 				t.Errorf("the input was modified (-before +after):\n%s", d)
 			}
-			sp := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running}, Status: state.Status{Activity: got}}
+			sp := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running}, Status: state.Status{IngestRecord: state.IngestRecord{Activity: got}}}
 			if err := sp.Validate(); err != nil {
 				t.Errorf("the record does not validate: %v", err)
 			}
@@ -158,7 +158,7 @@ func TestAddActivityKeepsTheBound(t *testing.T) {
 	if len(hs) != state.MaxActivity {
 		t.Fatalf("kept %d hours, want %d", len(hs), state.MaxActivity)
 	}
-	sp := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running}, Status: state.Status{Activity: hs}}
+	sp := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running}, Status: state.Status{IngestRecord: state.IngestRecord{Activity: hs}}}
 	if err := sp.Validate(); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestAfterThePass(t *testing.T) {
 	result := []byte(`{"type":"result","total_cost_usd":0.5,"usage":{"input_tokens":3,"output_tokens":4}}`)
 	snapshot := []state.HourActivity{{Hour: hour, Turns: 1, InputTokens: 10}}
 	plan := func(seq uint64, bridge BridgeState, last uint64, in *ingested) *SporePlan {
-		return &SporePlan{Spore: state.Spore{Status: state.Status{BridgeSeq: seq, Activity: snapshot}},
+		return &SporePlan{Spore: state.Spore{Status: state.Status{IngestRecord: state.IngestRecord{BridgeSeq: seq, Activity: snapshot}}},
 			Observed: Observed{Bridge: bridge, BridgeLastSeq: last}, Ingest: in}
 	}
 	lines := &ingested{base: 5, events: []state.Event{

@@ -36,7 +36,7 @@ func TestPlanBudget(t *testing.T) {
 	}
 	awake := func(id string, budget int64, tokens int64, f func(*state.Spore)) state.Spore {
 		s := state.Spore{Wish: state.Wish{ID: id, Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Updated: now.Add(-time.Hour),
-			Budget: state.Budget{TokensPerDay: budget}}, Status: state.Status{Health: policy.Healthy, Activity: spent(tokens, now)}}
+			Budget: state.Budget{TokensPerDay: budget}}, Status: state.Status{HealthRecord: state.HealthRecord{Health: policy.Healthy}, IngestRecord: state.IngestRecord{Activity: spent(tokens, now)}}}
 		if f != nil {
 			f(&s)
 		}

@@ -15,7 +15,7 @@ func TestPlanSleepIdle(t *testing.T) {
 	idle := Observed{Pod: PodRunning, Bridge: BridgeUp, Pods: 1, Activity: bridge.StateIdle}
 	awake := func(f func(*state.Spore)) state.Spore {
 		s := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Desired: state.Running,
-			SleepAfter: state.Duration(30 * time.Minute), Updated: t0.Add(-time.Hour)}, Status: state.Status{Health: policy.Healthy}}
+			SleepAfter: state.Duration(30 * time.Minute), Updated: t0.Add(-time.Hour)}, Status: state.Status{HealthRecord: state.HealthRecord{Health: policy.Healthy}}}
 		if f != nil {
 			f(&s)
 		}

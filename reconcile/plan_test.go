@@ -18,7 +18,7 @@ func TestPlanTable(t *testing.T) {
 	alive := Observed{Pod: PodRunning, Bridge: BridgeUp, Pods: 1}
 	dead := Observed{Pod: PodFailed, Bridge: BridgeDown, LastTermination: ReasonExited}
 	running := func(health policy.Health, f func(*state.Spore)) state.Spore {
-		s := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{Health: health}}
+		s := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{HealthRecord: state.HealthRecord{Health: health}}}
 		if f != nil {
 			f(&s)
 		}
@@ -44,12 +44,12 @@ func TestPlanTable(t *testing.T) {
 		{"fifth crash in the window opens the breaker", running("Dead", func(s *state.Spore) {
 			s.Failures = []time.Time{t0.Add(-4 * time.Minute), t0.Add(-3 * time.Minute), t0.Add(-2 * time.Minute), t0.Add(-time.Minute)}
 		}), dead, false, func(p *SporePlan) bool { return !p.Start && p.OpenBreaker }},
-		{"breaker open, put to sleep while it runs: stop it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}, Status: state.Status{BreakerOpen: true, Health: "Error"}}, alive, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
+		{"breaker open, put to sleep while it runs: stop it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}, Status: state.Status{HealthRecord: state.HealthRecord{BreakerOpen: true, Health: "Error"}}}, alive, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
 		{"breaker open: nothing", running("Error", func(s *state.Spore) { s.BreakerOpen = true }), dead, false, func(p *SporePlan) bool { return !p.Start && !p.OpenBreaker }},
 		{"runs while asleep: stop", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, alive, false, func(p *SporePlan) bool { return p.Stop }},
 		{"asleep with a failed pod: remove it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
 		{"stopped with a failed pod: remove it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Stopped}}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
-		{"breaker open, asleep with a failed pod: remove it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}, Status: state.Status{BreakerOpen: true, Health: "Error"}}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
+		{"breaker open, asleep with a failed pod: remove it", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}, Status: state.Status{HealthRecord: state.HealthRecord{BreakerOpen: true, Health: "Error"}}}, dead, false, func(p *SporePlan) bool { return p.Stop && !p.Start }},
 		{"asleep, its node lost: remove the pod", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, Observed{Pod: PodUnknown, Bridge: BridgeUnknown, Pods: 1}, false, func(p *SporePlan) bool { return p.Stop }},
 		{"asleep, observation failed: never act", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, observationFailed(), false, func(p *SporePlan) bool { return !p.Stop && !p.Start }},
 		{"asleep, terminating: wait", state.Spore{Wish: state.Wish{ID: "a", Desired: state.Paused}}, Observed{Pod: PodTerminating, Pods: 1}, false, func(p *SporePlan) bool { return !p.Stop && !p.Start }},
@@ -72,7 +72,7 @@ func TestPlanTable(t *testing.T) {
 }
 
 func TestRecordSkipsLinesIngestedMeanwhile(t *testing.T) {
-	snap := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{BridgeSeq: 2, Health: "Healthy"}}
+	snap := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{HealthRecord: state.HealthRecord{Health: "Healthy"}, IngestRecord: state.IngestRecord{BridgeSeq: 2}}}
 	p := &SporePlan{Spore: snap, Verdict: Verdict{Effective: policy.Healthy}}
 	p.Ingest = &ingested{base: 2}
 	for seq := uint64(3); seq <= 6; seq++ {
@@ -140,7 +140,7 @@ func TestOldPodTerminating(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			sp := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running, Generation: 1}, Status: state.Status{Health: c.health, HealthReason: c.reason}}
+			sp := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running, Generation: 1}, Status: state.Status{HealthRecord: state.HealthRecord{Health: c.health, HealthReason: c.reason}}}
 			now := t0
 			for i, st := range c.steps {
 				in := PlanInput{Now: now, Policy: recovery, Spores: []state.Spore{sp}, Observed: map[string]Observed{"a": st.obs}, Heal: st.heal}
@@ -201,7 +201,7 @@ func TestRestartEventSaysWhatHappened(t *testing.T) {
 			if c.policy != nil {
 				c.policy(&pol)
 			}
-			sp := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{Health: "Healthy", Failures: c.failures}}
+			sp := state.Spore{Wish: state.Wish{ID: "a", Desired: state.Running}, Status: state.Status{HealthRecord: state.HealthRecord{Health: "Healthy", Failures: c.failures}}}
 			p := Plan(PlanInput{Now: t0, Policy: pol, Spores: []state.Spore{sp}, Observed: map[string]Observed{"a": dead}, Heal: true})[0]
 			require.True(t, p.Start && p.Crash, "%+v", p)
 			_, evs := p.record(sp, t0)

@@ -86,7 +86,7 @@ func TestRecoveryValidate(t *testing.T) {
 }
 
 func TestSporeHealthValidate(t *testing.T) {
-	ok := Spore{Wish: Wish{ID: "a", Colony: "c", Rank: RankSpore, Desired: Paused, Generation: 1 << 62}, Status: Status{Health: "Dead", HealthReason: "OOMKilled"}}
+	ok := Spore{Wish: Wish{ID: "a", Colony: "c", Rank: RankSpore, Desired: Paused, Generation: 1 << 62}, Status: Status{HealthRecord: HealthRecord{Health: "Dead", HealthReason: "OOMKilled"}}}
 	require.NoError(t, ok.Validate())
 	for name, mutate := range map[string]func(*Spore){
 		"newline":    func(s *Spore) { s.Health = "a\nb" },

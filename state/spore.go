@@ -1,8 +1,6 @@
 package state
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -141,84 +139,6 @@ type Wish struct {
 	// Budget is the spore's daily spend limit (docs/budgets.md); zero:
 	// none of its own (its colony's may still hold).
 	Budget Budget `json:"budget,omitzero"`
-}
-
-// Status is what reconcile passes concluded about a spore, written by
-// UpdateStatus (the one writer) at the wish's generation. Bookkeeping,
-// not observation: what runs is still recomputed by every command.
-//
-// Who changes which field: the pass's record (reconcile's plan and
-// commit) the crash bookkeeping, BridgeSeq and Health; upkeep LoopDue;
-// ingest Activity and, with deliveries, ActiveAt; the summons Incidents;
-// reconcile/wish what a change of wish resets. They are not split into a
-// struct per owner: the directory store writes a status as encoding/json
-// does, keys in declaration order, and the owners' fields interleave in
-// that order (bridge_seq among the record's, activity and active_at
-// apart), so grouping them would change the bytes of every record.
-type Status struct {
-	// ObservedGeneration is the wish generation this status was written
-	// against. A store refuses a status whose ObservedGeneration is not
-	// the stored wish's (ErrStale): it was concluded from an older read.
-	ObservedGeneration uint64 `json:"observed_generation,omitempty"`
-
-	// Recovery bookkeeping (DESIGN "Health"): timers are timestamps so a
-	// cron reconcile acts when they are due.
-	Restarts    int         `json:"restarts,omitempty"`
-	Failures    []time.Time `json:"failures,omitempty"`  // recent crash times inside the breaker window
-	NotBefore   time.Time   `json:"not_before,omitzero"` // next respawn allowed at
-	BreakerOpen bool        `json:"breaker_open,omitempty"`
-	BridgeSeq   uint64      `json:"bridge_seq,omitempty"` // last bridge line ingested
-
-	// Health and HealthReason are the last effective health (Dead) and
-	// reason code ("OOMKilled") that a pass recorded as a transition
-	// event, so the next pass writes such an event only when they change.
-	// HealthReason is short single-line text (at most MaxHealthLen bytes).
-	Health       Health `json:"health,omitempty"`
-	HealthReason string `json:"health_reason,omitempty"`
-
-	// LoopDue is when the next loop prompt is due (see Wish Loop); a pass
-	// that finds it past, for an awake spore, records one prompt and moves
-	// it on past now, in the same transaction, so each due time is
-	// prompted once.
-	LoopDue time.Time `json:"loop_due,omitzero"`
-
-	// Activity is what the spore did per hour over its last MaxActivity
-	// hours, counted by ingest from the lines it takes in, in the same
-	// transaction (so the page's graph and "today" figures read one
-	// record, never the log). Ascending by hour; hours with nothing are
-	// left out.
-	Activity []HourActivity `json:"activity,omitempty"`
-	// Incidents are the incidents a pass has raised a summons for (kept
-	// on the [arch] mycologist's record), so each is raised once, and one
-	// "summons:<sender>" entry per summons, which the sender's limit
-	// counts (reconcile/summons_limit.go): at most MaxIncidents, oldest
-	// dropped first.
-	Incidents []Incident `json:"incidents,omitempty"`
-
-	// ActiveAt is when a pass last saw the spore do something: it
-	// ingested lines from it or delivered it a prompt. Idle time is
-	// measured from the later of it and the wish's Updated (docs/sleep.md).
-	ActiveAt time.Time `json:"active_at,omitzero"`
-}
-
-// StatusAtWish is s's status as written against s's wish: the status with
-// ObservedGeneration set to the wish's generation. A writer that read s
-// in its transaction and changed only the status passes this to
-// PutStatus.
-func (s Spore) StatusAtWish() Status {
-	st := s.Status
-	st.ObservedGeneration = s.Generation
-	return st
-}
-
-// Equal reports whether st and o say the same, compared as the stores
-// keep them (their JSON form, times at Precision): no list of fields to
-// keep in step, so a field a pass starts writing is never dropped as "no
-// change".
-func (st Status) Equal(o Status) bool {
-	a, errA := json.Marshal(st.Stamped())
-	b, errB := json.Marshal(o.Stamped())
-	return errA == nil && errB == nil && bytes.Equal(a, b)
 }
 
 // Health is an effective health state's name ("Healthy", "Dead"). The
@@ -360,60 +280,6 @@ func (s *Wish) Validate() error {
 	return s.validateSleep()
 }
 
-// Validate checks every field of the status that has a grammar.
-func (s *Status) Validate() error {
-	if s.ObservedGeneration > math.MaxInt64 {
-		return &InvalidError{Field: "observed generation", Value: strconv.FormatUint(s.ObservedGeneration, 10), Reason: "must be at most 9223372036854775807"}
-	}
-	if err := validateActivity(s.Activity); err != nil {
-		return err
-	}
-	if err := validateIncidents(s.Incidents); err != nil {
-		return err
-	}
-	if !s.Health.Valid() {
-		return &InvalidError{Field: "health", Value: string(s.Health), Reason: fmt.Sprintf("must be empty or a health state's name: a capital letter, then letters, at most %d bytes", MaxHealthName)}
-	}
-	if len(s.HealthReason) > MaxHealthLen {
-		return &InvalidError{Field: "health reason", Value: s.HealthReason, Reason: fmt.Sprintf("must be at most %d bytes", MaxHealthLen)}
-	}
-	return validateText("health reason", s.HealthReason)
-}
-
-func validateActivity(hs []HourActivity) error {
-	if len(hs) > MaxActivity {
-		return &InvalidError{Field: "activity", Value: strconv.Itoa(len(hs)) + " hours", Reason: fmt.Sprintf("must hold at most %d hours", MaxActivity)}
-	}
-	for i, h := range hs {
-		v := h.Hour.Format(time.RFC3339Nano)
-		if !h.Hour.Equal(h.Hour.Truncate(time.Hour)) {
-			return &InvalidError{Field: "activity hour", Value: v, Reason: "must be on the hour"}
-		}
-		if i > 0 && !hs[i-1].Hour.Before(h.Hour) {
-			return &InvalidError{Field: "activity hour", Value: v, Reason: "must be after the hour before it"}
-		}
-		if h.Turns < 0 || h.ToolCalls < 0 || h.InputTokens < 0 || h.OutputTokens < 0 || h.CostMicros < 0 || h.StoredBytes < 0 {
-			return &InvalidError{Field: "activity", Value: v, Reason: "counts must not be negative"}
-		}
-	}
-	return nil
-}
-
-func validateIncidents(is []Incident) error {
-	if len(is) > MaxIncidents {
-		return &InvalidError{Field: "incidents", Value: strconv.Itoa(len(is)), Reason: fmt.Sprintf("must be at most %d", MaxIncidents)}
-	}
-	for _, in := range is {
-		if in.Key == "" || len(in.Key) > MaxIncidentKey {
-			return &InvalidError{Field: "incident key", Value: in.Key, Reason: fmt.Sprintf("must be 1 to %d bytes", MaxIncidentKey)}
-		}
-		if err := validateText("incident key", in.Key); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // validateText refuses control characters (NUL included) and invalid
 // UTF-8 in short, single-line fields.
 func validateText(field, v string) error {
@@ -459,17 +325,4 @@ func (s Spore) Stamped() Spore {
 func (w Wish) Stamped() Wish {
 	w.Created, w.Updated = Stamp(w.Created), Stamp(w.Updated)
 	return w
-}
-
-// Stamped returns st with every time as a store keeps it.
-func (st Status) Stamped() Status {
-	st.NotBefore, st.LoopDue, st.ActiveAt = Stamp(st.NotBefore), Stamp(st.LoopDue), Stamp(st.ActiveAt)
-	if st.Failures != nil {
-		f := make([]time.Time, len(st.Failures))
-		for i, t := range st.Failures {
-			f[i] = Stamp(t)
-		}
-		st.Failures = f
-	}
-	return st
 }

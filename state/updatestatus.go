@@ -3,7 +3,6 @@ package state
 import (
 	"context"
 	"fmt"
-	"slices"
 )
 
 // UpdateStatus is the one writer of a spore's status (updatestatus_test.go's
@@ -40,15 +39,4 @@ func UpdateStatus(ctx context.Context, tx Tx, id string, change func(sp Spore, s
 	}
 	sp.Status = st
 	return sp, nil
-}
-
-// clone is st with lists of its own, so a change that writes into one in
-// place (an hour's count, a failure's time) changes neither the record it
-// is compared with nor, on a store that hands out what it caches, the
-// stored one.
-func (st Status) clone() Status {
-	st.Failures = slices.Clone(st.Failures)
-	st.Activity = slices.Clone(st.Activity)
-	st.Incidents = slices.Clone(st.Incidents)
-	return st
 }

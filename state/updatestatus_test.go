@@ -39,7 +39,7 @@ func (o *oneSpore) PutStatus(_ context.Context, id string, st state.Status) erro
 func TestUpdateStatus(t *testing.T) {
 	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
 	stored := func(observed uint64) state.Spore {
-		return state.Spore{Wish: state.Wish{ID: "a", Generation: 3}, Status: state.Status{ObservedGeneration: observed, Restarts: 1}}
+		return state.Spore{Wish: state.Wish{ID: "a", Generation: 3}, Status: state.Status{ObservedGeneration: observed, HealthRecord: state.HealthRecord{Restarts: 1}}}
 	}
 	refused := errors.New("refused")
 	for _, c := range []struct {
@@ -54,20 +54,20 @@ func TestUpdateStatus(t *testing.T) {
 			change: func(state.Spore, *state.Status) error { return nil }},
 		{name: "a field set to what it holds: no write", stored: stored(3),
 			change: func(_ state.Spore, st *state.Status) error { st.Restarts = 1; return nil }},
-		{name: "a time that differs below the stored precision: no write", stored: state.Spore{Wish: stored(3).Wish, Status: state.Status{ObservedGeneration: 3, ActiveAt: at}},
+		{name: "a time that differs below the stored precision: no write", stored: state.Spore{Wish: stored(3).Wish, Status: state.Status{ObservedGeneration: 3, IngestRecord: state.IngestRecord{ActiveAt: at}}},
 			change: func(_ state.Spore, st *state.Status) error { st.ActiveAt = at.Add(time.Nanosecond); return nil }},
 		{name: "a field changed: written at the wish", stored: stored(3),
 			change: func(_ state.Spore, st *state.Status) error { st.Restarts = 2; return nil },
-			writes: []state.Status{{ObservedGeneration: 3, Restarts: 2}}},
+			writes: []state.Status{{ObservedGeneration: 3, HealthRecord: state.HealthRecord{Restarts: 2}}}},
 		{name: "a wish written since: the status is written at it", stored: stored(2),
 			change: func(state.Spore, *state.Status) error { return nil },
-			writes: []state.Status{{ObservedGeneration: 3, Restarts: 1}}},
+			writes: []state.Status{{ObservedGeneration: 3, HealthRecord: state.HealthRecord{Restarts: 1}}}},
 		{name: "change sees the record as read", stored: stored(3),
 			change: func(sp state.Spore, st *state.Status) error { st.Restarts = int(sp.Generation); return nil },
-			writes: []state.Status{{ObservedGeneration: 3, Restarts: 3}}},
-		{name: "a list changed in place: written", stored: state.Spore{Wish: stored(3).Wish, Status: state.Status{ObservedGeneration: 3, Incidents: []state.Incident{{Key: "k", At: at}}}},
+			writes: []state.Status{{ObservedGeneration: 3, HealthRecord: state.HealthRecord{Restarts: 3}}}},
+		{name: "a list changed in place: written", stored: state.Spore{Wish: stored(3).Wish, Status: state.Status{ObservedGeneration: 3, SummonsRecord: state.SummonsRecord{Incidents: []state.Incident{{Key: "k", At: at}}}}},
 			change: func(_ state.Spore, st *state.Status) error { st.Incidents[0].Key = "j"; return nil },
-			writes: []state.Status{{ObservedGeneration: 3, Incidents: []state.Incident{{Key: "j", At: at}}}}},
+			writes: []state.Status{{ObservedGeneration: 3, SummonsRecord: state.SummonsRecord{Incidents: []state.Incident{{Key: "j", At: at}}}}}},
 		{name: "change fails: nothing written", stored: stored(3),
 			change: func(_ state.Spore, st *state.Status) error { st.Restarts = 9; return refused },
 			err:    refused},

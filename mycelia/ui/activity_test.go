@@ -47,11 +47,11 @@ func TestActivityGraph(t *testing.T) {
 	hour := now.Truncate(time.Hour)
 	sp := state.Spore{
 		Wish: state.Wish{ID: "a"},
-		Status: state.Status{Activity: []state.HourActivity{
+		Status: state.Status{IngestRecord: state.IngestRecord{Activity: []state.HourActivity{
 			{Hour: hour.Add(-8 * 24 * time.Hour), Turns: 99, CostMicros: 99_000_000}, // older than the week
 			{Hour: hour.Add(-30 * time.Hour), Turns: 1, ToolCalls: 2, InputTokens: 1500, OutputTokens: 500, CostMicros: 10_000},
 			{Hour: hour, Turns: 3, ToolCalls: 8, InputTokens: 100, OutputTokens: 20, CostMicros: 410_000},
-		}},
+		}}},
 	}
 	v := activityOf(sp, now)
 	require.False(t, v.Empty)
@@ -100,7 +100,7 @@ func TestActivityGraphSize(t *testing.T) {
 			Turns: int64(i%5 + 1), ToolCalls: int64(i % 17), InputTokens: int64(i * 1000), OutputTokens: 77, CostMicros: 1})
 	}
 	var b strings.Builder
-	require.NoError(t, pages().ExecuteTemplate(&b, "activity", activityOf(state.Spore{Wish: state.Wish{ID: "a"}, Status: state.Status{Activity: hs}}, now)))
+	require.NoError(t, pages().ExecuteTemplate(&b, "activity", activityOf(state.Spore{Wish: state.Wish{ID: "a"}, Status: state.Status{IngestRecord: state.IngestRecord{Activity: hs}}}, now)))
 	require.Less(t, b.Len(), 64<<10, "a full week is %d bytes", b.Len())
 	t.Logf("a full week's graph: %d bytes", b.Len())
 }
@@ -117,7 +117,7 @@ func TestSumsNeverWrap(t *testing.T) {
 	}
 	d := todayOf(hs, now)
 	require.NotContains(t, d.Tokens+d.Cost+d.Title, "-", "%+v", d)
-	v := activityOf(state.Spore{Wish: state.Wish{ID: "a"}, Status: state.Status{Activity: hs}}, now)
+	v := activityOf(state.Spore{Wish: state.Wish{ID: "a"}, Status: state.Status{IngestRecord: state.IngestRecord{Activity: hs}}}, now)
 	var b strings.Builder
 	require.NoError(t, pages().ExecuteTemplate(&b, "activity", v))
 	require.NotContains(t, b.String(), ">-", "a negative figure")

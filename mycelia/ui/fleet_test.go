@@ -28,10 +28,10 @@ func (f *fixture) busyColony() {
 	hour := t0.Truncate(time.Hour) // 10:00, now is 11:00
 	f.add(state.Spore{
 		Wish: state.Wish{ID: "busy", Colony: "lab", Rank: state.RankSpore},
-		Status: state.Status{Activity: []state.HourActivity{
+		Status: state.Status{IngestRecord: state.IngestRecord{Activity: []state.HourActivity{
 			{Hour: hour.Add(-11 * time.Hour), ToolCalls: 2, InputTokens: 9999},
 			{Hour: hour, Turns: 3, ToolCalls: 4, InputTokens: 1000, OutputTokens: 234, CostMicros: 420_000},
-		}},
+		}}},
 	}, false, lifecycle(0, "created", ""), text(1, "working on it"), lifecycle(5, "slept", "desired Running → Paused"), lifecycle(6, "delivered", "prompt p1 delivered"))
 	evs := []state.Event{lifecycle(0, "created", "")}
 	for i := range TailEvents + 4 {

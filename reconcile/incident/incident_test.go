@@ -40,7 +40,7 @@ func TestCollisionKey(t *testing.T) {
 		require.True(t, strings.HasPrefix(k, "collision:sha256:"), k)
 		require.LessOrEqual(t, len(k), state.MaxIncidentKey)
 		require.Equal(t, k, incident.CollisionKey(incident.Collision{Path: p, Spores: []incident.FileEdit{{ID: "a"}, {ID: "b"}}}), "stable")
-		sp := state.Spore{Wish: state.Wish{ID: "arch", Colony: "lab", Rank: state.RankArch, Desired: state.Running}, Status: state.Status{Incidents: []state.Incident{{Key: k}}}}
+		sp := state.Spore{Wish: state.Wish{ID: "arch", Colony: "lab", Rank: state.RankArch, Desired: state.Running}, Status: state.Status{SummonsRecord: state.SummonsRecord{Incidents: []state.Incident{{Key: k}}}}}
 		require.NoError(t, sp.Validate(), "a key the store takes")
 	}
 	require.Equal(t, "failed:a:42", incident.DeployKey(incident.Deploy{Spore: "a", Seq: 42, What: "anything"}))

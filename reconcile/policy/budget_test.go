@@ -18,7 +18,7 @@ func today(now time.Time, in, out, cost int64) []state.HourActivity {
 }
 
 func TestSpendOf(t *testing.T) {
-	sp := state.Spore{Status: state.Status{Activity: today(t0, 3, 4, 5)}}
+	sp := state.Spore{Status: state.Status{IngestRecord: state.IngestRecord{Activity: today(t0, 3, 4, 5)}}}
 	for _, c := range []struct {
 		name  string
 		extra state.Spend
@@ -37,7 +37,7 @@ func TestSpendOf(t *testing.T) {
 
 func TestCountSpends(t *testing.T) {
 	spore := func(id, colony string, b state.Budget, tokens int64) state.Spore {
-		return state.Spore{Wish: state.Wish{ID: id, Colony: colony, Budget: b}, Status: state.Status{Activity: today(t0, tokens, 0, 0)}}
+		return state.Spore{Wish: state.Wish{ID: id, Colony: colony, Budget: b}, Status: state.Status{IngestRecord: state.IngestRecord{Activity: today(t0, tokens, 0, 0)}}}
 	}
 	own := state.Budget{TokensPerDay: 10}
 	a, b, c := spore("a", "lab", own, 1), spore("b", "lab", state.Budget{}, 2), spore("c", "ops", state.Budget{}, 4)
@@ -70,7 +70,7 @@ func TestCountSpends(t *testing.T) {
 
 func TestColonySpends(t *testing.T) {
 	sp := func(id, colony string, tokens int64) state.Spore {
-		return state.Spore{Wish: state.Wish{ID: id, Colony: colony}, Status: state.Status{Activity: today(t0, tokens, 0, 1)}}
+		return state.Spore{Wish: state.Wish{ID: id, Colony: colony}, Status: state.Status{IngestRecord: state.IngestRecord{Activity: today(t0, tokens, 0, 1)}}}
 	}
 	for _, c := range []struct {
 		name string

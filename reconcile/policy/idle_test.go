@@ -43,7 +43,7 @@ func TestIdleSince(t *testing.T) {
 		{"never seen working", time.Time{}, t0, t0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			sp := state.Spore{Wish: state.Wish{Updated: c.updated}, Status: state.Status{ActiveAt: c.active}}
+			sp := state.Spore{Wish: state.Wish{Updated: c.updated}, Status: state.Status{IngestRecord: state.IngestRecord{ActiveAt: c.active}}}
 			if diff := cmp.Diff(c.want, IdleSince(sp)); diff != "" {
 				t.Fatalf("IdleSince (-want +got):\n%s", diff)
 			}

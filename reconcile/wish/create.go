@@ -59,7 +59,7 @@ func CreateMany(ctx context.Context, tx state.Tx, news []New, now time.Time) ([]
 		sp := state.Spore{
 			Wish: state.Wish{ID: n.ID, Colony: n.Colony, Rank: n.Rank, Swarm: n.Swarm, Role: n.Role, Desired: state.Paused, Spec: n.Spec.WithDefaults(settings), Created: now, Updated: now,
 				SleepAfter: state.Duration(n.SleepAfter), Budget: n.Budget},
-			Status: state.Status{Health: policy.Paused},
+			Status: state.Status{HealthRecord: state.HealthRecord{Health: policy.Paused}},
 		}
 		if policy.AlwaysOn(sp) && n.SleepAfter != 0 {
 			return nil, &RefusedError{Msg: fmt.Sprintf("create %s: the [arch] mycologist is always on: --sleep-after cannot be set on it (nothing was created)", sp.ID)}

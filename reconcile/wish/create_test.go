@@ -24,7 +24,7 @@ func TestCreateRecordsASleepingSporeWithTheStoresDefaults(t *testing.T) {
 		require.Equal(t, sp, got, "the record returned is the one written")
 		require.Equal(t, state.Spore{
 			Wish:   state.Wish{ID: "a", Colony: "lab", Rank: state.RankSpore, Swarm: "red", Role: "dev", Desired: state.Paused, Spec: state.Spec{Image: "img:1", CPU: "2", Memory: "1Gi", Storage: "2Gi"}, Created: now, Updated: now},
-			Status: state.Status{Health: policy.Paused},
+			Status: state.Status{HealthRecord: state.HealthRecord{Health: policy.Paused}},
 		}, sp)
 		require.Equal(t, []state.Event{{Seq: 1, Kind: state.KindLifecycle, Action: "created", At: now,
 			Text: "colony lab, rank spore, desired Paused"}}, evs)

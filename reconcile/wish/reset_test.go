@@ -21,11 +21,11 @@ func TestResetClosesTheBreakerWithANewGeneration(t *testing.T) {
 		wantSeq uint64
 		text    string
 	}{
-		{"breaker open", state.Spore{Status: state.Status{BreakerOpen: true, Failures: crashes, NotBefore: now.Add(time.Hour), Health: "Error", HealthReason: "CrashLoop", BridgeSeq: 7}},
+		{"breaker open", state.Spore{Status: state.Status{HealthRecord: state.HealthRecord{BreakerOpen: true, Failures: crashes, NotBefore: now.Add(time.Hour), Health: "Error", HealthReason: "CrashLoop"}, IngestRecord: state.IngestRecord{BridgeSeq: 7}}},
 			7, "breaker closed, crash history forgotten"},
-		{"breaker closed", state.Spore{Status: state.Status{Failures: crashes[:1], NotBefore: now.Add(time.Minute), Health: "Dead", BridgeSeq: 7}},
+		{"breaker closed", state.Spore{Status: state.Status{HealthRecord: state.HealthRecord{Failures: crashes[:1], NotBefore: now.Add(time.Minute), Health: "Dead"}, IngestRecord: state.IngestRecord{BridgeSeq: 7}}},
 			7, "crash history forgotten (the breaker was closed)"},
-		{"bridge log lost", state.Spore{Status: state.Status{Health: "Error", HealthReason: string(reconcile.ReasonBridgeLogLost), BridgeSeq: 42}},
+		{"bridge log lost", state.Spore{Status: state.Status{HealthRecord: state.HealthRecord{Health: "Error", HealthReason: string(reconcile.ReasonBridgeLogLost)}, IngestRecord: state.IngestRecord{BridgeSeq: 42}}},
 			0, "crash history forgotten (the breaker was closed); the bridge's new log is accepted: ingest restarts from its line 1 (the store holds the old log's lines up to 42)"},
 	}
 	for _, tt := range tests {

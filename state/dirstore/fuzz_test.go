@@ -281,7 +281,7 @@ func fuzzRow(id, text string, i int) *row {
 	return &row{
 		Spore: state.Spore{
 			Wish:   state.Wish{ID: id, Colony: "c", Rank: state.RankSwarm, Swarm: "s", Role: "r", Desired: state.Running, Spec: state.Spec{Image: text, CPU: "2", Memory: "3Gi"}, Created: at, Updated: at.Add(time.Second), Generation: uint64(i) * 3},
-			Status: state.Status{ObservedGeneration: uint64(i) * 2, Restarts: i, Failures: []time.Time{at}, NotBefore: at.Add(time.Minute), BreakerOpen: i%2 == 0, BridgeSeq: uint64(i), Health: []state.Health{"", "Dead", "Healthy"}[i%3], HealthReason: []string{"", "OOMKilled"}[i%2]},
+			Status: state.Status{ObservedGeneration: uint64(i) * 2, HealthRecord: state.HealthRecord{Restarts: i, Failures: []time.Time{at}, NotBefore: at.Add(time.Minute), BreakerOpen: i%2 == 0, Health: []state.Health{"", "Dead", "Healthy"}[i%3], HealthReason: []string{"", "OOMKilled"}[i%2]}, IngestRecord: state.IngestRecord{BridgeSeq: uint64(i)}},
 		},
 		Log:    logHead{File: id + ".1.log", Size: int64(i) * 100, LastSeq: uint64(i)},
 		Outbox: []state.OutboxEntry{{ID: "m" + strconv.Itoa(i), Spore: id, From: "user:x", Text: text, At: at, Wake: i%3 == 0}},

@@ -245,13 +245,15 @@ func TestUpgradeFromVersion4(t *testing.T) {
 		Wish: state.Wish{ID: "busy", Colony: "lab", Rank: state.RankSpore, Swarm: "team", Role: "dev", Desired: state.Running,
 			Spec:    state.Spec{Image: "agent:7", CPU: "2", Memory: "3Gi", Storage: "5Gi"},
 			Created: at(0), Updated: at(5), Generation: 7, Loop: state.Duration(5 * time.Minute)},
-		Status: state.Status{Restarts: 2, Failures: []time.Time{at(1), at(2)}, NotBefore: at(9), BreakerOpen: true, BridgeSeq: 41,
-			Health: "Dead", HealthReason: "OOMKilled", LoopDue: at(30),
-			Activity: []state.HourActivity{
+		Status: state.Status{
+			HealthRecord: state.HealthRecord{Restarts: 2, Failures: []time.Time{at(1), at(2)}, NotBefore: at(9), BreakerOpen: true,
+				Health: "Dead", HealthReason: "OOMKilled"},
+			IngestRecord: state.IngestRecord{BridgeSeq: 41, Activity: []state.HourActivity{
 				{Hour: time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC), Turns: 3, ToolCalls: 4, InputTokens: 100, OutputTokens: 50, CostMicros: 1200},
 				{Hour: time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC), Turns: 1},
-			},
-			Incidents: []state.Incident{{Key: "collision:main.go:busy,quiet", At: at(3)}}},
+			}},
+			UpkeepRecord:  state.UpkeepRecord{LoopDue: at(30)},
+			SummonsRecord: state.SummonsRecord{Incidents: []state.Incident{{Key: "collision:main.go:busy,quiet", At: at(3)}}}},
 	}
 	quiet := state.Spore{Wish: state.Wish{ID: "quiet", Colony: "lab", Rank: state.RankArch, Desired: state.Paused, Created: at(0), Updated: at(0)}}
 	insertVersion4(t, url, busy, 3)
@@ -323,7 +325,7 @@ func TestUpgradeRefusesBadHealth(t *testing.T) {
 	for _, h := range []struct{ id, health string }{{"fine", "Dead"}, {"odd", "dead (oom)"}, {"worse", "Healthy\nreally"}} {
 		insertVersion4(t, url, state.Spore{
 			Wish:   state.Wish{ID: h.id, Colony: "lab", Rank: state.RankSpore, Desired: state.Running, Created: at, Updated: at, Generation: 2},
-			Status: state.Status{Health: state.Health(h.health)},
+			Status: state.Status{HealthRecord: state.HealthRecord{Health: state.Health(h.health)}},
 		}, 0)
 	}
 
