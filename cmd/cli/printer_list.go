@@ -41,7 +41,7 @@ func writeListJSON(w io.Writer, v listJSON) error {
 	}
 	mark := append(append([]byte("\n  "), k...), ": null"...)
 	at := bytes.Index(d, mark)
-	if at < 0 || bytes.Index(d[at+1:], mark) >= 0 {
+	if at < 0 || bytes.Contains(d[at+1:], mark) {
 		return fmt.Errorf("encode json: key %s is not the document's once", k)
 	}
 	head, tail := d[:at+len(mark)-len("null")], d[at+len(mark):]

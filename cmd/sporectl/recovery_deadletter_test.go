@@ -62,11 +62,11 @@ func TestRecoveryDeadLetterKilled(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	big := strings.Repeat("x", bridge.MaxPromptBytes+1000)
-	var bigs, smalls []string
+	var bigs []string
 	killed := 0
 	for round := 0; round < 8; round++ {
 		b, s := fmt.Sprintf("big-%d", round), fmt.Sprintf("small-%d", round)
-		bigs, smalls = append(bigs, b), append(smalls, s)
+		bigs = append(bigs, b)
 		st := open()
 		require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
 			if _, err := tx.Enqueue(ctx, state.OutboxEntry{ID: b, Spore: id, From: "user:test", Text: big}); err != nil {

@@ -156,7 +156,7 @@ func TestPromptRefused(t *testing.T) {
 		{"too long once framed", url.Values{"csrf": {csrf}, "text": {strings.Repeat("[from ", 200000/6)}}, nil, http.StatusRequestEntityTooLarge},
 		// The one check every text passes (bridge.CheckText): a textarea's
 		// CRLF becomes LF, but a lone carriage return or an escape is refused.
-		{"escape", url.Values{"csrf": {csrf}, "text": {"hi [2J"}}, nil, http.StatusBadRequest},
+		{"escape", url.Values{"csrf": {csrf}, "text": {"hi \x1b[2J"}}, nil, http.StatusBadRequest},
 		{"lone carriage return", url.Values{"csrf": {csrf}, "text": {"a\rb"}}, nil, http.StatusBadRequest},
 		{"body too big", url.Values{"csrf": {csrf}, "text": {strings.Repeat("\x01", bridge.MaxPromptBytes+10)}}, nil, http.StatusRequestEntityTooLarge},
 	} {

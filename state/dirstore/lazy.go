@@ -84,7 +84,7 @@ func peekRow(p []byte, atTx uint64) (id, log string, queued, ok bool) {
 	// follow it). A key found at the wrong place yields names that
 	// the decoded row then contradicts (get reports that line), and the
 	// names are checked as paths either way.
-	if bytes.Index(rest, statusKey) < 0 {
+	if !bytes.Contains(rest, statusKey) {
 		return "", "", false, false
 	}
 	at := bytes.LastIndex(p, logKey)

@@ -188,12 +188,6 @@ func (m *model) ids() ([]string, error) {
 	return ids, nil
 }
 
-// count is how many spores the model holds: it reads the whole snapshot.
-func (m *model) count() (int, error) {
-	ids, err := m.ids()
-	return len(ids), err
-}
-
 // find is id's row in the snapshot, nil when it has none.
 func (m *model) find(id string) (*lazyRow, error) {
 	if m.snap == nil {
