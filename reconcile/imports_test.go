@@ -1,11 +1,12 @@
 package reconcile_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/internal/testutil/golint"
 )
 
 // TestRuntimesImportNeitherAPINorCLI: the runtimes sit under the pass
@@ -14,17 +15,11 @@ import (
 // spores' environment names) comes from reconcile, from Start's
 // arguments and from bridge/sporeenv (docs/architecture.md).
 func TestRuntimesImportNeitherAPINorCLI(t *testing.T) {
-	goBin, err := exec.LookPath("go") // go test puts GOROOT/bin first on PATH
-	require.NoError(t, err, "the go command lists the runtimes' imports")
 	for _, rt := range []string{"kube", "local"} {
-		pkg := "github.com/sporectl/sporectl/" + rt
-		out, err := exec.Command(goBin, "list", "-deps", pkg).CombinedOutput()
-		require.NoError(t, err, "go list -deps %s: %s", pkg, out)
-		deps := strings.Fields(string(out))
-		require.Contains(t, deps, pkg, "go list -deps lists the package itself")
+		deps := golint.Deps(t, rt)
 		for _, c := range []struct{ what, prefix string }{
-			{"the pod-facing API", "github.com/sporectl/sporectl/mycelia"},
-			{"the CLI", "github.com/sporectl/sporectl/cmd/"},
+			{"the pod-facing API", golint.Module + "/mycelia"},
+			{"the CLI", golint.Module + "/cmd/"},
 		} {
 			for _, d := range deps {
 				require.False(t, strings.HasPrefix(d, c.prefix), "%s imports %s (%s)", rt, c.what, d)

@@ -1,11 +1,12 @@
 package auth_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/internal/testutil/golint"
 )
 
 // TestImportsOnlyState: the authenticator sits below every surface that
@@ -14,14 +15,9 @@ import (
 // does not), never the API, the page, the pass, a runtime, the bridge or
 // the CLI (docs/architecture.md).
 func TestImportsOnlyState(t *testing.T) {
-	goBin, err := exec.LookPath("go") // go test puts GOROOT/bin first on PATH
-	require.NoError(t, err, "the go command lists the package's imports")
-	const mod, pkg = "github.com/sporectl/sporectl/", "github.com/sporectl/sporectl/mycelia/auth"
-	out, err := exec.Command(goBin, "list", "-f", `{{join .Imports "\n"}}`, pkg).CombinedOutput()
-	require.NoError(t, err, "go list %s: %s", pkg, out)
-	for _, imp := range strings.Fields(string(out)) {
-		if strings.HasPrefix(imp, mod) {
-			require.Equal(t, mod+"state", imp, "mycelia/auth imports %s: only state is allowed", imp)
+	for _, imp := range golint.Imports(t, "mycelia/auth") {
+		if strings.HasPrefix(imp, golint.Module+"/") {
+			require.Equal(t, golint.Module+"/state", imp, "mycelia/auth imports %s: only state is allowed", imp)
 		}
 	}
 }

@@ -1,11 +1,12 @@
 package metrics_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/internal/testutil/golint"
 )
 
 // TestImportsNeitherAPINorCLI: the metrics sit below the pod API and the
@@ -14,16 +15,10 @@ import (
 // mycelia/auth, the authenticator every serve surface asks, which imports
 // state alone (docs/architecture.md).
 func TestImportsNeitherAPINorCLI(t *testing.T) {
-	goBin, err := exec.LookPath("go") // go test puts GOROOT/bin first on PATH
-	require.NoError(t, err, "the go command lists the package's imports")
-	const pkg = "github.com/sporectl/sporectl/reconcile/metrics"
-	out, err := exec.Command(goBin, "list", "-deps", pkg).CombinedOutput()
-	require.NoError(t, err, "go list -deps %s: %s", pkg, out)
-	deps := strings.Fields(string(out))
-	require.Contains(t, deps, pkg, "go list -deps lists the package itself")
-	for _, d := range deps {
-		api := d == "github.com/sporectl/sporectl/mycelia" || strings.HasPrefix(d, "github.com/sporectl/sporectl/mycelia/") && d != "github.com/sporectl/sporectl/mycelia/auth"
+	const mycelia = golint.Module + "/mycelia"
+	for _, d := range golint.Deps(t, "reconcile/metrics") {
+		api := d == mycelia || strings.HasPrefix(d, mycelia+"/") && d != mycelia+"/auth"
 		require.False(t, api, "reconcile/metrics imports the pod-facing API (%s)", d)
-		require.False(t, strings.HasPrefix(d, "github.com/sporectl/sporectl/cmd/"), "reconcile/metrics imports the CLI (%s)", d)
+		require.False(t, strings.HasPrefix(d, golint.Module+"/cmd/"), "reconcile/metrics imports the CLI (%s)", d)
 	}
 }
