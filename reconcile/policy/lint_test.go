@@ -2,22 +2,18 @@ package policy_test
 
 import (
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"io/fs"
-	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/internal/testutil/golint"
 )
 
-const module = "github.com/sporectl/sporectl"
+const module = golint.Module
 
 // TestPolicyIsPure is a lint: policy's rules are functions of what they
 // are given. Its files import only state and the standard library's
@@ -27,32 +23,25 @@ func TestPolicyIsPure(t *testing.T) {
 	allowed := []string{module + "/state", "cmp", "errors", "fmt", "maps", "math", "slices", "sort", "strconv", "strings", "time", "unicode/utf8"}
 	clock := []string{"Now", "Since", "Until", "Sleep", "After", "AfterFunc", "Tick", "NewTimer", "NewTicker"}
 	var found []string
-	files := 0
-	for _, path := range sources(t, ".") {
-		files++
-		f := parse(t, path)
-		for _, imp := range f.file.Imports {
+	files := golint.Sources(t, "reconcile/policy", nil)
+	for _, f := range files {
+		for _, imp := range f.AST.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if !slices.Contains(allowed, p) {
-				found = append(found, f.pos(imp)+": imports "+p)
+				found = append(found, f.Pos(imp)+": imports "+p)
 			}
 		}
-		ast.Inspect(f.file, func(n ast.Node) bool {
+		ast.Inspect(f.AST, func(n ast.Node) bool {
 			if sel, ok := n.(*ast.SelectorExpr); ok && isPkg(sel.X, "time") && slices.Contains(clock, sel.Sel.Name) {
-				found = append(found, f.pos(n)+": reads the clock (time."+sel.Sel.Name+")")
+				found = append(found, f.Pos(n)+": reads the clock (time."+sel.Sel.Name+")")
 			}
 			return true
 		})
 	}
-	require.Greater(t, files, 5, "the lint read policy's files")
+	require.Greater(t, len(files), 5, "the lint read policy's files")
 	require.Empty(t, found, "policy is pure: state and value packages only, no clock")
 
-	goBin, err := exec.LookPath("go")
-	require.NoError(t, err, "the go command lists policy's imports")
-	out, err := exec.Command(goBin, "list", "-deps", module+"/reconcile/policy").CombinedOutput()
-	require.NoError(t, err, "go list -deps: %s", out)
-	deps := strings.Fields(string(out))
-	require.Contains(t, deps, module+"/reconcile/policy", "go list -deps lists the package itself")
+	deps := golint.Deps(t, "reconcile/policy")
 	// kube/podgrammar is below state (the store checks a pod option's
 	// grammar on every write) and imports nothing of the module.
 	below := map[string]bool{module + "/reconcile/policy": true, module + "/kube/podgrammar": true}
@@ -72,7 +61,7 @@ func TestPolicyIsPure(t *testing.T) {
 // the places that only spell the rank grammar, and those whose words or
 // decisions are per rank by nature. Everyone else asks policy (AlwaysOn,
 // AlwaysOnRank, ReadsCluster, Above, IsArch).
-var archExempt = map[string]string{
+var archExempt = golint.Exempt{
 	"reconcile/policy/":   "the rule's home",
 	"state/spore.go":      "the rank grammar: parsing a rank, its level",
 	"mycelia/routes.go":   "the rank lists of the route rows (who may call what)",
@@ -87,7 +76,7 @@ var archExempt = map[string]string{
 // archExempt compares a rank with state.RankArch (==, != or a switch
 // case), so a new check asks policy.
 func TestArchRuleHasOneHome(t *testing.T) {
-	found := walkModule(t, archExempt, func(f *parsed, n ast.Node) bool {
+	found := golint.Find(t, archExempt, func(f *golint.File, n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.BinaryExpr:
 			return (n.Op == token.EQL || n.Op == token.NEQ) && (namesArch(f, n.X) || namesArch(f, n.Y))
@@ -100,7 +89,7 @@ func TestArchRuleHasOneHome(t *testing.T) {
 }
 
 // budgetExempt may judge a spend against a budget outside policy.
-var budgetExempt = map[string]string{
+var budgetExempt = golint.Exempt{
 	"reconcile/policy/": "the judgement's home",
 }
 
@@ -110,7 +99,7 @@ var budgetExempt = map[string]string{
 // (TokensPerDay, CostPerDayMicros) with anything but a constant (as the
 // validation's "0 or more" does, or a manifest's "set or not").
 func TestBudgetJudgementHasOneHome(t *testing.T) {
-	found := walkModule(t, budgetExempt, func(f *parsed, n ast.Node) bool {
+	found := golint.Find(t, budgetExempt, func(_ *golint.File, n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.CallExpr:
 			// s.Reaches(b), state.Spend's; policy.Reaches is the rule
@@ -130,7 +119,7 @@ func TestBudgetJudgementHasOneHome(t *testing.T) {
 
 // namesArch reports whether e mentions the [arch]'s rank: state.RankArch,
 // or RankArch inside package state.
-func namesArch(f *parsed, e ast.Expr) bool {
+func namesArch(f *golint.File, e ast.Expr) bool {
 	found := false
 	ast.Inspect(e, func(n ast.Node) bool {
 		switch n := n.(type) {
@@ -138,7 +127,7 @@ func namesArch(f *parsed, e ast.Expr) bool {
 			found = found || isPkg(n.X, "state") && n.Sel.Name == "RankArch"
 			return false
 		case *ast.Ident:
-			found = found || f.file.Name.Name == "state" && n.Name == "RankArch"
+			found = found || f.AST.Name.Name == "state" && n.Name == "RankArch"
 		}
 		return !found
 	})
@@ -168,81 +157,4 @@ func isConst(e ast.Expr) bool {
 func isPkg(e ast.Expr, name string) bool {
 	id, ok := e.(*ast.Ident)
 	return ok && id.Name == name
-}
-
-type parsed struct {
-	fset *token.FileSet
-	file *ast.File
-	rel  string
-}
-
-func (f *parsed) pos(n ast.Node) string {
-	p := f.fset.Position(n.Pos())
-	return f.rel + ":" + strconv.Itoa(p.Line)
-}
-
-func parse(t *testing.T, path string) *parsed {
-	t.Helper()
-	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-	require.NoError(t, err)
-	return &parsed{fset: fset, file: file, rel: filepath.ToSlash(path)}
-}
-
-// sources are the non-test Go files under dir, testdata and hidden
-// directories left out.
-func sources(t *testing.T, dir string) []string {
-	t.Helper()
-	var out []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name := d.Name(); path != dir && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
-			out = append(out, path)
-		}
-		return nil
-	})
-	require.NoError(t, err)
-	return out
-}
-
-// walkModule parses every non-test Go file of the module but the exempt
-// ones (path prefixes from the module root) and returns where bad holds.
-func walkModule(t *testing.T, exempt map[string]string, bad func(*parsed, ast.Node) bool) []string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(root, "go.mod"))
-	require.NoError(t, err, "the module root is two levels up")
-	for p, why := range exempt {
-		_, err := os.Stat(filepath.Join(root, p))
-		require.NoError(t, err, "exempt path %s (%s) exists", p, why)
-	}
-	var found []string
-	files := 0
-	for _, path := range sources(t, root) {
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if slices.ContainsFunc(slices.Collect(maps.Keys(exempt)), func(p string) bool { return strings.HasPrefix(rel, p) }) {
-			continue
-		}
-		files++
-		f := parse(t, path)
-		f.rel = rel
-		ast.Inspect(f.file, func(n ast.Node) bool {
-			if n != nil && bad(f, n) {
-				found = append(found, f.pos(n))
-			}
-			return true
-		})
-	}
-	require.Greater(t, files, 100, "the walk read the module's sources")
-	return found
 }
