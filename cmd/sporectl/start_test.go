@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/internal/testutil/golint"
 )
 
 // maxOwnInitBytes bounds what sporectl's own packages allocate in their
@@ -82,10 +83,8 @@ var unlinked = []string{
 // TestStartLinksNoClientset lists the binary's packages (`go list -deps`,
 // test files excluded) and names each one of unlinked it finds.
 func TestStartLinksNoClientset(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	require.NoError(t, err, "go list -deps: %s", stderrOf(err))
-	deps := strings.Fields(string(out))
-	require.Contains(t, deps, "k8s.io/client-go/rest", "go list -deps answered without the packages the kube runtime links: %q", out)
+	deps := golint.Deps(t, "cmd/sporectl")
+	require.Contains(t, deps, "k8s.io/client-go/rest", "go list -deps answered without the packages the kube runtime links: %q", deps)
 	var found []string
 	for _, d := range deps {
 		for _, u := range unlinked {
@@ -95,15 +94,6 @@ func TestStartLinksNoClientset(t *testing.T) {
 		}
 	}
 	require.Empty(t, found, "the binary links %d packages it must not (go mod why PKG says what imports one)", len(found))
-}
-
-// stderrOf is what a failed command printed on stderr, if it says.
-func stderrOf(err error) string {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return string(ee.Stderr)
-	}
-	return ""
 }
 
 // parseInitTrace reads inittrace's lines: "init PKG @T ms, C ms clock, B

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sporectl/sporectl/internal/testutil/golint"
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/deploy"
 	"github.com/sporectl/sporectl/kube/images"
@@ -315,10 +315,9 @@ func TestImageNamesAreTheDeployedOnes(t *testing.T) {
 // The builder stays out of the product: the sporectl binary links neither
 // this package nor go-containerregistry.
 func TestSporectlDoesNotLinkTheBuilder(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/sporectl/sporectl/cmd/sporectl").CombinedOutput()
-	require.NoError(t, err, string(out))
-	require.Contains(t, string(out), "github.com/sporectl/sporectl/kube\n", "the list is the binary's dependencies")
-	for _, l := range strings.Split(string(out), "\n") {
+	deps := golint.Deps(t, "cmd/sporectl")
+	require.Contains(t, deps, golint.Module+"/kube", "the list is the binary's dependencies")
+	for _, l := range deps {
 		assert.NotContains(t, l, "go-containerregistry")
 		assert.NotEqual(t, "github.com/sporectl/sporectl/kube/images", l)
 	}
