@@ -269,6 +269,24 @@ func TestObserveNamedAsksTheNamedOnly(t *testing.T) {
 		return out
 	}
 
+	// The bridges come up in their own time: wait until each is ready,
+	// so that the two observations below see the same fleet (a bridge
+	// still starting for the first and answering for the second made
+	// them differ under load).
+	require.Eventually(t, func() bool {
+		o, err := r.Observe(ctx, nil)
+		if err != nil {
+			return false
+		}
+		for _, id := range ids {
+			if !o.Spores[id].Ready {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 50*time.Millisecond, "every bridge answers")
+	take()
+
 	whole, err := r.Observe(ctx, nil)
 	require.NoError(t, err)
 	require.Len(t, whole.Spores, 3)
