@@ -81,27 +81,12 @@ func TestReconcileMetricsFileFlag(t *testing.T) {
 // tell that the API answered on the same mux. Only GET: another method
 // is the API's 404.
 func TestServeMetrics(t *testing.T) {
-	ctx := context.Background()
 	c := newFakeColony(t)
 	c.ok("create", "a", "--colony", "lab", "--wake")
 	c.ok("create", "b", "--colony", "lab")
 	c.ok("create", "m", "--colony", "lab", "--rank", "colony", "--wake")
 	op := strings.TrimSpace(c.ok("token", "create", "--operator", "prometheus"))
-	st, err := dirstore.Open(ctx, c.store, dirstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	sporeTok, hash, err := state.NewToken()
-	require.NoError(t, err)
-	require.NoError(t, st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, "m", hash) }))
-
-	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
-	f.Getenv = func(string) string { return "" }
-	f.Now = func() time.Time { return c.now }
-	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
-	f.Dial = c.rt.Dial
-	o := &serveOptions{f: f}
-	ts := httptest.NewServer(o.handler(ctx, o.newAPI(ctx, st, nil), st))
-	t.Cleanup(ts.Close)
+	ts, sporeTok := c.serve(t, "m")
 	do := func(method, p, auth string, hdr ...string) (int, string) {
 		req, err := http.NewRequest(method, ts.URL+p, strings.NewReader(`{"text":"wake up?"}`))
 		require.NoError(t, err)
@@ -138,4 +123,27 @@ func TestServeMetrics(t *testing.T) {
 	require.Equal(t, 1.0, fams.Value(t, "sporectl_spores", "colony", "lab", "rank", "colony", "effective", "Healthy"))
 	require.Positive(t, fams.Value(t, "sporectl_pass_duration_seconds", "kind", "read"))
 	t.Run("promtool", func(t *testing.T) { metricstest.Promtool(t, body) })
+}
+
+// serve starts serve's handler over c's store, with spore's token set to a
+// fresh one it returns (the token a spore's agent would be handed).
+func (c *fakeColony) serve(t *testing.T, spore string) (*httptest.Server, string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := dirstore.Open(ctx, c.store, dirstore.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	sporeTok, hash, err := state.NewToken()
+	require.NoError(t, err)
+	require.NoError(t, st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, spore, hash) }))
+
+	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+	f.Getenv = func(string) string { return "" }
+	f.Now = func() time.Time { return c.now }
+	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
+	f.Dial = c.rt.Dial
+	o := &serveOptions{f: f}
+	ts := httptest.NewServer(o.handler(ctx, o.newAPI(ctx, st, nil), st))
+	t.Cleanup(ts.Close)
+	return ts, sporeTok
 }

@@ -1,23 +1,17 @@
 package cli
 
 import (
-	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/mycelia/ui"
-	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/metrics"
-	"github.com/sporectl/sporectl/state"
-	"github.com/sporectl/sporectl/state/dirstore"
 )
 
 // TestServeSurfacesAgree: serve's three surfaces ask one authenticator
@@ -28,25 +22,10 @@ import (
 // credential is refused by all three, each in its own form (the API's
 // JSON 401, /metrics' plain 401, the page's redirect to its login).
 func TestServeSurfacesAgree(t *testing.T) {
-	ctx := context.Background()
 	c := newFakeColony(t)
 	c.ok("create", "m", "--colony", "lab", "--rank", "colony", "--wake")
 	op := strings.TrimSpace(c.ok("token", "create", "--operator", "alice"))
-	st, err := dirstore.Open(ctx, c.store, dirstore.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { st.Close() })
-	sporeTok, hash, err := state.NewToken()
-	require.NoError(t, err)
-	require.NoError(t, st.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, "m", hash) }))
-
-	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
-	f.Getenv = func(string) string { return "" }
-	f.Now = func() time.Time { return c.now }
-	f.NewRuntime = func(context.Context, state.Store, state.Settings) (reconcile.Runtime, error) { return c.rt, nil }
-	f.Dial = c.rt.Dial
-	o := &serveOptions{f: f}
-	ts := httptest.NewServer(o.handler(ctx, o.newAPI(ctx, st, nil), st))
-	t.Cleanup(ts.Close)
+	ts, sporeTok := c.serve(t, "m")
 	client := *ts.Client()
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
