@@ -41,6 +41,33 @@ type Settings struct {
 	// and WithPodSecrets; a pointer for the same reason as Operators; nil
 	// means none.
 	AllowedSecrets *SecretList `json:"pod_secrets,omitempty"`
+	// ModelGateway is how spores reach the model (docs/gateway.md):
+	// GatewayOn (also "", the default) through serve's /model/ with
+	// their own token, or GatewayOff, directly with the key in their
+	// environment.
+	ModelGateway string `json:"model_gateway,omitempty"`
+	// ModelCallsPerMinute is how many model calls the gateway lets one
+	// spore make per minute (0: DefaultModelCallsPerMinute).
+	ModelCallsPerMinute int `json:"model_calls_per_minute,omitempty"`
+}
+
+// DefaultModelCallsPerMinute is a spore's limit of model calls through
+// the gateway when the settings name none: Claude Code makes one call per
+// step of a turn, seldom more than a few a second.
+const DefaultModelCallsPerMinute = 120
+
+// MaxModelCallsPerMinute bounds the setting.
+const MaxModelCallsPerMinute = 100000
+
+// Gateway reports whether spores reach the model through serve's gateway.
+func (s Settings) Gateway() bool { return s.ModelGateway != GatewayOff }
+
+// ModelCallRate is a spore's limit of model calls per minute.
+func (s Settings) ModelCallRate() int {
+	if s.ModelCallsPerMinute > 0 {
+		return s.ModelCallsPerMinute
+	}
+	return DefaultModelCallsPerMinute
 }
 
 // OperatorToken is one operator's login to the page: only the token's
@@ -123,6 +150,14 @@ func (s Settings) Validate() error {
 	}
 	if err := s.validatePodSecrets(); err != nil {
 		return err
+	}
+	switch s.ModelGateway {
+	case "", GatewayOn, GatewayOff:
+	default:
+		return &InvalidError{Field: "model_gateway", Value: preview(s.ModelGateway), Reason: "must be on or off"}
+	}
+	if s.ModelCallsPerMinute < 0 || s.ModelCallsPerMinute > MaxModelCallsPerMinute {
+		return &InvalidError{Field: "model_calls_per_minute", Value: fmt.Sprint(s.ModelCallsPerMinute), Reason: fmt.Sprintf("must be 0 (the default, %d) to %d", DefaultModelCallsPerMinute, MaxModelCallsPerMinute)}
 	}
 	return ValidateOperators(s.OperatorTokens())
 }

@@ -95,17 +95,28 @@ type ColonySettings struct {
 	// every spore of the colony gets them at its next start, over the
 	// store's default and under the spore's own. Nil: none.
 	Pod *PodOptions `json:"pod,omitempty"`
+	// Egress is where the colony's spores may connect beyond serve on
+	// the Kubernetes runtime (docs/security.md "NetworkPolicy"):
+	// EgressAll ("", the default: anywhere outside the cluster, for
+	// package installs and git pushes) or EgressNone (serve alone).
+	Egress string `json:"egress,omitempty"`
 }
+
+// Egress settings of a colony (ColonySettings.Egress).
+const (
+	EgressAll  = "all"
+	EgressNone = "none"
+)
 
 // IsZero reports whether c sets nothing (WithColony drops such a colony).
 func (c ColonySettings) IsZero() bool {
-	return c.SleepAfter == 0 && !c.WakeOnMessage && c.Budget.IsZero() && c.IngestQuotaMiB == 0 && c.Pod.IsZero()
+	return c.SleepAfter == 0 && !c.WakeOnMessage && c.Budget.IsZero() && c.IngestQuotaMiB == 0 && c.Pod.IsZero() && c.Egress == ""
 }
 
 // Equal reports whether c and o say the same. Pod options compare by
 // what they set: none and an empty set are the same.
 func (c ColonySettings) Equal(o ColonySettings) bool {
-	if c.SleepAfter != o.SleepAfter || c.WakeOnMessage != o.WakeOnMessage || c.Budget != o.Budget || c.IngestQuotaMiB != o.IngestQuotaMiB {
+	if c.SleepAfter != o.SleepAfter || c.WakeOnMessage != o.WakeOnMessage || c.Budget != o.Budget || c.IngestQuotaMiB != o.IngestQuotaMiB || c.Egress != o.Egress {
 		return false
 	}
 	if c.Pod.IsZero() || o.Pod.IsZero() {
@@ -172,6 +183,19 @@ func ValidateColonies(cs ColonyList) error {
 		if err := cs[name].Pod.Validate("colonies." + name + ".pod"); err != nil {
 			return err
 		}
+		if err := ValidateEgress("colonies."+name+".egress", cs[name].Egress); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// ValidateEgress refuses an egress setting but "" (the default), EgressAll
+// and EgressNone; field names where it came from.
+func ValidateEgress(field, e string) error {
+	switch e {
+	case "", EgressAll, EgressNone:
+		return nil
+	}
+	return &InvalidError{Field: field, Value: preview(e), Reason: "must be all or none"}
 }

@@ -34,6 +34,7 @@ type Status struct {
 	IngestRecord
 	UpkeepRecord
 	SummonsRecord
+	GatewayRecord
 }
 
 // HealthRecord is a pass's health and crash bookkeeping (DESIGN
@@ -153,6 +154,8 @@ func (st Status) clone() Status {
 	st.HealthRecord.Failures = slices.Clone(st.HealthRecord.Failures)
 	st.IngestRecord.Activity = slices.Clone(st.IngestRecord.Activity)
 	st.SummonsRecord.Incidents = slices.Clone(st.SummonsRecord.Incidents)
+	st.GatewayRecord.ModelUsage = slices.Clone(st.GatewayRecord.ModelUsage)
+	st.GatewayRecord.ModelCalls = slices.Clone(st.GatewayRecord.ModelCalls)
 	return st
 }
 
@@ -165,6 +168,9 @@ func (s *Status) Validate() error {
 		return err
 	}
 	if err := validateIncidents(s.Incidents); err != nil {
+		return err
+	}
+	if err := s.GatewayRecord.validate(); err != nil {
 		return err
 	}
 	return s.HealthRecord.validate()
