@@ -38,6 +38,15 @@ func TestCheckFindsDamage(t *testing.T) {
 			UPDATE sporectl.spores SET observed_generation = 5 WHERE id = 'two'`, "observed generation"},
 		{"bad recovery duration", `UPDATE sporectl.settings SET doc = '{"runtime":"local","default_spec":{},"recovery":{"backoff_max":600}}'`, "duration 600"},
 		{"bad recovery policy", `UPDATE sporectl.settings SET doc = '{"runtime":"local","default_spec":{},"recovery":{"backoff_initial":"1h","backoff_max":"1m"}}'`, "recovery.backoff_max"},
+		// The gateway's record (schema 13): a form that is not the
+		// column's, and values the form holds that the record's rules
+		// refuse.
+		{"model_usage not its form", `UPDATE sporectl.spores SET model_usage = '[{"hour":1}]' WHERE id = 'two'`, "id=two: model_usage: not an array"},
+		{"model_usage negative", `UPDATE sporectl.spores SET model_usage = '[[1796634000,1,-5,0,0,0,0]]' WHERE id = 'two'`, "model usage"},
+		{"model_usage off the hour", `UPDATE sporectl.spores SET model_usage = '[[1796634001,1,5,0,0,0,0]]' WHERE id = 'two'`, "on the hour"},
+		{"model_usage out of order", `UPDATE sporectl.spores SET model_usage = '[[1796637600,1,5,0,0,0,0],[1796634000,1,5,0,0,0,0]]' WHERE id = 'two'`, "after the hour before it"},
+		{"model_calls not its form", `UPDATE sporectl.spores SET model_calls = '[["a b",1796634000,1,0,0,0,0]]' WHERE id = 'two'`, "model call id"},
+		{"model_calls bad escape", `UPDATE sporectl.spores SET model_calls = '[["a\u0041",1796634000,1,0,0,0,0]]' WHERE id = 'two'`, "id=two: model_calls: not an array"},
 		{"orphan outbox", `ALTER TABLE sporectl.outbox DROP CONSTRAINT outbox_spore_id_fkey;
 			UPDATE sporectl.outbox SET spore_id = 'ghost'`, "sporectl.outbox spore_id=ghost"},
 	}

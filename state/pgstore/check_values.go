@@ -11,8 +11,17 @@ import (
 // problem names the table, the spore and the column. A quantity above
 // today's bound is not impossible (a record written before a bound
 // changed still reads back: state/specgrammar.go), so it is not one.
+// Nor is a model call counted twice: the gateway's count
+// (state.GatewayRecord.Count) keeps one entry per call id.
 func checkValues(rep *state.CheckReport, sp state.Spore) {
 	where := func(column string) string { return "sporectl.spores id=" + sp.ID + " column " + column }
+	seen := make(map[string]bool, len(sp.ModelCalls))
+	for _, c := range sp.ModelCalls {
+		if seen[c.ID] {
+			problem(rep, where("model_calls"), "impossible value: call %s is counted twice", quote.Value(c.ID))
+		}
+		seen[c.ID] = true
+	}
 	if sp.Restarts < 0 {
 		problem(rep, where("restarts"), "impossible value %d: a count of restarts is never negative", sp.Restarts)
 	}

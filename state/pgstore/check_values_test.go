@@ -28,10 +28,12 @@ func TestCheckFindsImpossibleValues(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, rep.OK(), "clean before damage: %v", rep.Problems)
 
-	adminExec(t, url, `UPDATE sporectl.spores SET restarts = -5, spec_memory = '-3Gi', spec_cpu = 'lots', spec_storage = '0' WHERE id = 'one'`)
+	adminExec(t, url, `UPDATE sporectl.spores SET restarts = -5, spec_memory = '-3Gi', spec_cpu = 'lots', spec_storage = '0',
+		model_calls = '[["msg_1",1796634000,5,0,0,0,0],["msg_2",1796634000,1,0,0,0,0],["msg_1",1796634000,9,0,0,0,0]]' WHERE id = 'one'`)
 	rep, err = s.Check(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []state.Problem{
+		{Where: "sporectl.spores id=one column model_calls", Message: `impossible value: call "msg_1" is counted twice`},
 		{Where: "sporectl.spores id=one column restarts", Message: "impossible value -5: a count of restarts is never negative"},
 		{Where: "sporectl.spores id=one column spec_cpu", Message: `impossible value "lots": want a Kubernetes quantity such as 2, 500m, 3Gi`},
 		{Where: "sporectl.spores id=one column spec_memory", Message: `impossible value "-3Gi": must be more than zero`},

@@ -19,7 +19,7 @@ const (
 	created, updated, generation, loop_interval_ms, spec_pod, sleep_after_ms, desired_by,
 	budget_tokens_per_day, budget_cost_per_day_micros`
 	statusColumns = `observed_generation, restarts, failures, not_before, breaker_open, bridge_seq,
-	health, health_reason, loop_due, activity, incidents, active_at`
+	health, health_reason, loop_due, activity, incidents, active_at, model_usage, model_calls`
 	sporeColumns = wishColumns + `, ` + statusColumns
 )
 
@@ -40,13 +40,16 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		sleepMS       int64
 		desiredBy     string
 		activeAt      *time.Time
+		modelUsage    []byte // gateway.go's forms; NULL: none
+		modelCalls    []byte
 	)
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
 		&sp.Created, &sp.Updated, &generation, &loopMS, &pod, &sleepMS, &desiredBy,
 		&sp.Budget.TokensPerDay, &sp.Budget.CostPerDayMicros,
 		&observed, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
-		&sp.Health, &sp.HealthReason, &loopDue, &activity, &incidents, &activeAt)
+		&sp.Health, &sp.HealthReason, &loopDue, &activity, &incidents, &activeAt,
+		&modelUsage, &modelCalls)
 	if err != nil {
 		return sp, err
 	}
@@ -86,6 +89,9 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		if sp.Activity, err = decodeActivity(activity); err != nil {
 			return sp, corrupt("sporectl.spores", "id="+sp.ID, "activity: "+err.Error())
 		}
+	}
+	if err := scanGateway(&sp.GatewayRecord, modelUsage, modelCalls); err != nil {
+		return sp, corrupt("sporectl.spores", "id="+sp.ID, err.Error())
 	}
 	if incidents != nil {
 		if err := json.Unmarshal(incidents, &sp.Incidents); err != nil {
@@ -216,7 +222,8 @@ func statusArgs(st *state.Status) []any {
 		activeAt = st.ActiveAt
 	}
 	return []any{int64(st.ObservedGeneration), st.Restarts, failures, notBefore, st.BreakerOpen, int64(st.BridgeSeq),
-		string(st.Health), st.HealthReason, loopDue, encodeActivity(st.Activity), jsonOrNull(st.Incidents), activeAt}
+		string(st.Health), st.HealthReason, loopDue, encodeActivity(st.Activity), jsonOrNull(st.Incidents), activeAt,
+		encodeModelUsage(st.ModelUsage), encodeModelCalls(st.ModelCalls)}
 }
 
 // podOrNull is p as a json column: NULL for none. Marshalling plain
@@ -260,7 +267,7 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
-		$25, $26, $27, $28, $29, $30, $31)
+		$25, $26, $27, $28, $29, $30, $31, $32, $33)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -310,7 +317,7 @@ func (t *tx) PutStatus(ctx context.Context, id string, st state.Status) error {
 	return t.guardedUpdate(ctx, "put status of spore "+id, id,
 		`UPDATE sporectl.spores SET observed_generation = $2, restarts = $3, failures = $4, not_before = $5,
 		breaker_open = $6, bridge_seq = $7, health = $8, health_reason = $9, loop_due = $10,
-		activity = $11, incidents = $12, active_at = $13
+		activity = $11, incidents = $12, active_at = $13, model_usage = $14, model_calls = $15
 		WHERE id = $1 AND generation = $2`, append([]any{id}, statusArgs(&st)...),
 		func(stored uint64) error { return state.CheckStatus(id, stored, st) })
 }
