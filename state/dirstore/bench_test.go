@@ -182,3 +182,29 @@ func BenchmarkStatusFleet(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/op")
 }
+
+// BenchmarkCountModelCall counts one model call per op as serve's gateway
+// does, its start and then its end (two commits), into a full gateway
+// record, in a store of 100 spores; the PostgreSQL store's benchmark of
+// the name does the same work.
+func BenchmarkCountModelCall(b *testing.B) {
+	ctx := context.Background()
+	s, _, err := Init(ctx, filepath.Join(b.TempDir(), "store"), state.Settings{Runtime: "local"}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Update(ctx, func(tx state.Tx) error {
+		for i := range 100 {
+			if err := tx.CreateSpore(ctx, storetest.Spore(fmt.Sprintf("s%03d", i))); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	if err := storetest.FillModelRecord(ctx, s, "s042"); err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchCountModelCall(b, s, "s042")
+}

@@ -26,6 +26,19 @@ func TestContract(t *testing.T) {
 
 // TestContractCompacting runs the contract with a tiny compaction
 // threshold, so nearly every commit also folds the log into a snapshot.
+// TestContractShared: the cases that need a second handle on one store,
+// as a second process opens it.
+func TestContractShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (state.Store, storetest.Reopen) {
+		s := newTestStore(t, Options{CompactBytes: 4096})
+		return s, func(t *testing.T) state.Store {
+			o, err := Open(t.Context(), s.root, Options{CompactBytes: 4096})
+			require.NoError(t, err)
+			return o
+		}
+	})
+}
+
 func TestContractCompacting(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) state.Store { return newTestStore(t, Options{CompactBytes: 1}) })
 }

@@ -167,3 +167,22 @@ func BenchmarkTail(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
 	})
 }
+
+// BenchmarkCountModelCall counts one model call per op as serve's gateway
+// does, its start and then its end (two transactions), into a full
+// gateway record, in a store of 100 spores.
+func BenchmarkCountModelCall(b *testing.B) {
+	s := fixture(b, "gateway", func(s *pgstore.Store) {
+		ctx := context.Background()
+		require.NoError(b, s.Update(ctx, func(tx state.Tx) error {
+			for i := range 100 {
+				if err := tx.CreateSpore(ctx, storetest.Spore(fmt.Sprintf("s%03d", i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		require.NoError(b, storetest.FillModelRecord(ctx, s, "s042"))
+	})
+	storetest.BenchCountModelCall(b, s, "s042")
+}

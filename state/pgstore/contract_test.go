@@ -34,3 +34,17 @@ func newStoreURL(t *testing.T) (*pgstore.Store, string) {
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) state.Store { return newStore(t) })
 }
+
+// TestContractShared: the cases that need a second handle on one store,
+// as a second serve replica has.
+func TestContractShared(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (state.Store, storetest.Reopen) {
+		s, url := newStoreURL(t)
+		return s, func(t *testing.T) state.Store {
+			o, err := pgstore.Open(t.Context(), url, pgstore.Options{})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = o.Close() })
+			return o
+		}
+	})
+}

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ColonySettings", testColonySettings},
 		{"Budgets", testBudgets},
 		{"ActivityAndIncidents", testActivityAndIncidents},
+		{"ModelGateway", testModelGateway},
 		{"PodOptions", testPodOptions},
 		{"OperatorTokens", testOperatorTokens},
 		{"RecoverySettings", testRecoverySettings},
