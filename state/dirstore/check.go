@@ -129,6 +129,15 @@ func (s *Store) checkOnce(ctx context.Context) (*state.CheckReport, error) {
 		if err := r.Spore.Validate(); err != nil {
 			problem(where, "%v", err)
 		}
+		// The gateway's count keeps one entry per call
+		// (state.GatewayRecord.Count): one twice was not written by it.
+		counted := map[string]bool{}
+		for _, c := range r.Spore.ModelCalls {
+			if counted[c.ID] {
+				problem(where, "model call %q is counted twice", c.ID)
+			}
+			counted[c.ID] = true
+		}
 		seen := map[string]bool{}
 		for i, e := range r.Outbox {
 			if e.Spore != id {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -640,6 +641,21 @@ func TestCheckValidatesRows(t *testing.T) {
 			name: "health breaks the grammar",
 			edit: edit(func(sp *state.Spore) { sp.Health = "dead; rm -rf" }),
 			want: "health",
+		},
+		{
+			name: "a negative model usage",
+			edit: edit(func(sp *state.Spore) {
+				sp.ModelUsage = []state.HourUsage{{Hour: time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC), Calls: 1, Usage: state.Usage{OutputTokens: -4}}}
+			}),
+			want: "model usage",
+		},
+		{
+			name: "a model call counted twice",
+			edit: edit(func(sp *state.Spore) {
+				h := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+				sp.ModelCalls = []state.CountedCall{{ID: "msg_1", Hour: h}, {ID: "msg_2", Hour: h}, {ID: "msg_1", Hour: h}}
+			}),
+			want: `model call "msg_1" is counted twice`,
 		},
 	}
 	for _, tc := range tests {

@@ -18,9 +18,10 @@ import (
 // recovery settings; version 3 the commit log's header, which witnesses
 // how far it is committed, and consecutive transaction ids; version 4 the
 // spores' activity and incidents; version 5 split each row's spore record
-// into its wish and its status; version 6 dead letters in the outbox.
-// Init upgrades a store of versions 1 to 5 in place.
-const FormatVersion = 6
+// into its wish and its status; version 6 dead letters in the outbox;
+// version 7 the model gateway's record in the status. Init upgrades a
+// store of versions 1 to 6 in place.
+const FormatVersion = 7
 
 const (
 	formatVersion = FormatVersion

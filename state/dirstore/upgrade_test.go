@@ -17,10 +17,10 @@ import (
 	"github.com/sporectl/sporectl/state/storetest"
 )
 
-// testdata/format1, format2 and format4 are stores written by the
-// format-1, format-2 and format-4 code (sporectl at commits 53920fd,
-// 945e4d9 and 60d1279; see their READMEs), each with dump.json, what that
-// code read back from it through the Store interface.
+// testdata/format1, format2, format4, format5 and format6 are stores
+// written by the code of those formats (see their READMEs), each with
+// dump.json, what that code read back from it through the Store
+// interface.
 
 // copyFixture copies testdata/format1/store to a fresh directory.
 func copyFixture(t *testing.T) string { return copyFixtureOf(t, 1) }
@@ -334,7 +334,7 @@ func TestUpgradeFormat5(t *testing.T) {
 // every command still refuses with "run 'sporectl init'" (never one that
 // reads half upgraded), and the next init finishes the upgrade.
 func TestUpgradeCrash(t *testing.T) {
-	for _, v := range []int{1, 2, 4, 5} {
+	for _, v := range []int{1, 2, 4, 5, 6} {
 		t.Run(fmt.Sprintf("format%d", v), func(t *testing.T) { testUpgradeCrash(t, v) })
 	}
 }
