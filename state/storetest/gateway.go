@@ -44,7 +44,8 @@ func count(ctx context.Context, s state.Store, spore, id string, u state.Usage, 
 // again adds nothing, its end adds only what it has beyond the start, in
 // the hour the call was first counted; every reader sees the same
 // record; a pass's status write and a wish write keep it; a count that
-// is refused or rolled back writes nothing; the record stays bounded.
+// is refused or rolled back writes nothing; the record stays bounded; a
+// spore created with a record holds it.
 func testModelGateway(t *testing.T, s state.Store) {
 	ctx := t.Context()
 	create(t, s, "one", "two")
@@ -134,6 +135,13 @@ func testModelGateway(t *testing.T, s state.Store) {
 	require.Equal(t, "msg_001", two.ModelCalls[0].ID, "the oldest call is forgotten")
 	require.Equal(t, "msg_last", two.ModelCalls[state.MaxCountedCalls-1].ID)
 	require.Equal(t, int64(state.MaxCountedCalls+1), two.ModelUsage[0].Calls)
+
+	// A spore created with a record (a copy between stores,
+	// state/storecopy) holds it as given.
+	copied := Spore("three")
+	copied.GatewayRecord = want
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.CreateSpore(ctx, copied) }))
+	require.Equal(t, want, record("three"))
 }
 
 // updateStatus is a pass's status write: state.UpdateStatus in a
