@@ -37,6 +37,10 @@ const (
 	ModelURL = "SPORECTL_MODEL_URL"
 )
 
+// ModelPath is where, under serve's API URL, the model gateway answers:
+// the runtimes set ModelURL to the API URL and ModelPath.
+const ModelPath = "/model"
+
 // APITokenFile is where, under the spore's home, the local runtime writes
 // the spore's API token, and where the bridge and the in-pod commands
 // read it when APIToken is not set.
