@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -54,7 +55,7 @@ func modelNotice(w io.Writer, s state.Settings) {
 	api := s.APIURL
 	switch {
 	case api == "" && onKube:
-		api = "http://sporectl-api.<namespace>.svc"
+		api = "http://sporectl-api." + cmp.Or(s.Namespace, "<namespace>") + ".svc" // as kube.Options says
 	case api == "":
 		api = "http://" + defaultServeAddr
 	}

@@ -72,6 +72,11 @@ func TestInitModelGateway(t *testing.T) {
 	}
 	require.NotContains(t, runAs(t, store, "dora", "init", "--no-operator", "--runtime", "kube").err, "Run 'sporectl serve'",
 		"on kube serve runs as a Deployment")
+
+	kubeStore := filepath.Join(t.TempDir(), "kube")
+	r = runAs(t, kubeStore, "dora", "init", "--no-operator", "--runtime", "kube")
+	require.Equal(t, 0, r.code, r.err)
+	require.Contains(t, r.err, "Model gateway on: spores reach the model through serve at http://sporectl-api.sporectl.svc/model")
 }
 
 // TestInitModelFlagsRefused: a bad value is a usage error (exit 2) that
