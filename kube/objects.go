@@ -31,11 +31,12 @@ const (
 	ArchServiceAccount = "sporectl-arch"
 )
 
-// ModelSecret is the Secret, in the runtime's namespace, whose keys every
-// spore pod gets as environment variables: the model's credentials and
-// endpoint for Claude Code (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
-// CLAUDE_* …), which the local runtime passes through from the caller's
-// environment. The operator creates it; sporectl only names it, never
+// ModelSecret is the Secret, in the runtime's namespace, that holds the
+// model's credentials (ANTHROPIC_API_KEY, …). Behind the gateway (the
+// default) serve's Deployment alone gets it (kube/deploy/serve.yaml) and
+// no spore pod does; in direct mode every spore pod gets its keys as
+// environment variables, as the local runtime passes the caller's through
+// (kube/model.go). The operator creates it; sporectl only names it, never
 // reads it. Optional: a pod starts without it (the echo agent needs no
 // key), and the variables sporectl sets itself win over its keys.
 const ModelSecret = "sporectl-model"
@@ -155,11 +156,8 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 				// termination message, which status shows.
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 				Ports:                    []corev1.ContainerPort{{Name: "bridge", ContainerPort: BridgePort, Protocol: corev1.ProtocolTCP}},
-				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{
-					LocalObjectReference: corev1.LocalObjectReference{Name: ModelSecret},
-					Optional:             &yes,
-				}}},
-				Env: []corev1.EnvVar{
+				EnvFrom:                  o.modelEnvFrom(),
+				Env: append([]corev1.EnvVar{
 					{Name: "HOME", Value: HomePath},
 					{Name: sporeenv.SporeID, Value: s.ID},
 					{Name: sporeenv.Identity, Value: identity},
@@ -167,7 +165,7 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 					{Name: sporeenv.BridgeAddr, Value: fmt.Sprintf(":%d", BridgePort)},
 					{Name: sporeenv.BridgeToken, ValueFrom: fromSecret(SecretKeyBridgeToken)},
 					{Name: sporeenv.APIToken, ValueFrom: fromSecret(SecretKeyAPIToken)},
-				},
+				}, o.modelEnv()...),
 				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{

@@ -39,6 +39,11 @@ type Options struct {
 	// Agent is what each pod's bridge runs: a kind of bridge/agent,
 	// agent.Default when empty.
 	Agent string
+	// Gateway is the store's model gateway (state.Settings.Gateway): on,
+	// spore pods reach the model through serve's /model with their own
+	// token (SPORECTL_MODEL_URL) and never get the ModelSecret; off
+	// (direct mode), every spore pod gets the ModelSecret's keys.
+	Gateway bool
 }
 
 // OptionsFromSettings takes the kube fields of the store's settings. The
@@ -69,6 +74,7 @@ func OptionsFromSettings(s state.Settings, c Cluster) Options {
 		InCluster:    c.InCluster,
 		Agent:        s.Agent,
 		APIURL:       s.APIURL,
+		Gateway:      s.Gateway(),
 	}
 }
 

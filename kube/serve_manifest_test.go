@@ -10,6 +10,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sporectl/sporectl/kube"
 )
 
 // serve.yaml exposes the API and the page on one Service port: serve
@@ -68,4 +70,39 @@ func TestServeManifestExposesTheAPIAndThePage(t *testing.T) {
 	assert.Equal(t, "/healthz", c.ReadinessProbe.HTTPGet.Path)
 	assert.Equal(t, target, c.ReadinessProbe.HTTPGet.Port)
 	assert.Nil(t, c.LivenessProbe, "a store outage must not restart serve")
+}
+
+// TestServeManifestHoldsTheModelKey: serve's container gets the model's
+// Secret, optional (serve runs without it, as spores do in direct mode),
+// as environment (ANTHROPIC_API_KEY, what serve reads); the store's URL
+// stays its own explicit variable, which wins over a key of that name. No
+// other object of the manifests names that Secret.
+func TestServeManifestHoldsTheModelKey(t *testing.T) {
+	var dep *appsv1.Deployment
+	for _, o := range renderDeploy(t) {
+		if o.GetKind() == "Deployment" && o.GetName() == "sporectl-serve" {
+			dep = &appsv1.Deployment{}
+			require.NoError(t, runtimeFromUnstructured(o, dep))
+			continue
+		}
+		b, err := o.MarshalJSON()
+		require.NoError(t, err)
+		assert.NotContains(t, string(b), kube.ModelSecret, "%s %s: only serve holds the model's key", o.GetKind(), o.GetName())
+	}
+	require.NotNil(t, dep)
+	c := dep.Spec.Template.Spec.Containers[0]
+	var found bool
+	for _, ef := range c.EnvFrom {
+		if ef.SecretRef != nil && ef.SecretRef.Name == kube.ModelSecret {
+			found = true
+			require.NotNil(t, ef.SecretRef.Optional)
+			assert.True(t, *ef.SecretRef.Optional, "serve starts without the model's Secret")
+		}
+	}
+	assert.True(t, found, "serve's Deployment gets the %s Secret", kube.ModelSecret)
+	var store bool
+	for _, e := range c.Env {
+		store = store || (e.Name == "SPORECTL_STORE" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil)
+	}
+	assert.True(t, store, "the store's URL is serve's own variable")
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sporectl/sporectl/bridge/agent"
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/state"
 )
@@ -34,12 +35,20 @@ func Root(store state.Info, stateDir func() (string, error)) (string, error) {
 }
 
 // InheritedEnv is what a bridge inherits of env, the environment of the
-// command that starts it (Config.Env): how to run Claude Code and reach
-// the model, nothing else (no credential of the person's, no store URL).
-func InheritedEnv(env []string) []string {
+// command that starts it (Config.Env): how to run Claude Code and, in
+// direct mode, reach the model; nothing else (no credential of the
+// person's, no store URL). Behind the gateway (gateway true) no model
+// variable (agent.ModelVar: every ANTHROPIC_*, the subscription token, the
+// switches to other providers) passes: the spore reaches the model through
+// serve with its own token, and the key stays with serve. Claude Code's
+// other CLAUDE_* settings pass in both modes.
+func InheritedEnv(env []string, gateway bool) []string {
 	var out []string
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
+		if gateway && agent.ModelVar(k) {
+			continue
+		}
 		switch {
 		case strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_"), k == sporeenv.ClaudeBin,
 			k == "HTTPS_PROXY", k == "HTTP_PROXY", k == "NO_PROXY", k == "LANG", k == "TZ":

@@ -3,6 +3,7 @@ package local_test
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -62,7 +63,16 @@ func TestInheritedEnv(t *testing.T) {
 		"HOME=/home/me", "PATH=/bin", "SPORECTL_STORE=postgres://secret", "AWS_SECRET_ACCESS_KEY=s", "SSH_AUTH_SOCK=/s", "ANTHROPIC", "=x",
 	}
 	want := env[:9]
-	if diff := cmp.Diff(want, local.InheritedEnv(env)); diff != "" {
-		t.Errorf("inherited (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, local.InheritedEnv(env, false)); diff != "" {
+		t.Errorf("direct mode: inherited (-want +got):\n%s", diff)
+	}
+	// Behind the gateway: no ANTHROPIC_* and no other model credential or
+	// route of the person's; Claude Code's other settings still pass.
+	gw := append(slices.Clone(env), "ANTHROPIC_AUTH_TOKEN=t", "CLAUDE_CODE_OAUTH_TOKEN=o", "CLAUDE_CODE_USE_BEDROCK=1",
+		"AWS_BEARER_TOKEN_BEDROCK=b", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	want = []string{"CLAUDE_CONFIG_DIR=/c", sporeenv.ClaudeBin + "=/bin/claude",
+		"HTTPS_PROXY=p", "HTTP_PROXY=p", "NO_PROXY=n", "LANG=C.UTF-8", "TZ=UTC", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+	if diff := cmp.Diff(want, local.InheritedEnv(gw, true)); diff != "" {
+		t.Errorf("gateway: inherited (-want +got):\n%s", diff)
 	}
 }

@@ -39,11 +39,17 @@ type Config struct {
 	// when empty.
 	Agent string
 	// Env is extra environment for bridges (e.g. SPORECTL_CLAUDE_BIN,
-	// ANTHROPIC_BASE_URL); the home and PATH are set here.
+	// ANTHROPIC_BASE_URL); the home and PATH are set here. With ModelURL
+	// set, its model variables (agent.ModelVar) are dropped.
 	Env []string
 	// APIURL is how the spore reaches `sporectl serve` (SPORECTL_API_URL
 	// in its environment); empty for none.
 	APIURL string
+	// ModelURL is serve's model gateway (SPORECTL_MODEL_URL in the
+	// bridge's environment): when set, the bridge's agent reaches the
+	// model there with the spore's own credential, and no model variable
+	// of Env reaches a bridge. Empty is direct mode: Env's pass through.
+	ModelURL string
 	// StartTimeout is how long after its start a bridge that does not
 	// answer /healthz yet is observed as starting (Pending) rather than
 	// down, and WaitReady's default limit.
@@ -92,6 +98,14 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 2 * time.Second}
 	}
+	if cfg.ModelURL != "" {
+		// The runtime's own guarantee, whatever its caller hands it: behind
+		// the gateway, the key never enters a spore.
+		cfg.Env = slices.DeleteFunc(slices.Clone(cfg.Env), func(kv string) bool {
+			name, _, _ := strings.Cut(kv, "=")
+			return agent.ModelVar(name)
+		})
+	}
 	return &Runtime{cfg: cfg}, nil
 }
 
@@ -103,7 +117,7 @@ func (r *Runtime) runPath(id, ext string) string { return filepath.Join(r.cfg.Ro
 func tokenPath(home string) string { return filepath.Join(home, ".sporectl-bridge", "token") }
 
 // apiTokenPath is the spore's own token for `sporectl serve`.
-func apiTokenPath(home string) string { return filepath.Join(home, ".sporectl-bridge", "api-token") }
+func apiTokenPath(home string) string { return filepath.Join(home, sporeenv.APITokenFile) }
 
 // Start makes the spore's bridge run. Under the spore's lock it first
 // checks for a live bridge (then it is done), so two starts at once never
@@ -116,7 +130,8 @@ func apiTokenPath(home string) string { return filepath.Join(home, ".sporectl-br
 // until it is ready.
 //
 // The bridge's environment is the spore's (bridge/sporeenv): its id (the
-// mark of its processes), serve's address, l.Identity, and Config.Env.
+// mark of its processes), serve's address, the model gateway's when it is
+// on, l.Identity, and Config.Env.
 func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
 	unlock, err := r.lock(ctx, s.ID)
 	if err != nil {
@@ -177,6 +192,9 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) 
 	env := []string{"HOME=" + home, "PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"), sporeenv.SporeID + "=" + s.ID}
 	if r.cfg.APIURL != "" {
 		env = append(env, sporeenv.APIURL+"="+r.cfg.APIURL)
+	}
+	if r.cfg.ModelURL != "" {
+		env = append(env, sporeenv.ModelURL+"="+r.cfg.ModelURL)
 	}
 	env = append(env, sporeenv.Identity+"="+l.Identity)
 	cmd.Env = append(env, r.cfg.Env...)

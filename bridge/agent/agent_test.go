@@ -20,7 +20,7 @@ func TestClaudeArgs(t *testing.T) {
 }
 
 func TestAgentEnvDropsTokenAndSetsHome(t *testing.T) {
-	env := agentEnv([]string{"PATH=/bin", "HOME=/root", sporeenv.BridgeToken + "=secret", "X=1"}, "/home/spore", []string{"ANTHROPIC_BASE_URL=http://f"})
+	env := agentEnv([]string{"PATH=/bin", "HOME=/root", sporeenv.BridgeToken + "=secret", "X=1"}, "/home/spore", []string{"ANTHROPIC_BASE_URL=http://f"}, nil)
 	require.Equal(t, []string{"PATH=/bin", "X=1", "HOME=/home/spore", "ANTHROPIC_BASE_URL=http://f"}, env)
 }
 

@@ -27,6 +27,11 @@ type Claude struct {
 	Args []string
 	// Env is extra environment (KEY=VALUE) on top of the bridge's own.
 	Env []string
+	// Gateway, when not nil, is how the agent reaches the model: every
+	// model variable (ModelVar) of the bridge's environment and of Env is
+	// dropped and the gateway's URL and the spore's key set instead. Nil
+	// is direct mode: the agent uses what it inherits.
+	Gateway *Gateway
 	// Logger receives the agent's stderr, line by line.
 	Logger *slog.Logger
 	// KillAfter is how long an interrupted turn may take to exit before
@@ -54,7 +59,7 @@ func (c *Claude) args(t Turn) []string {
 func (c *Claude) Start(ctx context.Context, t Turn) (Process, error) {
 	cmd := exec.Command(c.Bin, c.args(t)...)
 	cmd.Dir = t.Home
-	cmd.Env = agentEnv(os.Environ(), t.Home, c.Env)
+	cmd.Env = agentEnv(os.Environ(), t.Home, c.Env, c.Gateway)
 	cmd.Stdin = strings.NewReader(t.Prompt)
 	// Its own process group, so an interrupt reaches the tools it runs;
 	// Pdeathsig so a SIGKILLed bridge does not leave it writing into the
@@ -87,18 +92,31 @@ func (c *Claude) Start(ctx context.Context, t Turn) (Process, error) {
 }
 
 // agentEnv is the bridge's environment with HOME set to the spore's home,
-// extra added, and the bridge token removed.
-func agentEnv(base []string, home string, extra []string) []string {
-	out := make([]string, 0, len(base)+len(extra)+1)
+// extra added, and the bridge token removed; with a gateway, every model
+// variable of both replaced by the gateway's.
+func agentEnv(base []string, home string, extra []string, gw *Gateway) []string {
+	model := func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return gw != nil && ModelVar(name)
+	}
+	out := make([]string, 0, len(base)+len(extra)+3)
 	for _, kv := range base {
 		// The bridge's token is never passed on to an agent.
-		if strings.HasPrefix(kv, sporeenv.BridgeToken+"=") || strings.HasPrefix(kv, "HOME=") {
+		if strings.HasPrefix(kv, sporeenv.BridgeToken+"=") || strings.HasPrefix(kv, "HOME=") || model(kv) {
 			continue
 		}
 		out = append(out, kv)
 	}
 	out = append(out, "HOME="+home)
-	return append(out, extra...)
+	for _, kv := range extra {
+		if !model(kv) {
+			out = append(out, kv)
+		}
+	}
+	if gw != nil {
+		out = append(out, gw.env()...)
+	}
+	return out
 }
 
 func logStderr(logger *slog.Logger, pid int, r io.Reader) {

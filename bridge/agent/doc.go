@@ -5,7 +5,9 @@
 //
 // A turn is one process (or, for Echo, one goroutine) that reads the
 // prompt, writes stream-json lines to its stdout and exits. The package
-// owns nothing durable; it must never pass the bridge's token to an agent.
+// owns nothing durable; it must never pass the bridge's token to an agent,
+// nor, behind the model gateway (Gateway), any model credential but the
+// spore's own.
 package agent
 
 import (

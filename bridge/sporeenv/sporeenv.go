@@ -29,4 +29,19 @@ const (
 	// ClaudeBin names the claude executable the bridge runs when
 	// --claude-bin is not given.
 	ClaudeBin = "SPORECTL_CLAUDE_BIN"
+	// ModelURL is the base URL of serve's model gateway (the API URL and
+	// "/model"), set by the runtimes when the store's gateway is on. The
+	// bridge then gives its agent that as ANTHROPIC_BASE_URL, the spore's
+	// id and API token as its key, and no other model credential; unset,
+	// the agent reaches the model with what it inherits (direct mode).
+	ModelURL = "SPORECTL_MODEL_URL"
 )
+
+// ModelPath is where, under serve's API URL, the model gateway answers:
+// the runtimes set ModelURL to the API URL and ModelPath.
+const ModelPath = "/model"
+
+// APITokenFile is where, under the spore's home, the local runtime writes
+// the spore's API token, and where the bridge and the in-pod commands
+// read it when APIToken is not set.
+const APITokenFile = ".sporectl-bridge/api-token"

@@ -109,7 +109,13 @@ func (o *bridgeOptions) starter() (agent.Starter, error) {
 		// runtime that started it.
 		args = append(args, "--append-system-prompt", id)
 	}
-	return &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.logger()}, nil
+	// With the store's gateway on, the runtime named it: Claude Code then
+	// reaches the model through serve with the spore's own credential.
+	gw, err := agent.GatewayFromEnv(o.f.Getenv, o.Home)
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.logger(), Gateway: gw}, nil
 }
 
 // findClaude is the claude executable the bridge runs: flag (--claude-bin),

@@ -28,7 +28,13 @@ type initOptions struct {
 	CPU, Memory  string
 	Storage      string
 	APIURL       string
-	Recovery     recoveryFlags
+	// ModelGateway is how spores reach the model: state.GatewayOn or
+	// state.GatewayOff (--model-gateway).
+	ModelGateway string
+	// ModelCallsPerMinute is a spore's limit of model calls through the
+	// gateway (0: the default).
+	ModelCallsPerMinute int
+	Recovery            recoveryFlags
 	// Pod sets the store's default pod options (default_spec.pod).
 	Pod podFlags
 	// PodSecrets, given, replace the Secrets pod options may name
@@ -85,6 +91,8 @@ token, --operator NAME makes the first.`,
 	fl.StringVar(&o.Memory, "memory", state.DefaultMemory, "default memory per spore")
 	fl.StringVar(&o.Storage, "storage", state.DefaultStorage, "default size of a spore's home")
 	fl.StringVar(&o.APIURL, "api-url", "", "how spores reach 'sporectl serve' (default: local runtime http://"+defaultServeAddr+", kube the sporectl-api Service)")
+	fl.StringVar(&o.ModelGateway, "model-gateway", state.GatewayOn, "how spores reach the model: on (through 'sporectl serve', which alone holds the key and counts and stops spend) or off (direct: the key in every spore)")
+	fl.IntVar(&o.ModelCallsPerMinute, "model-calls-per-minute", 0, fmt.Sprintf("model calls the gateway lets one spore make per minute (0: the default, %d)", state.DefaultModelCallsPerMinute))
 	fl.DurationVar(&o.Recovery.BackoffInitial, "backoff-initial", state.DefaultBackoffInitial, "wait before respawning a spore after its first crash; doubles with each further crash")
 	fl.DurationVar(&o.Recovery.BackoffMax, "backoff-max", state.DefaultBackoffMax, "the longest wait between respawns")
 	fl.IntVar(&o.Recovery.BreakerFailures, "breaker-failures", state.DefaultBreakerFailures, "crashes inside --breaker-window that open the circuit breaker")
@@ -113,6 +121,9 @@ func (o *initOptions) validate() error {
 		return err
 	}
 	if err := validateAPIURL(o.APIURL, o.changed("api-url")); err != nil {
+		return err
+	}
+	if err := o.validateModel(); err != nil {
 		return err
 	}
 	for _, name := range o.podSecrets() {
@@ -180,11 +191,11 @@ func (o *initOptions) settings() state.Settings {
 	if ns == "" && o.Runtime == "kube" {
 		ns = "sporectl"
 	}
-	return state.Settings{
+	return o.model(state.Settings{
 		Runtime: o.Runtime, Agent: o.Agent, Namespace: ns, StorageClass: o.StorageClass, Image: o.Image, APIURL: o.APIURL,
 		DefaultSpec: state.Spec{CPU: o.CPU, Memory: o.Memory, Storage: o.Storage, Pod: o.pod(nil)},
 		Recovery:    o.recovery(state.RecoveryPolicy{}),
-	}.WithPodSecrets(o.podSecrets())
+	}).WithPodSecrets(o.podSecrets())
 }
 
 // podSecrets are the names --pod-secret gives ("" says none).
@@ -270,6 +281,9 @@ func (o *initOptions) run(ctx context.Context) error {
 		return err
 	}
 	o.warnAgent(final)
+	if created || o.changed("model-gateway") || o.changed("runtime") || o.changed("api-url") {
+		modelNotice(o.f.IO.ErrOut, final)
+	}
 	if flags := o.Pod.given(o.changed); len(flags) > 0 && final.Runtime != "kube" {
 		fmt.Fprintln(o.f.IO.ErrOut, podWarning(flags, "the store keeps them as its spores' default"))
 	}
@@ -352,6 +366,7 @@ func (o *initOptions) merge(cur state.Settings) state.Settings {
 	set("storage-class", &n.StorageClass, o.StorageClass)
 	set("image", &n.Image, o.Image)
 	set("api-url", &n.APIURL, o.APIURL)
+	n = o.model(n)
 	set("cpu", &n.DefaultSpec.CPU, o.CPU)
 	set("memory", &n.DefaultSpec.Memory, o.Memory)
 	set("storage", &n.DefaultSpec.Storage, o.Storage)

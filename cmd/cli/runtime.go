@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
+	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/local"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/state"
@@ -39,7 +41,8 @@ func (f *Factory) RuntimeFor(ctx context.Context, st state.Store, settings state
 // localRuntime wires the local runtime: where it keeps the store's spores
 // and what their bridges inherit are its own decisions (local.Root,
 // local.InheritedEnv); the CLI hands it the store, its state directory,
-// its own binary (which has the bridge command) and where serve listens.
+// its own binary (which has the bridge command), where serve listens and,
+// with the gateway on, where its model gateway is.
 func (f *Factory) localRuntime(st state.Store, settings state.Settings) (reconcile.Runtime, error) {
 	root, err := local.Root(st.Info(), f.defaultStateDir)
 	if err != nil {
@@ -57,7 +60,11 @@ func (f *Factory) localRuntime(st state.Store, settings state.Settings) (reconci
 	if api == "" {
 		api = "http://" + defaultServeAddr // where `sporectl serve` listens by default
 	}
-	return local.New(local.Config{Root: root, Binary: bin, Agent: settings.Agent, APIURL: api, Env: local.InheritedEnv(os.Environ()), Logger: f.Logger()})
+	cfg := local.Config{Root: root, Binary: bin, Agent: settings.Agent, APIURL: api, Env: local.InheritedEnv(os.Environ(), settings.Gateway()), Logger: f.Logger()}
+	if settings.Gateway() {
+		cfg.ModelURL = strings.TrimSuffix(api, "/") + sporeenv.ModelPath
+	}
+	return local.New(cfg)
 }
 
 // defaultServeAddr is where `sporectl serve` listens unless told, and so

@@ -21,14 +21,17 @@ import (
 // the fake can answer the retry quickly while the first attempt hangs.
 const retryNote = "stopped before finishing this prompt"
 
-// claudeRig is a rig whose spores run the real Claude Code against api.
+// claudeRig is a rig whose spores run the real Claude Code against api,
+// reached directly (the model gateway off): the rows test recovery, not
+// the gateway, and their spores take the fake's URL from the rig's
+// environment.
 func claudeRig(t *testing.T, api *fakeapi.Server) *rig {
 	t.Helper()
 	bin := fakeapi.ClaudeBin(t)
 	srv := api.Start()
 	t.Cleanup(srv.Close)
 	env := append(fakeapi.ClaudeEnv(srv.URL), "SPORECTL_CLAUDE_BIN="+bin)
-	return newRig(t, env, append([]string{"--agent", "claude"}, recoveryPolicy...)...)
+	return newRig(t, env, append([]string{"--agent", "claude", "--model-gateway", "off"}, recoveryPolicy...)...)
 }
 
 // waitTurnInFlight waits until the bridge runs a turn whose request the
