@@ -1,0 +1,95 @@
+package gateway_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sporectl/sporectl/bridge/fakeapi"
+	"github.com/sporectl/sporectl/mycelia/auth"
+	"github.com/sporectl/sporectl/mycelia/gateway"
+	"github.com/sporectl/sporectl/state"
+)
+
+// TestClientLeaves: a spore that hangs up ends the upstream's call too.
+func TestClientLeaves(t *testing.T) {
+	w := newWorld(t, state.Settings{})
+	w.spore("w1")
+	w.up.fake.Script(fakeapi.Rule{Match: "hello", Steps: []fakeapi.Reply{fakeapi.Slow(time.Minute, "late")}})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.srv.URL+"/model/v1/messages", strings.NewReader(streamed))
+	require.NoError(t, err)
+	req.Header.Set("x-api-key", w.key("w1"))
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return w.up.calls() == 1 }, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	require.Error(t, <-done)
+	require.Eventually(t, func() bool { return w.up.canceled.Load() == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the upstream's call ended with the spore's, not after its minute")
+	require.Equal(t, state.Usage{}, w.counted("w1"))
+}
+
+// TestStoreFailsMidStream: a count that cannot be written cuts the answer
+// there: the spore got what was counted (message_start) and a failed
+// request, never the part whose usage is not counted.
+func TestStoreFailsMidStream(t *testing.T) {
+	w := newWorld(t, state.Settings{})
+	w.spore("w1")
+	w.up.fake.Script(fakeapi.Rule{Match: "hello", Steps: []fakeapi.Reply{fakeapi.Text("a longer answer that is cut")}})
+	// The first write (message_start's count) is made, the second
+	// (message_delta's) fails.
+	w.store.failFrom.Store(w.store.updates.Load() + 2)
+	a := w.call(w.key("w1"), "/model/v1/messages", streamed)
+	require.Equal(t, http.StatusOK, a.status)
+	require.Error(t, a.err, "the spore sees a failed request")
+	require.Contains(t, a.body, "message_start")
+	require.NotContains(t, a.body, "message_delta", "the event whose usage was not counted never passed")
+	require.NotContains(t, a.body, "message_stop")
+	require.Equal(t, state.Usage{InputTokens: 100, OutputTokens: 1, CostMicros: 315}, w.counted("w1"))
+	require.Contains(t, w.logs.String(), "could not count a model call")
+
+	// A whole answer not counted is not given at all.
+	w.store.failFrom.Store(w.store.updates.Load() + 1)
+	requireRefusal(t, w.call(w.key("w1"), "/model/v1/messages", whole), http.StatusBadGateway, "api_error", "")
+	require.Equal(t, state.Usage{InputTokens: 100, OutputTokens: 1, CostMicros: 315}, w.counted("w1"))
+}
+
+// TestUpstreamDown: an upstream that cannot be reached is a 502 in the
+// API's shape that names neither the key nor the token.
+func TestUpstreamDown(t *testing.T) {
+	w := newWorld(t, state.Settings{})
+	w.spore("w1")
+	w.up.srv.Close()
+	a := w.call(w.key("w1"), "/model/v1/messages", whole)
+	requireRefusal(t, a, http.StatusBadGateway, "api_error", "could not reach")
+	require.NotContains(t, a.body+w.logs.String(), w.tokens["w1"])
+	require.Contains(t, w.logs.String(), "the upstream did not answer")
+}
+
+// TestNoKey: a serve without a model key refuses every call, after the
+// caller proved itself.
+func TestNoKey(t *testing.T) {
+	w := newWorld(t, state.Settings{})
+	w.spore("w1")
+	up, err := url.Parse(w.up.srv.URL)
+	require.NoError(t, err)
+	gw := gateway.New(gateway.Config{Store: w.store, Auth: auth.Authenticator{Store: w.store}, Upstream: up})
+	mux := http.NewServeMux()
+	gw.Register(mux)
+	w.srv.Config.Handler = mux
+	requireRefusal(t, w.call(w.key("w1"), "/model/v1/messages", whole), http.StatusServiceUnavailable, "api_error", "holds no model key")
+	requireRefusal(t, w.call("w1:spt_wrong", "/model/v1/messages", whole), http.StatusUnauthorized, "authentication_error", "")
+	require.Zero(t, w.up.calls())
+}
