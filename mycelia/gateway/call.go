@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/sporectl/sporectl/mycelia/auth"
@@ -20,9 +19,6 @@ type call struct {
 	sent   time.Time // when it went upstream, on the process's clock
 	spore  string
 	colony string
-	// tooLarge is set when the body was cut at MaxRequestBody (read by
-	// the transport's goroutine, judged by the proxy's).
-	tooLarge atomic.Bool
 }
 
 type callKey struct{}

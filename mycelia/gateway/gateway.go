@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -169,8 +171,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ref.write(rec)
 		return
 	}
-	if r.ContentLength > MaxRequestBody {
-		tooLarge().write(rec)
+	body, ref, ok := readBody(r)
+	if !ok {
+		ref.write(rec)
 		return
 	}
 	// A model's answer may stream for longer than serve's write timeout
@@ -179,7 +182,28 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetWriteDeadline(time.Now().Add(MaxCall))
 	ctx, cancel := context.WithTimeout(r.Context(), MaxCall)
 	defer cancel()
-	g.proxy.ServeHTTP(rec, r.WithContext(withCall(ctx, c)))
+	out := r.WithContext(withCall(ctx, c))
+	out.Body, out.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	g.proxy.ServeHTTP(rec, out)
+}
+
+// readBody reads r's body whole, at most MaxRequestBody (false: more, or
+// a body that could not be read, and the answer). Read before anything goes upstream,
+// so the upstream gets a whole request or none, and the body is done
+// with before the answer is written (a body still read by the upstream's
+// request while serve answers is one that serve may discard under it).
+func readBody(r *http.Request) ([]byte, refusal, bool) {
+	if r.ContentLength > MaxRequestBody {
+		return nil, tooLarge(), false
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBody+1))
+	switch {
+	case err != nil:
+		return nil, refusal{http.StatusBadRequest, errInvalid, "the call's body could not be read", 0}, false
+	case len(b) > MaxRequestBody:
+		return nil, tooLarge(), false
+	}
+	return b, refusal{}, true
 }
 
 // statusWriter keeps the status code a call was answered with, for the

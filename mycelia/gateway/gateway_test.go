@@ -141,12 +141,12 @@ func TestRefused(t *testing.T) {
 		})
 	}
 	t.Run("a body too large without a length", func(t *testing.T) {
-		before := len(w.up.fake.Requests())
+		before := w.up.calls()
 		req, err := http.NewRequest(http.MethodPost, w.srv.URL+"/model/v1/messages", struct{ *strings.Reader }{strings.NewReader(strings.Repeat("x", 32<<20+10))})
 		require.NoError(t, err)
 		req.Header.Set("x-api-key", w.key("w1"))
 		requireRefusal(t, w.do(req), 413, "request_too_large", "32 MiB")
-		require.Equal(t, before, len(w.up.fake.Requests()), "the upstream was given no whole request")
+		require.Equal(t, before, w.up.calls(), "the upstream was given nothing of it")
 	})
 	t.Run("over the rate", func(t *testing.T) {
 		for range 2 {

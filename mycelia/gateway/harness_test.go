@@ -95,6 +95,9 @@ type world struct {
 	tokens map[string]string // spore id → token
 	logs   *syncBuffer
 	now    time.Time
+	// realClock: the gateway reads the process's clock, not now
+	// (benchmarks, whose calls would otherwise run out of the rate).
+	realClock atomic.Bool
 	// metrics is what the gateway reported.
 	metrics *recMetrics
 }
@@ -116,7 +119,12 @@ func newWorld(t testing.TB, settings state.Settings) *world {
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w.gw = gateway.New(gateway.Config{Store: w.store, Auth: auth.Authenticator{Store: w.store}, Upstream: upURL, Key: theKey,
-		Metrics: w.metrics, Logger: log, Now: func() time.Time { return w.now },
+		Metrics: w.metrics, Logger: log, Now: func() time.Time {
+			if w.realClock.Load() {
+				return time.Now()
+			}
+			return w.now
+		},
 		// Each call reads the fleet: the colonies' spends are exact.
 		FleetShare: -1})
 	mux := http.NewServeMux()

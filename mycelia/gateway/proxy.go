@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
@@ -49,52 +48,13 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	// A body bounded as it is read: one without a length is cut at the
 	// bound (and the call answered 413); one with a length past it never
 	// gets here (admit).
-	if b := pr.In.Body; b != nil && b != http.NoBody {
-		out.Body = &boundedBody{ReadCloser: b, left: MaxRequestBody, call: callOf(pr.In.Context())}
-	}
 }
 
-// boundedBody is a call's body cut after MaxRequestBody bytes, the call
-// marked too large (the transport's error then does not say why).
-type boundedBody struct {
-	io.ReadCloser
-	left int64
-	call *call
-}
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		b.call.tooLarge.Store(true)
-		return 0, errTooLargeBody
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	if b.left <= 0 && err == nil {
-		// Exactly the bound read: only more than that is too much.
-		var one [1]byte
-		if m, _ := b.ReadCloser.Read(one[:]); m > 0 {
-			b.call.tooLarge.Store(true)
-			return n, errTooLargeBody
-		}
-		return n, io.EOF
-	}
-	return n, err
-}
-
-var errTooLargeBody = errors.New("a model call's body is over 32 MiB")
-
-// upstreamFailed answers a call the upstream did not answer: its body
-// too large, the upstream unreachable or too slow; a client that left
-// is answered nothing.
+// upstreamFailed answers a call the upstream did not answer: the
+// upstream unreachable or too slow, or its answer not counted; a client
+// that left is answered nothing.
 func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(r.Context().Err(), context.Canceled) {
-		return
-	}
-	if callOf(r.Context()).tooLarge.Load() {
-		tooLarge().write(w)
 		return
 	}
 	// The error names the upstream's address, never a header: the key
