@@ -93,3 +93,14 @@ func TestNoKey(t *testing.T) {
 	requireRefusal(t, w.call("w1:spt_wrong", "/model/v1/messages", whole), http.StatusUnauthorized, "authentication_error", "")
 	require.Zero(t, w.up.calls())
 }
+
+// TestStoreDown: without the store nobody is let through: the key cannot
+// be checked (503, the API's shape), and nothing reaches the upstream.
+func TestStoreDown(t *testing.T) {
+	w := newWorld(t, state.Settings{})
+	w.spore("w1")
+	w.store.viewsFail.Store(true)
+	requireRefusal(t, w.call(w.key("w1"), "/model/v1/messages", whole), http.StatusServiceUnavailable, "api_error", "cannot read the store")
+	require.Zero(t, w.up.calls())
+	require.NotContains(t, w.logs.String(), w.tokens["w1"])
+}

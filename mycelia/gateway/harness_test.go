@@ -74,6 +74,15 @@ type failing struct {
 	state.Store
 	updates  atomic.Int64
 	failFrom atomic.Int64
+	// viewsFail: every read fails too.
+	viewsFail atomic.Bool
+}
+
+func (f *failing) View(ctx context.Context, fn func(state.Tx) error) error {
+	if f.viewsFail.Load() {
+		return &state.UnavailableError{Op: "view", Err: errors.New("the store is down")}
+	}
+	return f.Store.View(ctx, fn)
 }
 
 func (f *failing) Update(ctx context.Context, fn func(state.Tx) error) error {
