@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -103,4 +104,23 @@ func TestStoreDown(t *testing.T) {
 	requireRefusal(t, w.call(w.key("w1"), "/model/v1/messages", whole), http.StatusServiceUnavailable, "api_error", "cannot read the store")
 	require.Zero(t, w.up.calls())
 	require.NotContains(t, w.logs.String(), w.tokens["w1"])
+}
+
+// TestLongerThanServesTimeouts: a call whose answer takes longer than
+// the server's read and write timeouts (serve's: 30 s and 2 minutes) is
+// answered whole: the gateway's calls are bounded by MaxCall instead.
+func TestLongerThanServesTimeouts(t *testing.T) {
+	w := newWorld(t, state.Settings{})
+	w.spore("w1")
+	w.srv.Close()
+	w.srv = httptest.NewUnstartedServer(w.srv.Config.Handler)
+	w.srv.Config.ReadTimeout, w.srv.Config.WriteTimeout = 300*time.Millisecond, 300*time.Millisecond
+	w.srv.Start()
+	t.Cleanup(w.srv.Close)
+	w.up.fake.Script(fakeapi.Rule{Match: "hello", Steps: []fakeapi.Reply{fakeapi.Slow(time.Second, "late but whole")}})
+	a := w.call(w.key("w1"), "/model/v1/messages", streamed)
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.NoError(t, a.err)
+	require.Contains(t, a.body, "message_stop")
+	require.Zero(t, w.up.canceled.Load())
 }

@@ -176,8 +176,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ref.write(rec)
 		return
 	}
-	// A model's answer may stream for longer than serve's write timeout
-	// allows other requests; MaxCall bounds it instead.
+	// A model's answer may take longer than serve's write timeout allows
+	// other requests; MaxCall bounds it instead. (Its read timeout ended
+	// with the body, read by now.)
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Now().Add(MaxCall))
 	ctx, cancel := context.WithTimeout(r.Context(), MaxCall)
