@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,23 +100,45 @@ func BenchmarkStream(b *testing.B) {
 }
 
 // BenchmarkParallel: streamed calls by 8 clients per core at once, in
-// calls a second (one spore making them all: its record is the one all
-// the counts write).
+// calls a second, and the process's CPU time per call (client, fake and,
+// for the gateway, the gateway and its store: the difference is the
+// gateway's). gateway: one spore makes them all (its record is the one
+// every count writes); gateway-16: 16 spores, one per client.
 func BenchmarkParallel(b *testing.B) {
-	_, targets := benchWorld(b)
+	w, targets := benchWorld(b)
+	var keys []string
+	for i := range 16 {
+		id := fmt.Sprintf("p%02d", i)
+		w.spore(id)
+		keys = append(keys, w.key(id))
+	}
+	targets = append(targets, target{"gateway-16", targets[1].url, ""})
 	for _, tg := range targets {
 		b.Run(tg.name, func(b *testing.B) {
 			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			var calls atomic.Int64
+			var calls, clients atomic.Int64
 			b.SetParallelism(8)
-			start := time.Now()
+			start, cpu0 := time.Now(), cpuTime(b)
 			b.RunParallel(func(pb *testing.PB) {
+				mine := tg
+				if mine.key == "" {
+					mine.key = keys[int(clients.Add(1)-1)%len(keys)]
+				}
 				for pb.Next() {
-					benchCall(b, c, tg, streamed)
+					benchCall(b, c, mine, streamed)
 					calls.Add(1)
 				}
 			})
-			b.ReportMetric(float64(calls.Load())/time.Since(start).Seconds(), "calls/s")
+			n := float64(calls.Load())
+			b.ReportMetric(n/time.Since(start).Seconds(), "calls/s")
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/n, "cpu-ns/call")
 		})
 	}
+}
+
+// cpuTime is the CPU time the process used so far, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
