@@ -15,7 +15,6 @@ import (
 // call is what the gateway knows of one call it let through: who made
 // it, for the count and the metrics.
 type call struct {
-	start  time.Time
 	sent   time.Time // when it went upstream, on the process's clock
 	spore  string
 	colony string

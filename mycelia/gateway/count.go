@@ -25,6 +25,10 @@ import (
 // adds nothing. A count that fails cuts the answer: a spore is never
 // handed usage that is not counted.
 
+// errNotCounted marks an answer that could not be counted, and so is not
+// passed on.
+var errNotCounted = errors.New("not counted")
+
 // countAnswer is the proxy's ModifyResponse: a successful answer of
 // POST /v1/messages is counted as it passes (streamed) or before it does
 // (whole); any other answer passes as it is.
@@ -39,7 +43,10 @@ func (g *Gateway) countAnswer(resp *http.Response) error {
 		resp.Body = &streamCounter{body: resp.Body, count: func(m *message) error { return g.count(ctx, c, m) }}
 		return nil
 	}
-	return g.countWhole(ctx, c, resp)
+	if err := g.countWhole(ctx, c, resp); err != nil {
+		return fmt.Errorf("%w: %w", errNotCounted, err)
+	}
+	return nil
 }
 
 // countWhole counts a whole answer, read (at most MaxAnswer) before any

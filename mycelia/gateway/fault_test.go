@@ -63,7 +63,7 @@ func TestStoreFailsMidStream(t *testing.T) {
 
 	// A whole answer not counted is not given at all.
 	w.store.failFrom.Store(w.store.updates.Load() + 1)
-	requireRefusal(t, w.call(w.key("w1"), "/model/v1/messages", whole), http.StatusBadGateway, "api_error", "")
+	requireRefusal(t, w.call(w.key("w1"), "/model/v1/messages", whole), http.StatusBadGateway, "api_error", "could not count")
 	require.Equal(t, state.Usage{InputTokens: 100, OutputTokens: 1, CostMicros: 315}, w.counted("w1"))
 }
 

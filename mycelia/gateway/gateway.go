@@ -156,7 +156,7 @@ func passes(method, path string) bool {
 // counted (proxy.go, count.go).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &statusWriter{ResponseWriter: w}
-	c := &call{start: g.cfg.Now()}
+	c := &call{}
 	defer func() { g.cfg.Metrics.ModelRequest(c.colony, rec.code()) }()
 	path := strings.TrimPrefix(r.URL.Path, Prefix)
 	if path == "/api/hello" && (r.Method == http.MethodHead || r.Method == http.MethodGet) {
@@ -189,10 +189,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // readBody reads r's body whole, at most MaxRequestBody (false: more, or
-// a body that could not be read, and the answer). Read before anything goes upstream,
-// so the upstream gets a whole request or none, and the body is done
-// with before the answer is written (a body still read by the upstream's
-// request while serve answers is one that serve may discard under it).
+// a body that could not be read, and the answer). It is read before
+// anything goes upstream, so the upstream gets a whole request or none,
+// and is done with before the answer is written (a body the upstream's
+// request still read while serve answered is one serve may discard
+// under it: that closed streams under load).
 func readBody(r *http.Request) ([]byte, refusal, bool) {
 	if r.ContentLength > MaxRequestBody {
 		return nil, tooLarge(), false

@@ -45,9 +45,6 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	// The answer's events are read as they pass: they must come as
 	// written, not compressed.
 	h.Set("Accept-Encoding", "identity")
-	// A body bounded as it is read: one without a length is cut at the
-	// bound (and the call answered 413); one with a length past it never
-	// gets here (admit).
 }
 
 // upstreamFailed answers a call the upstream did not answer: the
@@ -61,7 +58,10 @@ func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err err
 	// is in none of it.
 	g.cfg.Logger.Warn("model gateway: the upstream did not answer", "spore", callOf(r.Context()).spore, "err", err)
 	status, msg := http.StatusBadGateway, "the model gateway could not reach the model's API"
-	if errors.Is(err, context.DeadlineExceeded) {
+	switch {
+	case errors.Is(err, errNotCounted):
+		msg = "the model gateway could not count the model's answer, so it does not pass it on"
+	case errors.Is(err, context.DeadlineExceeded):
 		status, msg = http.StatusGatewayTimeout, "the model's API did not answer in time"
 	}
 	refusal{status, errAPI, msg, 0}.write(w)
