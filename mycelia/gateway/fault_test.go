@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -123,4 +124,60 @@ func TestLongerThanServesTimeouts(t *testing.T) {
 	require.NoError(t, a.err)
 	require.Contains(t, a.body, "message_stop")
 	require.Zero(t, w.up.canceled.Load())
+}
+
+// TestServeGoneMidStream: serve dies after passing on message_start: the
+// spore sees a failed request, and what it was given is counted. Another
+// replica answering the same message whole then adds only what was not
+// counted: nothing twice.
+func TestServeGoneMidStream(t *testing.T) {
+	w := newWorld(t, state.Settings{})
+	w.spore("w1")
+	start := `{"type":"message_start","message":{"id":"msg_cut","model":"claude-sonnet-4-5","usage":{"input_tokens":1000,"output_tokens":1}}}`
+	delta := `{"type":"message_delta","usage":{"output_tokens":50}}`
+	release := make(chan struct{})
+	w.up.srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		_, _ = rw.Write([]byte("event: message_start\ndata: " + start + "\n\n"))
+		rw.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = rw.Write([]byte("event: message_delta\ndata: " + delta + "\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"))
+	})
+	req, err := http.NewRequest(http.MethodPost, w.srv.URL+"/model/v1/messages", strings.NewReader(streamed))
+	require.NoError(t, err)
+	req.Header.Set("x-api-key", w.key("w1"))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	buf := make([]byte, len(start))
+	_, err = io.ReadAtLeast(resp.Body, buf, 20)
+	require.NoError(t, err)
+	require.Equal(t, state.Usage{InputTokens: 1000, OutputTokens: 1, CostMicros: 3015}, w.counted("w1"), "what the spore was given is counted")
+
+	w.srv.CloseClientConnections() // serve is gone
+	_, err = io.ReadAll(resp.Body)
+	require.Error(t, err, "the spore sees a failed request")
+
+	close(release) // another replica gets the whole answer of the same message
+	w2 := gateway.New(gateway.Config{Store: w.store, Auth: auth.Authenticator{Store: w.store}, Upstream: mustURL(t, w.up.srv.URL), Key: theKey,
+		Now: func() time.Time { return w.now }})
+	mux := http.NewServeMux()
+	w2.Register(mux)
+	srv2 := httptest.NewServer(mux)
+	defer srv2.Close()
+	w.srv = srv2
+	a := w.call(w.key("w1"), "/model/v1/messages", streamed)
+	require.NoError(t, a.err)
+	require.Contains(t, a.body, "message_stop")
+	require.Equal(t, state.Usage{InputTokens: 1000, OutputTokens: 50, CostMicros: 3750}, w.counted("w1"), "the start once, the delta's growth once")
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	u, err := url.Parse(raw)
+	require.NoError(t, err)
+	return u
 }
