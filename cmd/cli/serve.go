@@ -43,6 +43,8 @@ type serveOptions struct {
 	AddressCheck   string
 	AddressModel   string
 	AddressTimeout time.Duration
+	// Model is the model gateway's upstream and key (serve_model.go).
+	Model modelOptions
 
 	// proc is this process's counters (reconcile/metrics), set by run:
 	// the API's, the page's and /metrics' passes count into it.
@@ -70,6 +72,13 @@ operator's token as "Authorization: Bearer <token>", loopback included: the
 fleet's families from a read-only pass per scrape, and this process's counters
 (messages sent, refused, delivered, pass durations), which start at zero when
 serve restarts.
+
+Under /model/ it answers the model's API for the spores (docs/gateway.md): each
+call, made with the spore's own token, is judged (its desired state, its and
+its colony's daily budget, its rate of calls), forwarded to --model-upstream
+with the model's key, which only serve holds (--model-key-file, else
+$ANTHROPIC_API_KEY), and its usage counted into the store before the answer
+is passed on.
 
 The mycelia API is the only endpoint spore pods reach (docs/mycologists.md). Callers authenticate
 with their spore id and token; rank and reach come from the store. Every
@@ -99,11 +108,13 @@ SIGINT or SIGTERM stops it gracefully.`,
 	fl.StringVar(&o.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fl.BoolVar(&o.InsecureListen, "insecure-listen", false, "serve plain HTTP on an address that is not loopback")
 	fl.IntVar(&o.RateLimit, "rate-limit", 60, "messages one spore may send in any minute, counted from the store across every serve (0: no limit)")
-	fl.StringVar(&o.AddressCheck, "address-check", mycelia.AddressCheckAuto, "how a tell's address is checked: auto (a small model when ANTHROPIC_API_KEY is set, else the fallback) or fallback (names of spores in the message)")
-	fl.StringVar(&o.AddressModel, "address-model", "", "the model of the address check (default $SPORECTL_ADDRESS_MODEL, else "+mycelia.DefaultAddressModel+"); the API is $ANTHROPIC_BASE_URL, else "+mycelia.DefaultAnthropicURL)
+	fl.StringVar(&o.AddressCheck, "address-check", mycelia.AddressCheckAuto, "how a tell's address is checked: auto (a small model when serve has the model's key, else the fallback) or fallback (names of spores in the message)")
+	fl.StringVar(&o.AddressModel, "address-model", "", "the model of the address check (default $SPORECTL_ADDRESS_MODEL, else "+mycelia.DefaultAddressModel+"), at --model-upstream")
 	fl.DurationVar(&o.AddressTimeout, "address-timeout", mycelia.DefaultAddressTimeout, "how long the address check waits for the model; then the fallback decides")
 	fl.DurationVar(&o.FollowWatched, "follow-watched", ui.DefaultFollowEvery, "how often the page takes in the new lines of a spore someone watches live (0: leave it to reconcile)")
 	fl.DurationVar(&o.FleetShare, "fleet-share", ui.DefaultFleetShare, "how long one read of the whole fleet serves the fleet pages, the mycologist spores lists and the address check's candidates asked after it: their answers may be that old (0: only those asked while a read runs share it)")
+	fl.StringVar(&o.Model.Upstream, "model-upstream", "", "the model API the gateway under /model/ forwards the spores' calls to, with serve's key (default $ANTHROPIC_BASE_URL, else "+mycelia.DefaultAnthropicURL+"); the address check calls it too")
+	fl.StringVar(&o.Model.KeyFile, "model-key-file", "", "file holding the model API's key, which only serve holds (default $ANTHROPIC_API_KEY)")
 	fl.DurationVar(&o.FollowWoken, "follow-woken", 2*time.Minute, "how long to keep delivering, after answering, a message whose target it woke (0: leave it to reconcile)")
 	return cmd
 }
@@ -134,7 +145,7 @@ func (o *serveOptions) validate() error {
 	if o.FollowWoken < 0 {
 		return usageErrorf("invalid value %s for --follow-woken: must be 0 or more", o.FollowWoken)
 	}
-	return nil
+	return o.Model.validate(o.f.Getenv)
 }
 
 // isLoopback: "localhost" in any letter case (host names are not case
@@ -216,7 +227,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	log := o.f.Logger()
-	check, checkName, err := mycelia.NewAddressCheck(o.f.Getenv, o.AddressCheck, o.AddressModel, o.AddressTimeout)
+	check, checkName, err := mycelia.NewAddressCheck(o.Model.getenv(o.f.Getenv), o.AddressCheck, o.AddressModel, o.AddressTimeout)
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
@@ -249,6 +260,7 @@ func (o *serveOptions) run(ctx context.Context) error {
 	}
 	fmt.Fprintln(o.f.IO.ErrOut, page)
 	fmt.Fprintf(o.f.IO.ErrOut, "serving the mycelia API on %s://%s (address check: %s)\n", scheme, ln.Addr(), checkName)
+	fmt.Fprintln(o.f.IO.ErrOut, o.Model.line(scheme+"://"+ln.Addr().String()))
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {

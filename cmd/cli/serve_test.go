@@ -77,6 +77,11 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--rate-limit", "-1"}, false, "--rate-limit"},
 		{[]string{"--rate-limit", "0"}, true, ""},
 		{[]string{"extra"}, false, "unknown command"},
+		{[]string{"--model-upstream", "http://127.0.0.1:9/api"}, true, ""},
+		{[]string{"--model-upstream", "ftp://example.com"}, false, "--model-upstream"},
+		{[]string{"--model-upstream", "https://user:secret@"}, false, "--model-upstream"},
+		{[]string{"--model-key-file", "/nonexistent/key"}, false, "--model-key-file"},
+		{[]string{"--model-key-file", emptyFile(t)}, false, "--model-key-file"},
 	} {
 		var got *serveOptions
 		f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
@@ -92,6 +97,7 @@ func TestServeFlags(t *testing.T) {
 		}
 		require.Error(t, err, "%v", tc.args)
 		require.Contains(t, err.Error(), tc.msg, "%v", tc.args)
+		require.NotContains(t, err.Error(), "secret", "a URL's password is never shown")
 		require.Equal(t, ExitUsage, exitCode(err), "%v: %v", tc.args, err)
 	}
 }

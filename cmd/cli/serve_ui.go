@@ -12,7 +12,8 @@ import (
 )
 
 // handler is serve's one ServeMux: the API's routes (mycelia), the
-// operators' page (docs/page.md) under /ui/, GET /metrics for Prometheus
+// operators' page (docs/page.md) under /ui/, the model gateway under
+// /model/ (mycelia/gateway, a spore's model key), GET /metrics for Prometheus
 // (reconcile/metrics, an operator's bearer token), and GET / redirected to
 // the page. The three ask one authenticator (mycelia/auth, the API's) who
 // a request is, each for the one kind of credential it takes. The page reads the same store with its own pass, the one `sporectl
@@ -31,6 +32,7 @@ func (o *serveOptions) handler(ctx context.Context, api *mycelia.Server, st stat
 	m := http.NewServeMux()
 	api.Register(m)
 	page.Register(m)
+	o.gateway(st, api.Auth).Register(m)
 	// Its own pattern, not an API row: the rows are the pods' API (spore
 	// tokens, ranks), and /metrics is an operator's, as the page is.
 	mh := metrics.NewHandler(st, o.pass(st), o.proc)

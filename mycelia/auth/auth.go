@@ -28,7 +28,18 @@ const (
 	// OperatorSession is the page's session cookie (SessionCookie), made
 	// by a login with an operator token (Login). The page takes it.
 	OperatorSession
+	// SporeModelKey is a spore's token as its agent sends it to the model
+	// gateway (mycelia/gateway), in the place a model key goes: "ID:TOKEN"
+	// (its id, a colon, its token) as the header "x-api-key" or as
+	// "Authorization: Bearer ID:TOKEN"; or the token alone there with
+	// HeaderSpore naming the id. Checked as SporeToken is, against the
+	// spore's stored hash.
+	SporeModelKey
 )
+
+// HeaderModelKey is where Claude Code sends its model key (the
+// Messages API's header): SporeModelKey's first place.
+const HeaderModelKey = "X-Api-Key"
 
 // HeaderSpore names the calling spore; its token must match the hash
 // stored for that id.
@@ -93,6 +104,8 @@ func (a Authenticator) Who(ctx context.Context, r *http.Request, want Want) (Cal
 	switch want.Kind {
 	case SporeToken:
 		return a.spore(ctx, r, want.Also)
+	case SporeModelKey:
+		return a.modelKey(ctx, r)
 	case OperatorToken:
 		return a.operatorToken(ctx, r)
 	case OperatorSession:

@@ -1,5 +1,7 @@
-// Package auth decides who a request to `sporectl serve` is, for all three
+// Package auth decides who a request to `sporectl serve` is, for all four
 // of its surfaces: the pod API (mycelia: a spore, by its id and token), the
+// model gateway (mycelia/gateway: a spore, by "ID:TOKEN" where its agent
+// sends a model key), the
 // operators' page (mycelia/ui: an operator, by the session cookie a login
 // with an operator token made) and GET /metrics (reconcile/metrics: an
 // operator, by an operator token as a bearer token). One function,

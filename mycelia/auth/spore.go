@@ -15,17 +15,26 @@ import (
 func (a Authenticator) spore(ctx context.Context, r *http.Request, also string) (Caller, error) {
 	ids := r.Header.Values(HeaderSpore)
 	token := bearer(r)
-	if len(ids) != 1 || token == "" || state.ValidateID(ids[0]) != nil {
+	if len(ids) != 1 || token == "" {
 		return Caller{}, ErrUnauthorized
 	}
-	c := Caller{Kind: SporeToken}
+	return a.checkSpore(ctx, SporeToken, ids[0], token, also)
+}
+
+// checkSpore proves id by token: one View reads its record and stored
+// hash (and also), then the token is compared.
+func (a Authenticator) checkSpore(ctx context.Context, kind Credential, id, token, also string) (Caller, error) {
+	if state.ValidateID(id) != nil {
+		return Caller{}, ErrUnauthorized
+	}
+	c := Caller{Kind: kind}
 	var hash state.TokenHash
 	err := a.Store.View(ctx, func(tx state.Tx) error {
 		var err error
-		if c.Spore, err = tx.Spore(ctx, ids[0]); err != nil {
+		if c.Spore, err = tx.Spore(ctx, id); err != nil {
 			return err
 		}
-		if hash, err = tx.TokenHash(ctx, ids[0]); err != nil || also == "" {
+		if hash, err = tx.TokenHash(ctx, id); err != nil || also == "" {
 			return err
 		}
 		t, err := tx.Spore(ctx, also)

@@ -37,6 +37,7 @@ type Process struct {
 	breakerOpens *prometheus.CounterVec
 	passes       *prometheus.HistogramVec
 	passErrors   *prometheus.CounterVec
+	model        modelFamilies // the model gateway's (gateway.go)
 }
 
 // NewProcess makes the process's counters, with the Go runtime's and the
@@ -65,7 +66,9 @@ func NewProcess() *Process {
 		passErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sporectl_pass_errors_total",
 			Help: "Passes of this serve that failed as a whole (the store), by kind."},
 			[]string{"kind"}),
+		model: newModelFamilies(),
 	}
+	p.reg.MustRegister(p.model.requests, p.model.tokens, p.model.upstream)
 	p.reg.MustRegister(p.sent, p.refused, p.delivered, p.delivery, p.breakerOpens, p.passes, p.passErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return p
