@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -128,6 +129,11 @@ func (p *SporePlan) settleDeliveries(ctx context.Context, tx state.Tx, fresh sta
 		case err == nil:
 			evs = append(evs, deliveredEvent(d, now))
 			st.ActiveAt = now // given work: idle time starts over
+			if d.Entry.OverBudget {
+				// A person's decision: the turn it starts may call the
+				// model over the budget (the gateway asks policy.Granted).
+				st.GrantUntil = policy.Grant(now)
+			}
 		case !errors.Is(err, state.ErrNotFound):
 			return evs, dead, err
 		}

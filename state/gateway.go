@@ -45,6 +45,13 @@ type GatewayRecord struct {
 	// MaxCountedCalls: what each has counted so far, by its upstream
 	// message id.
 	ModelCalls []CountedCall `json:"model_calls,omitempty"`
+	// GrantUntil is when a person's leave for the spore to call the
+	// model over its budget ends: a pass that delivers it a prompt an
+	// operator marked over-budget (prompt --over-budget, the page's
+	// switch) sets it to policy.GrantFor from then (reconcile's commit),
+	// so the turn that prompt starts is not refused at the gateway
+	// (docs/budgets.md).
+	GrantUntil time.Time `json:"model_grant_until,omitzero"`
 }
 
 // Usage is a model call's usage as the upstream answers it.
@@ -133,7 +140,8 @@ func (r GatewayRecord) Count(id string, u Usage, now time.Time) (GatewayRecord, 
 	if len(calls) > MaxCountedCalls {
 		calls = calls[len(calls)-MaxCountedCalls:]
 	}
-	return GatewayRecord{ModelCalls: calls, ModelUsage: addHourUsage(r.ModelUsage, hour, added, fresh)}, added
+	r.ModelCalls, r.ModelUsage = calls, addHourUsage(r.ModelUsage, hour, added, fresh)
+	return r, added
 }
 
 // addHourUsage is hs with u (and a call, when call) added to hour, the

@@ -26,6 +26,10 @@ func TestGatewayCountIsIdempotentPerCall(t *testing.T) {
 	require.Len(t, r.ModelUsage, 1)
 	require.Equal(t, int64(1), r.ModelUsage[0].Calls)
 	require.Equal(t, state.Spend{Tokens: 150, CostMicros: 1050}, r.CountedOn(t0).Spend())
+	// Counting keeps what else the record holds.
+	r.GrantUntil = t0.Add(time.Hour)
+	r, _ = r.Count("msg_1", state.Usage{InputTokens: 100, OutputTokens: 50, CostMicros: 1050}, t0)
+	require.Equal(t, t0.Add(time.Hour), r.GrantUntil)
 	// Another call, the next day: today's is its alone.
 	next := t0.Add(24 * time.Hour)
 	r, _ = r.Count("msg_2", state.Usage{InputTokens: 7, CacheCreationTokens: 3, CacheReadTokens: 1000}, next)

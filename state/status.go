@@ -121,6 +121,7 @@ func (st Status) Stamped() Status {
 	st.HealthRecord = st.HealthRecord.stamped()
 	st.IngestRecord = st.IngestRecord.stamped()
 	st.UpkeepRecord = st.UpkeepRecord.stamped()
+	st.GatewayRecord.GrantUntil = Stamp(st.GatewayRecord.GrantUntil)
 	return st
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/bridge/fakeapi"
+	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 )
@@ -69,4 +70,40 @@ func TestBudgetMidTurn(t *testing.T) {
 		codes = append(codes, w.call(w.key("w1"), "/model/v1/messages", streamed).status)
 	}
 	require.Equal(t, []int{200, 200, 200, 403}, codes, "the third call finds 202 of 250 and passes; the fourth finds 303")
+}
+
+// TestAPersonsOverBudgetPromptIsWorkedOn: a spore over its budget that a
+// pass delivered a person's over-budget prompt (its GrantUntil) calls the
+// model for that turn; once the leave ends it is refused again.
+func TestAPersonsOverBudgetPromptIsWorkedOn(t *testing.T) {
+	w := newWorld(t, state.Settings{})
+	w.spore("w1", budget(100))
+	require.Equal(t, http.StatusOK, w.call(w.key("w1"), "/model/v1/messages", whole).status)
+	requireRefusal(t, w.call(w.key("w1"), "/model/v1/messages", whole), 403, "permission_error", "spore w1 is over its budget: 101/100 tokens today")
+
+	require.NoError(t, w.store.Store.Update(context.Background(), func(tx state.Tx) error {
+		_, err := state.UpdateStatus(context.Background(), tx, "w1", func(_ state.Spore, st *state.Status) error {
+			st.GrantUntil = policy.Grant(w.now)
+			return nil
+		})
+		return err
+	}))
+	before := w.up.calls()
+	a := w.call(w.key("w1"), "/model/v1/messages", streamed)
+	require.Equal(t, http.StatusOK, a.status, a.body)
+	require.Equal(t, http.StatusOK, w.call(w.key("w1"), "/model/v1/messages", whole).status)
+	require.Equal(t, before+2, w.up.calls())
+	require.Equal(t, int64(303), w.counted("w1").Spend().Tokens, "what it spent on leave is counted")
+
+	w.now = w.now.Add(policy.GrantFor)
+	requireRefusal(t, w.call(w.key("w1"), "/model/v1/messages", whole), 403, "permission_error", "spore w1 is over its budget: 303/100 tokens today")
+}
+
+// TestGatewayOff: in a store whose gateway is off (direct mode), the
+// gateway lets no call through, and says why.
+func TestGatewayOff(t *testing.T) {
+	w := newWorld(t, state.Settings{ModelGateway: state.GatewayOff})
+	w.spore("w1")
+	requireRefusal(t, w.call(w.key("w1"), "/model/v1/messages", whole), 403, "permission_error", "the store's model gateway is off (model_gateway: off): its spores call the model directly; sporectl init --model-gateway on turns it on")
+	require.Zero(t, w.up.calls())
 }

@@ -57,6 +57,11 @@ func (g *Gateway) admit(r *http.Request, c *call) (refusal, bool) {
 		g.cfg.Logger.Warn("model gateway: could not read the fleet for the budgets", "err", err)
 		return refusal{http.StatusServiceUnavailable, errAPI, "the model gateway cannot read the store now", 0}, false
 	}
+	if !f.settings.Gateway() {
+		// Direct mode: spores hold the key and their spend is their own
+		// report, so a call here would be counted where nothing judges it.
+		return refusal{http.StatusForbidden, errPermission, "the store's model gateway is off (model_gateway: off): its spores call the model directly; sporectl init --model-gateway on turns it on", 0}, false
+	}
 	now := g.cfg.Now()
 	if over, text := overBudget(sp, f, now); over {
 		return refusal{http.StatusForbidden, errPermission, text, 0}, false
@@ -126,7 +131,8 @@ func overBudget(sp state.Spore, f fleet, now time.Time) (bool, string) {
 	}
 	over, ofColony, text := policy.Over(sp, own, colonyBudget, colony)
 	switch {
-	case !over:
+	case !over, policy.Granted(sp, now):
+		// Within budget, or working on a person's over-budget prompt.
 		return false, ""
 	case ofColony:
 		return true, fmt.Sprintf("spore %s is over its colony's budget: %s", sp.ID, text)

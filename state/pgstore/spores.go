@@ -19,7 +19,8 @@ const (
 	created, updated, generation, loop_interval_ms, spec_pod, sleep_after_ms, desired_by,
 	budget_tokens_per_day, budget_cost_per_day_micros`
 	statusColumns = `observed_generation, restarts, failures, not_before, breaker_open, bridge_seq,
-	health, health_reason, loop_due, activity, incidents, active_at, model_usage, model_calls`
+	health, health_reason, loop_due, activity, incidents, active_at, model_usage, model_calls,
+	model_grant_until`
 	sporeColumns = wishColumns + `, ` + statusColumns
 )
 
@@ -42,6 +43,7 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		activeAt      *time.Time
 		modelUsage    []byte // gateway.go's forms; NULL: none
 		modelCalls    []byte
+		grantUntil    *time.Time
 	)
 	err := row.Scan(&sp.ID, &sp.Colony, &rank, &sp.Swarm, &sp.Role, &desired,
 		&sp.Spec.Image, &sp.Spec.CPU, &sp.Spec.Memory, &sp.Spec.Storage,
@@ -49,7 +51,7 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		&sp.Budget.TokensPerDay, &sp.Budget.CostPerDayMicros,
 		&observed, &sp.Restarts, &failures, &notBefore, &sp.BreakerOpen, &bridgeSeq,
 		&sp.Health, &sp.HealthReason, &loopDue, &activity, &incidents, &activeAt,
-		&modelUsage, &modelCalls)
+		&modelUsage, &modelCalls, &grantUntil)
 	if err != nil {
 		return sp, err
 	}
@@ -89,6 +91,9 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 		if sp.Activity, err = decodeActivity(activity); err != nil {
 			return sp, corrupt("sporectl.spores", "id="+sp.ID, "activity: "+err.Error())
 		}
+	}
+	if grantUntil != nil {
+		sp.GrantUntil = grantUntil.UTC()
 	}
 	if err := scanGateway(&sp.GatewayRecord, modelUsage, modelCalls); err != nil {
 		return sp, corrupt("sporectl.spores", "id="+sp.ID, err.Error())
@@ -221,9 +226,13 @@ func statusArgs(st *state.Status) []any {
 	if !st.ActiveAt.IsZero() {
 		activeAt = st.ActiveAt
 	}
+	var grantUntil any
+	if !st.GrantUntil.IsZero() {
+		grantUntil = st.GrantUntil
+	}
 	return []any{int64(st.ObservedGeneration), st.Restarts, failures, notBefore, st.BreakerOpen, int64(st.BridgeSeq),
 		string(st.Health), st.HealthReason, loopDue, encodeActivity(st.Activity), jsonOrNull(st.Incidents), activeAt,
-		encodeModelUsage(st.ModelUsage), encodeModelCalls(st.ModelCalls)}
+		encodeModelUsage(st.ModelUsage), encodeModelCalls(st.ModelCalls), grantUntil}
 }
 
 // podOrNull is p as a json column: NULL for none. Marshalling plain
@@ -267,7 +276,7 @@ func (t *tx) CreateSpore(ctx context.Context, sp state.Spore) error {
 	// usable like every other typed error.
 	tag, err := t.tx.Exec(ctx, `INSERT INTO sporectl.spores (`+sporeColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24,
-		$25, $26, $27, $28, $29, $30, $31, $32, $33)
+		$25, $26, $27, $28, $29, $30, $31, $32, $33, $34)
 		ON CONFLICT (id) DO NOTHING`, sporeArgs(&sp)...)
 	if err != nil {
 		return classify("create spore "+sp.ID, err)
@@ -317,7 +326,8 @@ func (t *tx) PutStatus(ctx context.Context, id string, st state.Status) error {
 	return t.guardedUpdate(ctx, "put status of spore "+id, id,
 		`UPDATE sporectl.spores SET observed_generation = $2, restarts = $3, failures = $4, not_before = $5,
 		breaker_open = $6, bridge_seq = $7, health = $8, health_reason = $9, loop_due = $10,
-		activity = $11, incidents = $12, active_at = $13, model_usage = $14, model_calls = $15
+		activity = $11, incidents = $12, active_at = $13, model_usage = $14, model_calls = $15,
+		model_grant_until = $16
 		WHERE id = $1 AND generation = $2`, append([]any{id}, statusArgs(&st)...),
 		func(stored uint64) error { return state.CheckStatus(id, stored, st) })
 }

@@ -18,9 +18,12 @@
 
 ALTER TABLE sporectl.spores
     ADD COLUMN model_usage json,
-    ADD COLUMN model_calls json;
+    ADD COLUMN model_calls json,
+    ADD COLUMN model_grant_until timestamptz;
 
 COMMENT ON COLUMN sporectl.spores.model_usage IS
     'model usage the gateway counted per hour: [[unix hour, calls, input, output, cache creation, cache read, cost micros], ...]';
 COMMENT ON COLUMN sporectl.spores.model_calls IS
     'latest model calls the gateway counted: [["message id", unix hour, input, output, cache creation, cache read, cost micros], ...]';
+COMMENT ON COLUMN sporectl.spores.model_grant_until IS
+    'until when an operator''s over-budget prompt lets the spore call the model over its budget (state.GatewayRecord GrantUntil); NULL: no leave';
