@@ -285,6 +285,9 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends p
 		if s, ok := spends.Spore[sp.ID]; ok {
 			b := sp.Budget
 			h.Spend, h.Budget, h.OverBudget = &s, &b, p.OverText
+			if r, ok := spends.Reported[sp.ID]; ok {
+				h.ReportedSpend = &r
+			}
 			if h.Reason == "" && p.OverBudget {
 				h.Reason = "over budget (" + p.OverText + ")"
 			}
