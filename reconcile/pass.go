@@ -81,6 +81,10 @@ type Outcome struct {
 	// ObserveErr is set when the runtime could not be observed: every
 	// spore is then Unknown and Suspect, and nothing was acted on.
 	ObserveErr error
+	// Counted: the model gateway is on (state.Settings.Gateway), so what
+	// the spores spent is its count (state.GatewayRecord), not their
+	// agents' reports (docs/budgets.md "What is counted").
+	Counted bool
 }
 
 // Run runs one pass. Independent failures (one spore's start, one
@@ -110,7 +114,7 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 			return nil, err
 		}
 	}
-	out := &Outcome{Missing: snap.ErrMissing()}
+	out := &Outcome{Missing: snap.ErrMissing(), Counted: snap.Settings.Gateway()}
 	n := len(snap.Spores)
 	ps.progress("load", n, "")
 	// Shown on the snapshot now, recorded before act (recordDecisions).
