@@ -120,15 +120,18 @@ func extraOf(extra func(string) state.Spend, id string) state.Spend {
 
 // The tolerance between the agent's report of a day's tokens and the
 // gateway's count (docs/budgets.md "The agent's report and the count").
-// An honest Claude Code's report falls short of the count: its `result`
-// line's usage is its main model's, while the gateway also counts the
-// calls the result leaves out (the small model's, a title or a summary;
-// a sub-agent's; a call that failed and was retried); and a turn that
-// runs over midnight is counted by the gateway in yesterday's hours, its
-// report in today's. A quarter of the day's figure covers the first
-// (side calls are a few percent of a turn's tokens, sub-agents rarely
-// more); 20,000 tokens, a few calls' worth, keeps a small day (one short
-// turn, where one side call is a large share) from tripping it.
+// Measured with Claude Code 2.1.328 (`claude -p`, as the bridge runs it)
+// against the fake Messages API, a turn's `result` usage is exactly the
+// sum of the turn's calls as the gateway counts them (a turn of one
+// call, one of two around a Bash tool; no side call was made). What that
+// did not exercise can set them apart honestly: a call the result leaves
+// out (a small model's, a sub-agent's, one that failed mid-stream and
+// was retried: the gateway counts what it passed on), and a turn that
+// runs over midnight, counted by the gateway in yesterday's hours and
+// reported in today's. A quarter of the day's larger figure covers a
+// share of such calls no real day reaches; 20,000 tokens, a few calls'
+// worth, keeps a small day (one short turn, where one such call is a
+// large share) from tripping it.
 const (
 	UsageTolerancePart   = 4 // a quarter of the larger figure
 	UsageToleranceTokens = 20_000
