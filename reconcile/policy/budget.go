@@ -128,10 +128,12 @@ func extraOf(extra func(string) state.Spend, id string) state.Spend {
 // out (a small model's, a sub-agent's, one that failed mid-stream and
 // was retried: the gateway counts what it passed on), and a turn that
 // runs over midnight, counted by the gateway in yesterday's hours and
-// reported in today's. A quarter of the day's larger figure covers a
-// share of such calls no real day reaches; 20,000 tokens, a few calls'
-// worth, keeps a small day (one short turn, where one such call is a
-// large share) from tripping it.
+// reported in today's. A quarter of the day's larger figure is the room
+// left for them (not measured: a day of heavy sub-agent work, should
+// their calls be missing from the result, could pass it, and the [arch]
+// then reads two honest figures); 20,000 tokens, a few calls' worth,
+// keeps a small day (one short turn, where one such call is a large
+// share) from tripping it.
 const (
 	UsageTolerancePart   = 4 // a quarter of the larger figure
 	UsageToleranceTokens = 20_000
