@@ -21,7 +21,7 @@ import (
 // beyond policy.UsageDiffers's tolerance summons the [arch] mycologist,
 // once per spore per UTC day (UsageKey), in the transaction that records
 // what the pass decided (decided.go), through the summons path the
-// budget's sleeps take (summonses, summonOn).
+// budget's sleeps take (Summon, summonOn).
 //
 // Only a turn that has ended is compared: the gateway counts each call
 // as it is answered, the agent reports a turn's usage in its last line.
@@ -103,7 +103,7 @@ func usageOf(sp state.Spore, extra state.Spend, now time.Time) (reported, counte
 // record whose lines another pass ingested meanwhile (its BridgeSeq
 // moved) is left to the next pass: this one's lines would count twice.
 func (ps *Pass) recordUsage(ctx context.Context, tx state.Tx, todo []*SporePlan, arch string, now time.Time) error {
-	var out summonses
+	var ss []Summons
 	for _, p := range todo {
 		sp, err := tx.Spore(ctx, p.Spore.ID)
 		if errors.Is(err, state.ErrNotFound) {
@@ -120,9 +120,11 @@ func (ps *Pass) recordUsage(ctx context.Context, tx state.Tx, todo []*SporePlan,
 			continue
 		}
 		ps.logger().Info("usage: the agent's report and the gateway's count differ", "spore", sp.ID, "reported_tokens", reported, "counted_tokens", counted)
-		out.add(arch, Summons{Key: UsageKey(sp.ID, state.Day(now)), By: sp.ID, Text: usageText(sp.ID, reported, counted, now)})
+		ss = append(ss, Summons{Key: UsageKey(sp.ID, state.Day(now)), By: sp.ID, Text: usageText(sp.ID, reported, counted, now)})
 	}
-	if err := out.send(ctx, tx, now); err != nil {
+	// Summon reads the [arch]'s record again here: one deleted or
+	// replaced since the snapshot is looked up afresh, none is no summons.
+	if _, err := Summon(ctx, tx, arch, ss, now); err != nil {
 		return fmt.Errorf("record usage summonses: %w", err)
 	}
 	return nil

@@ -198,6 +198,27 @@ func TestPassComparesOnlyAnEndedTurnBeyondTheTolerance(t *testing.T) {
 		e.heal()
 		require.Len(t, e.usageSummonses(), 1, "and then it is compared")
 	})
+	t.Run("a pass over named spores without the [arch]", func(t *testing.T) {
+		e := newUsageEnv(t, statetest.Dir(t, state.Settings{Runtime: "local"}))
+		e.count("msg_1", state.Usage{InputTokens: 90_000})
+		e.rt.BridgeOf("a").Write(passText, resultLine(0, 0))
+		_, err := e.pass.Run(context.Background(), reconcile.Options{IDs: []string{"a"}, Heal: true, Deliver: true})
+		require.NoError(t, err)
+		require.Empty(t, e.usageSummonses(), "its snapshot cannot tell whether today's was raised")
+		e.heal()
+		require.Len(t, e.usageSummonses(), 1, "the next pass over the fleet raises it")
+	})
+	t.Run("the [arch] itself", func(t *testing.T) {
+		e := newUsageEnv(t, statetest.Dir(t, state.Settings{Runtime: "local"}))
+		ctx := context.Background()
+		require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error {
+			_, err := state.CountModelCall(ctx, tx, "arch", "msg_1", state.Usage{InputTokens: 90_000}, e.now)
+			return err
+		}))
+		e.rt.BridgeOf("arch").Write(passText, resultLine(0, 0))
+		e.heal()
+		require.Empty(t, e.usageSummonses(), "not summoned about itself")
+	})
 	t.Run("direct mode", func(t *testing.T) {
 		st := statetest.Dir(t, state.Settings{Runtime: "local"})
 		direct(t, st)
