@@ -26,7 +26,7 @@ import (
 func TestBudgetSleepsThePodAndTheNextDayWakesIt(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	ds := statetest.Dir(t, state.Settings{Runtime: "kube"})
+	ds := statetest.Dir(t, state.Settings{Runtime: "kube", ModelGateway: state.GatewayOff}) // budgets judge the agent's report
 	now := time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC)
 	bridges := reconciletest.New()
 	b := bridges.BridgeOf("thrift")

@@ -34,12 +34,9 @@ func TestTellToASporeOverBudgetIsQueued(t *testing.T) {
 						return err
 					}
 				}
-				sp, err := tx.Spore(ctx, "lab-b")
-				if err != nil {
-					return err
-				}
-				sp.Activity = []state.HourActivity{{Hour: now.Truncate(time.Hour), InputTokens: 14, OutputTokens: 10}}
-				return tx.PutStatus(ctx, sp.ID, sp.StatusAtWish())
+				// 24 tokens today, as the gateway counts them.
+				_, err := state.CountModelCall(ctx, tx, "lab-b", "msg_1", state.Usage{InputTokens: 14, OutputTokens: 10}, now)
+				return err
 			}))
 			req := TellRequest{Text: "one more thing"}
 			r := h.do("lab-myco", "POST", "/spores/lab-b/prompt", req)

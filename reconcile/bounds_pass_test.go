@@ -295,6 +295,7 @@ func TestPassCountsAForgedUsageAsABreachNotAsSpend(t *testing.T) {
 // escaped today's budget.
 func TestPassCountsABackDatedUsageToday(t *testing.T) {
 	e := newEnv(t, "a")
+	direct(t, e.st) // the agent's report is what budgets judge
 	e.awake("a")
 	ctx := context.Background()
 	require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error {

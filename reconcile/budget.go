@@ -12,9 +12,10 @@ import (
 )
 
 // Budgets (docs/budgets.md): a spore's own daily budget, and its
-// colony's over all the colony's spores, counted from the usage its
-// agent reports (state.Spore.Activity, by hour) over the UTC day of the
-// pass. A spore that reached either gets no delivery but what an
+// colony's over all the colony's spores, over the UTC day of the pass,
+// counted by the model gateway (state.GatewayRecord) or, in the direct
+// mode, from the usage its agent reports (state.Spore.Activity, by hour):
+// policy.SpendOf says which. A spore that reached either gets no delivery but what an
 // operator marked over-budget (its entries stay queued); once its turn
 // ends it is put to sleep by "budget" (wish.SleepBy), in the pass's one
 // transaction between plan and act (decided.go), which also summons its
@@ -31,16 +32,22 @@ import (
 // record.
 func countSpends(snap *Snapshot, got map[string]*ingested, now time.Time) policy.Spends {
 	return policy.CountSpends(snap.Spores, snap.All, snap.Settings, now, func(id string) state.Spend {
-		var s state.Spend
-		if in := got[id]; in != nil {
-			// The commit counts every line in the hour of this pass
-			// (addActivity), whatever its bridge stamped it: today's.
-			for _, c := range in.counts {
-				s = s.Add(state.Spend{Tokens: state.AddCount(c.in, c.out), CostMicros: c.cost})
-			}
-		}
-		return s
+		return got[id].spend()
 	})
+}
+
+// spend is what in's lines report was spent, not in the spore's record
+// until the commit adds them. The commit counts every line in the hour
+// of this pass (addActivity), whatever its bridge stamped it: today's.
+func (in *ingested) spend() state.Spend {
+	var s state.Spend
+	if in == nil {
+		return s
+	}
+	for _, c := range in.counts {
+		s = s.Add(state.Spend{Tokens: state.AddCount(c.in, c.out), CostMicros: c.cost})
+	}
+	return s
 }
 
 // overBudget is policy.Over for sp on the plan's spends.

@@ -24,6 +24,7 @@ func TestPassSleepsASporeOverBudgetAndARaisedBudgetWakesIt(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			st := open(t)
+			direct(t, st) // budgets judge the agent's report
 			rt := reconciletest.New()
 			// The fake bridge stamps its lines from fakeLineHour on: the
 			// clock is on that UTC day.
@@ -130,6 +131,7 @@ func TestSendHoldsAMessageOverTheColonysBudget(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			st := open(t)
+			direct(t, st) // budgets judge the agents' reports
 			now := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
 			require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
 				if _, err := wish.SetColony(ctx, tx, "lab", state.ColonySettings{Budget: state.Budget{CostPerDayMicros: 1_000_000}}); err != nil {
@@ -166,4 +168,20 @@ func TestSendHoldsAMessageOverTheColonysBudget(t *testing.T) {
 			require.True(t, pending(t, st, "b")[0].OverBudget)
 		})
 	}
+}
+
+// direct puts st in the direct mode (state.GatewayOff), where budgets
+// judge what the agents report: the tests of that rule run in it, the
+// gateway's count being the default's.
+func direct(t *testing.T, st state.Store) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
+		s, err := tx.Settings(ctx)
+		if err != nil {
+			return err
+		}
+		s.ModelGateway = state.GatewayOff
+		return tx.PutSettings(ctx, s)
+	}))
 }

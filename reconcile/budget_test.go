@@ -96,6 +96,7 @@ func TestPlanBudget(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			c.settings.ModelGateway = state.GatewayOff // the agent's report: Activity
 			snap := &Snapshot{Settings: c.settings, Spores: c.spores[:1], All: c.spores}
 			in := PlanInput{Now: now, Policy: state.RecoveryPolicy{}.WithDefaults(), Spores: snap.Spores, Observed: map[string]Observed{"a": c.obs},
 				Pending: map[string][]state.OutboxEntry{"a": c.pending}, Heal: true, Deliver: true, Settings: c.settings,
@@ -126,13 +127,23 @@ func TestCountSpendsIncludesThisPassAndSkipsFleetsWithoutBudgets(t *testing.T) {
 		"a": {counts: []lineCounts{{in: 3, out: 4, cost: 9}, {in: 1000}}, events: []state.Event{{At: now}, {At: now.Add(-24 * time.Hour)}}},
 		"b": {counts: []lineCounts{{in: 1}}, events: []state.Event{{}}},
 	}
-	s := countSpends(&Snapshot{Spores: []state.Spore{a, b}, All: []state.Spore{a, b}}, got, now)
+	direct := state.Settings{ModelGateway: state.GatewayOff}
+	s := countSpends(&Snapshot{Settings: direct, Spores: []state.Spore{a, b}, All: []state.Spore{a, b}}, got, now)
 	require.Equal(t, map[string]state.Spend{"a": {Tokens: 1007, CostMicros: 9}}, s.Spore,
 		"only a spore with a budget is counted, and every line it ingests is today's, a line stamped yesterday too")
 	require.Nil(t, s.Colony)
-	none := countSpends(&Snapshot{Spores: []state.Spore{b}, All: []state.Spore{a, b}}, got, now)
+	require.Nil(t, s.Reported, "the direct mode: the report is the spend")
+	none := countSpends(&Snapshot{Settings: direct, Spores: []state.Spore{b}, All: []state.Spore{a, b}}, got, now)
 	require.Nil(t, none.Spore)
-	lab := state.Settings{}.WithColony("lab", state.ColonySettings{Budget: state.Budget{TokensPerDay: 100}})
+
+	// With the gateway (the default) the count is judged and the lines
+	// are the report beside it.
+	a.GatewayRecord, _ = a.GatewayRecord.Count("msg_1", state.Usage{InputTokens: 5, OutputTokens: 1, CostMicros: 2}, now)
+	s = countSpends(&Snapshot{Spores: []state.Spore{a, b}, All: []state.Spore{a, b}}, got, now)
+	require.Equal(t, map[string]state.Spend{"a": {Tokens: 6, CostMicros: 2}}, s.Spore)
+	require.Equal(t, map[string]state.Spend{"a": {Tokens: 1007, CostMicros: 9}}, s.Reported)
+
+	lab := direct.WithColony("lab", state.ColonySettings{Budget: state.Budget{TokensPerDay: 100}})
 	s = countSpends(&Snapshot{Settings: lab, Spores: []state.Spore{b}, All: []state.Spore{a, b}}, got, now)
 	require.Equal(t, state.Spend{Tokens: 1008, CostMicros: 9}, s.Colony["lab"], "every spore of the colony, covered or not")
 	require.Equal(t, state.Spend{Tokens: 1}, s.Spore["b"])

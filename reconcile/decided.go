@@ -10,8 +10,9 @@ import (
 // recordDecisions writes, in one read-write transaction before act, the
 // wishes and messages the pass decided that act will carry out
 // (docs/architecture.md "The pass"): its upkeep (the [arch] kept on, the
-// `swarm loop` prompts due), its idle sleeps, and its budget's sleeps and
-// wakes with their summons. Each is redone on the record read again
+// `swarm loop` prompts due), its idle sleeps, its budget's sleeps and
+// wakes with their summons, and the summons of a spore whose agent's
+// report and the gateway's count differ (usage.go). Each is redone on the record read again
 // inside it, so an overlapping pass's or a person's newer write wins;
 // the snapshot and the plans are then brought up to what was committed,
 // so act starts, stops and delivers only what the store holds. No
@@ -26,7 +27,8 @@ import (
 func (ps *Pass) recordDecisions(ctx context.Context, snap *Snapshot, up []*upkept, plans []*SporePlan, in PlanInput) error {
 	idle := plansWhere(plans, func(p *SporePlan) bool { return p.SleepIdle })
 	budget := plansWhere(plans, func(p *SporePlan) bool { return p.SleepBudget || p.WakeBudget })
-	if len(up) == 0 && len(idle) == 0 && len(budget) == 0 {
+	usage, arch := usageToRaise(snap, plans, in)
+	if len(up) == 0 && len(idle) == 0 && len(budget) == 0 && len(usage) == 0 {
 		return nil
 	}
 	now := in.Now
@@ -41,8 +43,11 @@ func (ps *Pass) recordDecisions(ctx context.Context, snap *Snapshot, up []*upkep
 			return err
 		}
 		// So are a budget's sleeps and wakes, with their summons.
-		budgeted, err = recordBudget(ctx, tx, budget, now)
-		return err
+		if budgeted, err = recordBudget(ctx, tx, budget, now); err != nil {
+			return err
+		}
+		// A spore's report and count apart: its summons, once a day.
+		return ps.recordUsage(ctx, tx, usage, arch, now)
 	})
 	if err != nil {
 		return err

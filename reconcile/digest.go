@@ -40,6 +40,11 @@ func (h *SporeHealth) AddTo(d *digest.Digest) {
 		d.Int(h.Spend.Tokens)
 		d.Int(h.Spend.CostMicros)
 	}
+	d.Bool(h.ReportedSpend != nil)
+	if h.ReportedSpend != nil {
+		d.Int(h.ReportedSpend.Tokens)
+		d.Int(h.ReportedSpend.CostMicros)
+	}
 	d.Bool(h.Budget != nil)
 	if h.Budget != nil {
 		d.Int(h.Budget.TokensPerDay)

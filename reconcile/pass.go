@@ -81,6 +81,10 @@ type Outcome struct {
 	// ObserveErr is set when the runtime could not be observed: every
 	// spore is then Unknown and Suspect, and nothing was acted on.
 	ObserveErr error
+	// Counted: the model gateway is on (state.Settings.Gateway), so what
+	// the spores spent is its count (state.GatewayRecord), not their
+	// agents' reports (docs/budgets.md "What is counted").
+	Counted bool
 }
 
 // Run runs one pass. Independent failures (one spore's start, one
@@ -110,7 +114,7 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 			return nil, err
 		}
 	}
-	out := &Outcome{Missing: snap.ErrMissing()}
+	out := &Outcome{Missing: snap.ErrMissing(), Counted: snap.Settings.Gateway()}
 	n := len(snap.Spores)
 	ps.progress("load", n, "")
 	// Shown on the snapshot now, recorded before act (recordDecisions).
@@ -285,6 +289,9 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends p
 		if s, ok := spends.Spore[sp.ID]; ok {
 			b := sp.Budget
 			h.Spend, h.Budget, h.OverBudget = &s, &b, p.OverText
+			if r, ok := spends.Reported[sp.ID]; ok {
+				h.ReportedSpend = &r
+			}
 			if h.Reason == "" && p.OverBudget {
 				h.Reason = "over budget (" + p.OverText + ")"
 			}

@@ -31,10 +31,15 @@ type SporeHealth struct {
 	// Spend is what the spore spent today (the UTC day) and Budget its
 	// own daily budget, both only for a spore with a budget, its own or
 	// its colony's (docs/budgets.md); OverBudget says which it reached
-	// ("24/20 tokens today"), "" when within them.
-	Spend      *state.Spend  `json:"spend,omitempty"`
-	Budget     *state.Budget `json:"budget,omitempty"`
-	OverBudget string        `json:"over_budget,omitempty"`
+	// ("24/20 tokens today"), "" when within them. Spend is what budgets
+	// judge: with the model gateway on, the gateway's count of the
+	// spore's model calls, and ReportedSpend, beside it, what its agent
+	// reported (its own account, never judged); in the direct mode Spend
+	// is that report and ReportedSpend is absent.
+	Spend         *state.Spend  `json:"spend,omitempty"`
+	ReportedSpend *state.Spend  `json:"reported_spend,omitempty"`
+	Budget        *state.Budget `json:"budget,omitempty"`
+	OverBudget    string        `json:"over_budget,omitempty"`
 	// LastSeq is the last event in the store's log after the pass's commit.
 	LastSeq uint64 `json:"last_seq"`
 	// Pending counts outbox entries not yet delivered; PendingSince is

@@ -25,6 +25,7 @@ import (
 // three here, with the [arch] the one start.
 func TestPassWritesWhatItDecidedInOneTransaction(t *testing.T) {
 	e := newEnv(t)
+	direct(t, e.st) // a's budget judged on its agent's report
 	t0 := e.now
 	awake := func(id string, rank state.Rank, set func(*state.Spore)) {
 		sp := state.Spore{Wish: state.Wish{ID: id, Colony: "lab", Rank: rank, Desired: state.Running, Created: t0, Updated: t0}}

@@ -67,15 +67,18 @@ func TestPromptToASporeOverBudgetIsQueuedWithExit16(t *testing.T) {
 	require.Equal(t, state.Budget{TokensPerDay: 20}, statetest.Spore(t, st, "worker-7").Budget, "all or nothing")
 	mustRun(t, store, "wake", "worker-7")
 
-	// Spent 24 tokens today (as ingest counts them).
+	// Spent 24 tokens today, as the gateway counted its model calls; its
+	// agent reports 3 (as ingest counts them).
 	ctx := context.Background()
 	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
-		sp, err := tx.Spore(ctx, "worker-7")
-		if err != nil {
+		if _, err := state.CountModelCall(ctx, tx, "worker-7", "msg_1", state.Usage{InputTokens: 14, OutputTokens: 10}, testNow); err != nil {
 			return err
 		}
-		sp.Activity = []state.HourActivity{{Hour: testNow.UTC().Truncate(time.Hour), InputTokens: 14, OutputTokens: 10}}
-		return tx.PutStatus(ctx, sp.ID, sp.StatusAtWish())
+		_, err := state.UpdateStatus(ctx, tx, "worker-7", func(_ state.Spore, st *state.Status) error {
+			st.Activity = []state.HourActivity{{Hour: testNow.UTC().Truncate(time.Hour), InputTokens: 2, OutputTokens: 1}}
+			return nil
+		})
+		return err
 	}))
 
 	r = run(t, store, "prompt", "worker-7", "more please")
@@ -93,15 +96,17 @@ func TestPromptToASporeOverBudgetIsQueuedWithExit16(t *testing.T) {
 
 	var doc struct {
 		Spores []struct {
-			ID         string        `json:"id"`
-			Spend      *state.Spend  `json:"spend"`
-			Budget     *state.Budget `json:"budget"`
-			OverBudget string        `json:"over_budget"`
+			ID            string        `json:"id"`
+			Spend         *state.Spend  `json:"spend"`
+			ReportedSpend *state.Spend  `json:"reported_spend"`
+			Budget        *state.Budget `json:"budget"`
+			OverBudget    string        `json:"over_budget"`
 		} `json:"spores"`
 	}
 	r = run(t, store, "status", "worker-7", "-o", "json")
 	require.NoError(t, json.Unmarshal([]byte(r.out), &doc), r.out)
-	require.Equal(t, &state.Spend{Tokens: 24}, doc.Spores[0].Spend)
+	require.Equal(t, &state.Spend{Tokens: 24}, doc.Spores[0].Spend, "the gateway's count")
+	require.Equal(t, &state.Spend{Tokens: 3}, doc.Spores[0].ReportedSpend, "the agent's own account")
 	require.Equal(t, &state.Budget{TokensPerDay: 20}, doc.Spores[0].Budget)
 	require.Equal(t, "24/20 tokens today", doc.Spores[0].OverBudget)
 

@@ -257,7 +257,7 @@ func (o *colonyListOptions) run(ctx context.Context) error {
 		for _, sp := range spores {
 			count[sp.Colony]++
 		}
-		spend = policy.ColonySpends(spores, now)
+		spend = policy.ColonySpends(spores, s, now)
 		return err
 	})
 	if err != nil {

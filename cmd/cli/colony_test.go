@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 )
 
 // colony list shows each colony's budget and what its spores spent today
-// together (yesterday's hours not counted), "(over)" once it is reached;
+// together, as the gateway counted it (yesterday's hours not counted, the
+// agents' reports not judged), "(over)" once it is reached;
 // -o wide adds its pod options, which colony set sets, changes only as
 // the flags say and removes with an empty value.
 func TestColonyListShowsBudgetSpendAndPodOptions(t *testing.T) {
@@ -24,8 +26,12 @@ func TestColonyListShowsBudgetSpendAndPodOptions(t *testing.T) {
 	defer st.Close()
 	ctx := context.Background()
 	hour := testNow.UTC().Truncate(time.Hour)
-	spent := map[string][]state.HourActivity{
-		"worker-7": {{Hour: hour.Add(-24 * time.Hour), InputTokens: 1000, CostMicros: 9_000_000}, {Hour: hour, InputTokens: 14, OutputTokens: 10, CostMicros: 120_000}},
+	type call struct {
+		at time.Time
+		u  state.Usage
+	}
+	spent := map[string][]call{
+		"worker-7": {{hour.Add(-24 * time.Hour), state.Usage{InputTokens: 1000, CostMicros: 9_000_000}}, {hour, state.Usage{InputTokens: 14, OutputTokens: 10, CostMicros: 120_000}}},
 	}
 	var lab []string
 	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
@@ -35,12 +41,20 @@ func TestColonyListShowsBudgetSpendAndPodOptions(t *testing.T) {
 				continue
 			}
 			lab = append(lab, sp.ID)
-			if a, ok := spent[sp.ID]; ok {
-				sp.Activity = a
-			} else {
-				sp.Activity = []state.HourActivity{{Hour: hour, OutputTokens: 6, CostMicros: 80_000}}
+			calls, ok := spent[sp.ID]
+			if !ok {
+				calls = []call{{hour, state.Usage{OutputTokens: 6, CostMicros: 80_000}}}
 			}
-			if err := tx.PutStatus(ctx, sp.ID, sp.StatusAtWish()); err != nil {
+			for i, c := range calls {
+				if _, err := state.CountModelCall(ctx, tx, sp.ID, fmt.Sprintf("msg_%d", i), c.u, c.at); err != nil {
+					return err
+				}
+			}
+			// What the agents report is theirs: not what the list shows.
+			if _, err := state.UpdateStatus(ctx, tx, sp.ID, func(_ state.Spore, st *state.Status) error {
+				st.Activity = []state.HourActivity{{Hour: hour, InputTokens: 5_000_000}}
+				return nil
+			}); err != nil {
 				return err
 			}
 		}

@@ -29,6 +29,7 @@ func statusFleet(n int, text string) statusList {
 			h.Reason, h.Observed.Reason = text, reconcile.Reason(text)
 		case 2:
 			h.Spend, h.Budget, h.OverBudget = &state.Spend{Tokens: 24}, &state.Budget{TokensPerDay: 20}, "24/20 tokens today"
+			h.ReportedSpend = &state.Spend{Tokens: 3, CostMicros: 1}
 		case 3:
 			h.Observed = reconcile.Observed{Pod: reconcile.PodRunning, Bridge: reconcile.BridgeUp, Activity: bridge.StateIdle, Restarts: 2}
 			h.Desired, h.Effective, h.Reason, h.SleptBy = state.Running, policy.Healthy, "", ""

@@ -20,8 +20,8 @@ const (
 	overNote   = `<span class="note spend">over budget: `
 )
 
-// spend gives id a spend of tokens today (the fixture's clock) and, when
-// b is not zero, its own budget b.
+// spend gives id a spend of tokens today (the fixture's clock), counted
+// by the gateway, and, when b is not zero, its own budget b.
 func (f *fixture) spend(id string, tokens int64, b state.Budget) {
 	f.t.Helper()
 	ctx := context.Background()
@@ -32,12 +32,8 @@ func (f *fixture) spend(id string, tokens int64, b state.Budget) {
 				return err
 			}
 		}
-		sp, err := tx.Spore(ctx, id)
-		if err != nil {
-			return err
-		}
-		sp.Activity = []state.HourActivity{{Hour: now.Truncate(time.Hour), InputTokens: tokens - tokens/2, OutputTokens: tokens / 2}}
-		return tx.PutStatus(ctx, sp.ID, sp.StatusAtWish())
+		_, err := state.CountModelCall(ctx, tx, id, "msg_"+id, state.Usage{InputTokens: tokens - tokens/2, OutputTokens: tokens / 2}, now)
+		return err
 	}))
 }
 

@@ -39,10 +39,15 @@ type sporePage struct {
 	// Over is the budget the spore has reached today, for the prompt box
 	// (read only with pageParams.budget).
 	Over string
-	// Spend is what the spore spent today, shown against Budget, its own
-	// daily budget, when it has one (docs/budgets.md).
-	Spend  state.Spend
-	Budget state.Budget
+	// Spend is what the spore spent today as budgets judge it, shown
+	// against Budget, its own daily budget, when it has one
+	// (docs/budgets.md). Reported is, with the gateway on, its agent's
+	// own account of today (Spend is then the gateway's count), shown
+	// with the count when either is not zero or it has a budget; nil in
+	// the direct mode, where Spend is that account.
+	Spend    state.Spend
+	Reported *state.Spend
+	Budget   state.Budget
 }
 
 func (h *Handler) sporeRoutes(m pageMux) {
@@ -143,7 +148,17 @@ func (h *Handler) sporeData(ctx context.Context, id string, p pageParams) (spore
 			if page.Over, err = outbox.OverBudgetNow(ctx, tx, page.Spore, h.now()); err != nil {
 				return err
 			}
-			page.Spend, page.Budget = policy.SpendOf(page.Spore, h.now(), state.Spend{}), page.Spore.Budget
+			settings, err := tx.Settings(ctx)
+			if err != nil {
+				return err
+			}
+			page.Spend, page.Budget = policy.SpendOf(page.Spore, settings, h.now(), state.Spend{}), page.Spore.Budget
+			// The agent's own account, beside the count, when there is
+			// anything to compare.
+			if r := policy.ReportedSpend(page.Spore, h.now(), state.Spend{}); settings.Gateway() &&
+				(!page.Budget.IsZero() || r != (state.Spend{}) || page.Spend != (state.Spend{})) {
+				page.Reported = &r
+			}
 		}
 		end := head.LastSeq // the page's last seq
 		if p.before > 0 && p.before-1 < end {

@@ -37,10 +37,10 @@ var (
 		"Spores of the colony whose bridge holds lines the store does not, after the pass's ingest.",
 		[]string{"colony"}, nil)
 	descTokens = prometheus.NewDesc("sporectl_tokens_today",
-		"Tokens the colony's spores used since 00:00 UTC, from their stored hourly activity: kind input (read afresh, cache writes included) or output.",
+		"Tokens the colony's spores used since 00:00 UTC, as budgets count them (docs/budgets.md): the model gateway's count, or in the direct mode their agents' reports: kind input (read afresh, cache writes included) or output.",
 		[]string{"colony", "kind"}, nil)
 	descCost = prometheus.NewDesc("sporectl_cost_today_dollars",
-		"Cost in US dollars the colony's agents reported since 00:00 UTC, from their stored hourly activity.",
+		"Cost in US dollars of the colony's spores since 00:00 UTC, as budgets count it (docs/budgets.md): the model gateway's count, or in the direct mode their agents' reports.",
 		[]string{"colony"}, nil)
 	descObserved = prometheus.NewDesc("sporectl_runtime_observed",
 		"1 when the pass could observe the runtime, 0 when it could not (every spore is then Suspect).",
@@ -122,6 +122,14 @@ func Fleet(out *reconcile.Outcome, now time.Time) prometheus.Collector {
 		if lag, ok := p.Behind(); ok && lag > 0 {
 			c.lagging++
 			c.lag = max(c.lag, lag)
+		}
+		if out.Counted {
+			// What the gateway counted, as budgets judge it.
+			u := p.Spore.CountedOn(now)
+			c.in = state.AddCount(c.in, state.AddCount(u.InputTokens, u.CacheCreationTokens))
+			c.out = state.AddCount(c.out, u.OutputTokens)
+			c.micros = state.AddCount(c.micros, u.CostMicros)
+			continue
 		}
 		// Ascending by hour: today's are the last few of up to a week's,
 		// read from the end (a scrape at 10,000 spores reads 24 hours of

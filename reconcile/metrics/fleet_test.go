@@ -44,7 +44,9 @@ type fleetFixture struct {
 func newFleet(t testing.TB) *fleetFixture {
 	t.Helper()
 	ctx := context.Background()
-	st := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
+	// The direct mode: the spend is the agents' reports (the gateway's
+	// count is TestFleetSpendIsTheGatewaysCount's).
+	st := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec(), ModelGateway: state.GatewayOff})
 	rt := reconciletest.New()
 	spore := func(id, colony string, rank state.Rank, d state.Desired) state.Spore {
 		return state.Spore{Wish: state.Wish{ID: id, Colony: colony, Rank: rank, Desired: d, Created: t0.Add(-48 * time.Hour), Updated: t0.Add(-48 * time.Hour)}}
@@ -188,7 +190,7 @@ func TestFleetUnobserved(t *testing.T) {
 //   - colony free: f1, no budget, nothing queued.
 func TestFleetBudgets(t *testing.T) {
 	ctx := context.Background()
-	settings := state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()}.
+	settings := state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec(), ModelGateway: state.GatewayOff}.
 		WithColony("lab", state.ColonySettings{Budget: state.Budget{TokensPerDay: 100}})
 	st := statetest.Dir(t, settings)
 	rt := reconciletest.New()
@@ -254,4 +256,38 @@ func TestFleetBudgets(t *testing.T) {
 	require.Equal(t, 4.0, value("sporectl_outbox_messages", "own"), txt)
 	require.Equal(t, 2.0, value("sporectl_outbox_held_messages", "own"))
 	require.Equal(t, 1.0, value("sporectl_spores_over_budget", "own"))
+}
+
+// TestFleetSpendIsTheGatewaysCount: with the gateway on (the default),
+// the tokens and cost today are what the gateway counted (input with
+// cache creation, cache reads left out; yesterday's not today's), not
+// what the agents report.
+func TestFleetSpendIsTheGatewaysCount(t *testing.T) {
+	ctx := context.Background()
+	st := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
+	sp := state.Spore{Wish: state.Wish{ID: "a1", Colony: "a", Rank: state.RankSpore, Desired: state.Paused, Created: t0.Add(-48 * time.Hour), Updated: t0.Add(-48 * time.Hour)}}
+	sp.Activity = []state.HourActivity{{Hour: t0.Add(-time.Hour), Turns: 1, InputTokens: 30_000_000, CostMicros: 9_000_000}} // the agent's word
+	statetest.Create(t, st, sp)
+	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
+		for _, c := range []struct {
+			id string
+			at time.Time
+			u  state.Usage
+		}{
+			{"msg_1", t0.Add(-20 * time.Hour), state.Usage{InputTokens: 7777, CostMicros: 7_000_000}}, // yesterday
+			{"msg_2", t0.Add(-time.Hour), state.Usage{InputTokens: 100, CacheCreationTokens: 20, CacheReadTokens: 5000, OutputTokens: 30, CostMicros: 250_000}},
+		} {
+			if _, err := state.CountModelCall(ctx, tx, "a1", c.id, c.u, c.at); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	pass := reconciletest.NewPass(t, st, reconciletest.WithFake(reconciletest.New()), reconciletest.At(t0))
+	out, err := pass.Run(ctx, reconcile.Options{})
+	require.NoError(t, err)
+	fams := metricstest.Parse(t, text(t, metrics.Fleet(out, t0)))
+	require.Equal(t, 120.0, fams.Value(t, "sporectl_tokens_today", "colony", "a", "kind", "input"))
+	require.Equal(t, 30.0, fams.Value(t, "sporectl_tokens_today", "colony", "a", "kind", "output"))
+	require.InDelta(t, 0.25, fams.Value(t, "sporectl_cost_today_dollars", "colony", "a"), 1e-9)
 }

@@ -28,18 +28,22 @@ func admit(ctx context.Context, tx state.Tx, sp state.Spore, m Message) (bool, e
 
 // OverBudgetNow says, inside tx, whether sp has reached its budget or its
 // colony's today, in words ("" when not, or for the [arch]): policy.Over,
-// the pass's judgement, on the record as stored. A message to such a
-// spore is held (record); the page's prompt box shows it. The colony's
-// spores are read only when its own budget is not reached and its colony
-// has one.
+// the pass's judgement, on the record as stored and the spend the
+// settings say budgets judge (the gateway's count, or the agent's report
+// in the direct mode: policy.SpendOf). A message to such a spore is held
+// (record); the page's prompt box shows it. The colony's spores are read
+// only when its own budget is not reached and its colony has one.
 func OverBudgetNow(ctx context.Context, tx state.Tx, sp state.Spore, now time.Time) (string, error) {
-	own := policy.SpendOf(sp, now, state.Spend{})
-	if over, _, text := policy.Over(sp, own, state.Budget{}, state.Spend{}); over || policy.AlwaysOn(sp) {
-		return text, nil
+	if policy.AlwaysOn(sp) {
+		return "", nil
 	}
 	settings, err := tx.Settings(ctx)
 	if err != nil {
 		return "", fmt.Errorf("read settings: %w", err)
+	}
+	own := policy.SpendOf(sp, settings, now, state.Spend{})
+	if over, _, text := policy.Over(sp, own, state.Budget{}, state.Spend{}); over {
+		return text, nil
 	}
 	b := settings.Colony(sp.Colony).Budget
 	if b.IsZero() {
@@ -51,6 +55,6 @@ func OverBudgetNow(ctx context.Context, tx state.Tx, sp state.Spore, now time.Ti
 	if _, err = state.Damaged(err); err != nil {
 		return "", fmt.Errorf("count colony %s's spend: %w", sp.Colony, err)
 	}
-	_, _, text := policy.Over(sp, own, b, policy.ColonySpends(all, now)[sp.Colony])
+	_, _, text := policy.Over(sp, own, b, policy.ColonySpends(all, settings, now)[sp.Colony])
 	return text, nil
 }

@@ -132,7 +132,7 @@ func TestSendOnceThen(t *testing.T) {
 
 	e.change("b", func(sp *state.Spore) { sp.Desired, sp.Budget = state.Running, state.Budget{TokensPerDay: 10} })
 	e.change("b", func(sp *state.Spore) {
-		sp.Activity = []state.HourActivity{{Hour: e.now.Truncate(time.Hour), InputTokens: 20}}
+		sp.GatewayRecord, _ = sp.GatewayRecord.Count("msg_1", state.Usage{InputTokens: 20}, e.now) // the gateway's count
 	})
 	s, err = outbox.SendOnce(ctx, e.st, outbox.Message{To: "b", From: "spore:a", Kind: state.KindMessage, Text: "hi"}, once("m-2"), e.now)
 	require.NoError(t, err)

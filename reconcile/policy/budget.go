@@ -8,16 +8,34 @@ import (
 )
 
 // Budgets (docs/budgets.md): a spore's own daily budget, and its
-// colony's over all the colony's spores, counted from the usage its
-// agent reports (state.Spore.Activity, by hour) over the UTC day. The
-// [arch] mycologist is never over one (AlwaysOn), though its spend counts
-// in its colony's. Reading the records is the caller's; the sum and the
-// judgement are here.
+// colony's over all the colony's spores, over the UTC day. What a spore
+// spent is, with the model gateway on (state.Settings.Gateway, the
+// default), what serve's gateway counted of its model calls
+// (state.GatewayRecord), from the upstream's own answers; with it off
+// (the direct mode), the usage its agent reports (state.Spore.Activity,
+// by hour), which is all there is then. The agent's report is its own
+// word (it runs arbitrary code beside its bridge), so while the gateway
+// counts, the report is shown beside the count and compared with it
+// (UsageDiffers), never judged. The [arch] mycologist is never over a
+// budget (AlwaysOn), though its spend counts in its colony's. Reading the
+// records is the caller's; the sum and the judgement are here.
 
-// SpendOf is what sp spent on the UTC day that holds now: its record's
-// hours, and extra, spent but not in its record yet (the lines a pass
-// ingests are added to the record by its commit).
-func SpendOf(sp state.Spore, now time.Time, extra state.Spend) state.Spend {
+// SpendOf is what sp spent on the UTC day that holds now, as budgets
+// judge it under s: with the gateway on, what the gateway counted (extra
+// and the agent's lines add nothing to it); off, its agent's report
+// (ReportedSpend).
+func SpendOf(sp state.Spore, s state.Settings, now time.Time, extra state.Spend) state.Spend {
+	if s.Gateway() {
+		return sp.CountedOn(now).Spend()
+	}
+	return ReportedSpend(sp, now, extra)
+}
+
+// ReportedSpend is what sp's agent reported it spent on the UTC day that
+// holds now: its record's hours, and extra, reported but not in its
+// record yet (the lines a pass ingests are added to the record by its
+// commit).
+func ReportedSpend(sp state.Spore, now time.Time, extra state.Spend) state.Spend {
 	return state.SpendOn(sp.Activity, now).Add(extra)
 }
 
@@ -27,6 +45,10 @@ func SpendOf(sp state.Spore, now time.Time, extra state.Spend) state.Spend {
 type Spends struct {
 	Spore  map[string]state.Spend
 	Colony map[string]state.Spend
+	// Reported is, with the gateway on, what the agent of each spore of
+	// Spore reported today (ReportedSpend): shown beside the count, never
+	// judged. Nil with the gateway off, where Spore is the report.
+	Reported map[string]state.Spend
 }
 
 // CountSpends counts the spends of covered (the spores judged) and of
@@ -45,24 +67,32 @@ func CountSpends(covered, all []state.Spore, s state.Settings, now time.Time, ex
 		if out.Spore == nil {
 			out.Spore = map[string]state.Spend{}
 		}
-		out.Spore[sp.ID] = SpendOf(*sp, now, extraOf(extra, sp.ID))
+		x := extraOf(extra, sp.ID)
+		out.Spore[sp.ID] = SpendOf(*sp, s, now, x)
+		if s.Gateway() {
+			if out.Reported == nil {
+				out.Reported = map[string]state.Spend{}
+			}
+			out.Reported[sp.ID] = ReportedSpend(*sp, now, x)
+		}
 	}
 	if s.Colonies == nil {
 		return out
 	}
-	out.Colony = sumColonies(all, now, extra, out.Spore, colonyBudget)
+	out.Colony = sumColonies(all, s, now, extra, out.Spore, colonyBudget)
 	return out
 }
 
-// ColonySpends is each colony's spend on the UTC day of now, over all
-// (every spore of the store), whether or not it has a budget.
-func ColonySpends(all []state.Spore, now time.Time) map[string]state.Spend {
-	return sumColonies(all, now, nil, nil, func(string) bool { return true })
+// ColonySpends is each colony's spend on the UTC day of now, as budgets
+// judge it under s, over all (every spore of the store), whether or not
+// it has a budget.
+func ColonySpends(all []state.Spore, s state.Settings, now time.Time) map[string]state.Spend {
+	return sumColonies(all, s, now, nil, nil, func(string) bool { return true })
 }
 
 // sumColonies is the one sum of a colony's spend: its spores' spends,
 // those of known taken as they are, for the colonies that count.
-func sumColonies(all []state.Spore, now time.Time, extra func(string) state.Spend, known map[string]state.Spend, counts func(colony string) bool) map[string]state.Spend {
+func sumColonies(all []state.Spore, settings state.Settings, now time.Time, extra func(string) state.Spend, known map[string]state.Spend, counts func(colony string) bool) map[string]state.Spend {
 	var out map[string]state.Spend
 	for i := range all {
 		sp := &all[i]
@@ -74,7 +104,7 @@ func sumColonies(all []state.Spore, now time.Time, extra func(string) state.Spen
 		}
 		s, ok := known[sp.ID]
 		if !ok {
-			s = SpendOf(*sp, now, extraOf(extra, sp.ID))
+			s = SpendOf(*sp, settings, now, extraOf(extra, sp.ID))
 		}
 		out[sp.Colony] = out[sp.Colony].Add(s)
 	}
@@ -86,6 +116,41 @@ func extraOf(extra func(string) state.Spend, id string) state.Spend {
 		return state.Spend{}
 	}
 	return extra(id)
+}
+
+// The tolerance between the agent's report of a day's tokens and the
+// gateway's count (docs/budgets.md "The agent's report and the count").
+// Measured with Claude Code 2.1.328 (`claude -p`, as the bridge runs it)
+// against the fake Messages API, a turn's `result` usage is exactly the
+// sum of the turn's calls as the gateway counts them (a turn of one
+// call, one of two around a Bash tool; no side call was made). What that
+// did not exercise can set them apart honestly: a call the result leaves
+// out (a small model's, a sub-agent's, one that failed mid-stream and
+// was retried: the gateway counts what it passed on), and a turn that
+// runs over midnight, counted by the gateway in yesterday's hours and
+// reported in today's. A quarter of the day's larger figure is the room
+// left for them (not measured: a day of heavy sub-agent work, should
+// their calls be missing from the result, could pass it, and the [arch]
+// then reads two honest figures); 20,000 tokens, a few calls' worth,
+// keeps a small day (one short turn, where one such call is a large
+// share) from tripping it.
+const (
+	UsageTolerancePart   = 4 // a quarter of the larger figure
+	UsageToleranceTokens = 20_000
+)
+
+// UsageDiffers reports whether a spore's agent's report of its tokens
+// over a day (reported) and the gateway's count of them (counted) differ
+// beyond the tolerance: by more than a quarter of the larger and by more
+// than UsageToleranceTokens. Either way is an incident: a report above
+// the count is usage the gateway never saw (a model reached around it,
+// or a forged report); below it, calls the report hides.
+func UsageDiffers(reported, counted int64) bool {
+	d := reported - counted
+	if d < 0 {
+		d = -d
+	}
+	return d > UsageToleranceTokens && d > max(reported, counted)/UsageTolerancePart
 }
 
 // Reaches reports whether s has reached b: either limit set and met.

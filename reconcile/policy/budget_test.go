@@ -1,10 +1,12 @@
 package policy
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state"
 )
@@ -17,22 +19,39 @@ func today(now time.Time, in, out, cost int64) []state.HourActivity {
 	}
 }
 
+// counted is a gateway record of usage counted at now's hour, and some
+// yesterday.
+func counted(now time.Time, u state.Usage) state.GatewayRecord {
+	return state.GatewayRecord{ModelUsage: []state.HourUsage{
+		{Hour: state.Day(now).Add(-time.Hour), Calls: 1, Usage: state.Usage{InputTokens: 5000, CostMicros: 5000}}, // yesterday's
+		{Hour: now.Truncate(time.Hour), Calls: 1, Usage: u},
+	}}
+}
+
 func TestSpendOf(t *testing.T) {
-	sp := state.Spore{Status: state.Status{IngestRecord: state.IngestRecord{Activity: today(t0, 3, 4, 5)}}}
+	sp := state.Spore{Status: state.Status{
+		IngestRecord:  state.IngestRecord{Activity: today(t0, 3, 4, 5)},
+		GatewayRecord: counted(t0, state.Usage{InputTokens: 100, CacheCreationTokens: 20, CacheReadTokens: 9000, OutputTokens: 3, CostMicros: 40}),
+	}}
+	gateway, direct := state.Settings{}, state.Settings{ModelGateway: state.GatewayOff}
 	for _, c := range []struct {
-		name  string
-		extra state.Spend
-		want  state.Spend
+		name     string
+		settings state.Settings
+		extra    state.Spend
+		want     state.Spend
 	}{
-		{"its record's hours of today", state.Spend{}, state.Spend{Tokens: 7, CostMicros: 5}},
-		{"and what is not recorded yet", state.Spend{Tokens: 10, CostMicros: 1}, state.Spend{Tokens: 17, CostMicros: 6}},
+		{"direct: its record's hours of today", direct, state.Spend{}, state.Spend{Tokens: 7, CostMicros: 5}},
+		{"direct: and what is not recorded yet", direct, state.Spend{Tokens: 10, CostMicros: 1}, state.Spend{Tokens: 17, CostMicros: 6}},
+		{"gateway (the default): today's count, cache reads left out", gateway, state.Spend{}, state.Spend{Tokens: 123, CostMicros: 40}},
+		{"gateway: what the agent reports adds nothing", gateway, state.Spend{Tokens: 30_000_000, CostMicros: 1}, state.Spend{Tokens: 123, CostMicros: 40}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if diff := cmp.Diff(c.want, SpendOf(sp, t0, c.extra)); diff != "" {
+			if diff := cmp.Diff(c.want, SpendOf(sp, c.settings, t0, c.extra)); diff != "" {
 				t.Fatalf("SpendOf (-want +got):\n%s", diff)
 			}
 		})
 	}
+	require.Equal(t, state.Spend{Tokens: 17, CostMicros: 6}, ReportedSpend(sp, t0, state.Spend{Tokens: 10, CostMicros: 1}), "the agent's report, whatever the mode")
 }
 
 func TestCountSpends(t *testing.T) {
@@ -47,16 +66,24 @@ func TestCountSpends(t *testing.T) {
 		}
 		return state.Spend{}
 	}
-	lab := state.Settings{}.WithColony("lab", state.ColonySettings{Budget: state.Budget{TokensPerDay: 50}})
+	direct := state.Settings{ModelGateway: state.GatewayOff}
+	lab := direct.WithColony("lab", state.ColonySettings{Budget: state.Budget{TokensPerDay: 50}})
+	// With the gateway on, a's count is 7 whatever its agent reports.
+	a.GatewayRecord = counted(t0, state.Usage{InputTokens: 7})
+	labGateway := state.Settings{}.WithColony("lab", state.ColonySettings{Budget: state.Budget{TokensPerDay: 50}})
 	for _, tc := range []struct {
 		name         string
 		covered, all []state.Spore
 		settings     state.Settings
 		want         Spends
 	}{
-		{"no budget anywhere: nothing counted", []state.Spore{b, c}, []state.Spore{a, b, c}, state.Settings{}, Spends{}},
-		{"a spore's own budget: it alone, with what is not recorded yet", []state.Spore{a, b}, []state.Spore{a, b, c}, state.Settings{},
+		{"no budget anywhere: nothing counted", []state.Spore{b, c}, []state.Spore{a, b, c}, direct, Spends{}},
+		{"a spore's own budget: it alone, with what is not recorded yet", []state.Spore{a, b}, []state.Spore{a, b, c}, direct,
 			Spends{Spore: map[string]state.Spend{"a": {Tokens: 101}}}},
+		{"gateway: the count judged, the report beside it", []state.Spore{a, b}, []state.Spore{a, b, c}, state.Settings{},
+			Spends{Spore: map[string]state.Spend{"a": {Tokens: 7}}, Reported: map[string]state.Spend{"a": {Tokens: 101}}}},
+		{"gateway: a colony over its spores' counts", []state.Spore{b, c}, []state.Spore{a, b, c}, labGateway,
+			Spends{Spore: map[string]state.Spend{"b": {}}, Colony: map[string]state.Spend{"lab": {Tokens: 7}}, Reported: map[string]state.Spend{"b": {Tokens: 2}}}},
 		{"a colony's budget: its covered spores, and the colony over every spore", []state.Spore{b, c}, []state.Spore{a, b, c}, lab,
 			Spends{Spore: map[string]state.Spend{"b": {Tokens: 2}}, Colony: map[string]state.Spend{"lab": {Tokens: 103}}}},
 	} {
@@ -82,9 +109,43 @@ func TestColonySpends(t *testing.T) {
 			map[string]state.Spend{"lab": {Tokens: 3, CostMicros: 2}, "ops": {Tokens: 4, CostMicros: 1}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if diff := cmp.Diff(c.want, ColonySpends(c.all, t0)); diff != "" {
+			if diff := cmp.Diff(c.want, ColonySpends(c.all, state.Settings{ModelGateway: state.GatewayOff}, t0)); diff != "" {
 				t.Fatalf("ColonySpends (-want +got):\n%s", diff)
 			}
+		})
+	}
+}
+
+func TestColonySpendsWithTheGateway(t *testing.T) {
+	a := state.Spore{Wish: state.Wish{ID: "a", Colony: "lab"}, Status: state.Status{
+		IngestRecord:  state.IngestRecord{Activity: today(t0, 30_000_000, 0, 0)},
+		GatewayRecord: counted(t0, state.Usage{InputTokens: 10, OutputTokens: 2, CostMicros: 3}),
+	}}
+	b := state.Spore{Wish: state.Wish{ID: "b", Colony: "lab"}, Status: state.Status{GatewayRecord: counted(t0, state.Usage{OutputTokens: 5})}}
+	got := ColonySpends([]state.Spore{a, b}, state.Settings{ModelGateway: state.GatewayOn}, t0)
+	require.Equal(t, map[string]state.Spend{"lab": {Tokens: 17, CostMicros: 3}}, got, "the gateway's counts, not a's forged report")
+}
+
+func TestUsageDiffers(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		reported, counted int64
+		want              bool
+	}{
+		{"equal", 1_000_000, 1_000_000, false},
+		{"nothing either way", 0, 0, false},
+		{"a small day: 20,000 tokens apart is within", 0, 20_000, false},
+		{"a small day: 20,001 tokens apart is beyond", 0, 20_001, true},
+		{"a report a quarter short of the count is within", 750_000, 1_000_000, false},
+		{"a report more than a quarter short is beyond", 749_999, 1_000_000, true},
+		{"a report a quarter above the count is within", 1_000_000, 750_000, false},
+		{"a forged report", 30_000_000, 1_000, true},
+		{"a report of nothing against a real count", 0, 5_000_000, true},
+		{"the largest counts do not overflow", math.MaxInt64, 0, true},
+		{"nor the other way", 0, math.MaxInt64, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			require.Equal(t, c.want, UsageDiffers(c.reported, c.counted))
 		})
 	}
 }
