@@ -31,10 +31,19 @@ const saDir = "var/run/secrets/kubernetes.io/serviceaccount"
 // their pods to be Running and Ready. It returns the pods by spore id.
 func realSpores(t *testing.T, n *kubetest.Node, ns string, spores ...state.Spore) map[string]*corev1.Pod {
 	t.Helper()
+	return realSporesWith(t, n, kube.Options{Namespace: ns}, spores...)
+}
+
+// realSporesWith is realSpores with the runtime's options (its namespace
+// among them; the agent is always the echo agent).
+func realSporesWith(t *testing.T, n *kubetest.Node, o kube.Options, spores ...state.Spore) map[string]*corev1.Pod {
+	t.Helper()
 	ctx := t.Context()
+	ns := o.Namespace
 	require.NoError(t, n.ImportImage(ctx, sporectlImage(t)))
 	n.LocalVolumes(t, len(spores), "1Gi")
-	rt, err := kube.New(n.Config, kube.Options{Namespace: ns, Agent: "echo"})
+	o.Agent = "echo"
+	rt, err := kube.New(n.Config, o)
 	require.NoError(t, err)
 	for _, s := range spores {
 		s.Spec = state.Spec{Image: images.SporectlName, CPU: "250m", Memory: "128Mi", Storage: "1Gi"}
