@@ -70,10 +70,9 @@ func podPID(t *testing.T, p *corev1.Pod) int {
 // /proc/PID/root, the container's own mount namespace, where the kubelet
 // mounted it (neither image has a shell or a Kubernetes client to read it
 // with, and exec would need one). It is then used from the test against
-// the API server, which on this node listens on the host's loopback only,
-// out of every pod's reach: what is proven is what the token in the
-// container may do, not the path a packet takes (realnode_netpol_test.go
-// is about packets).
+// the API server: what is proven is what the token in the container may
+// do, not the path a packet takes (realnode_netpol_test.go is about
+// packets, the [arch]'s to the API server among them).
 func TestRealNodeArchReadsTheClusterButSecrets(t *testing.T) {
 	n := kubetest.NewNode(t, kubetest.NodeOptions{})
 	ns := n.Namespace(t)
