@@ -2,9 +2,10 @@
 # Builds what a real one-node Kubernetes needs beside kube-apiserver and etcd
 # (.ci/kube-tools.sh): kubelet, kube-controller-manager, kube-scheduler and
 # kube-proxy from k8s.io/kubernetes, containerd + ctr + containerd-shim-runc-v2,
-# runc, kube-network-policies (the NetworkPolicy enforcer, nftables), all
-# from the Go module proxy, plus Debian's CNI plugins (bridge, host-local,
-# loopback, portmap) linked into the same directory. Caches
+# runc, kube-router (its network policy controller is the NetworkPolicy
+# enforcer, iptables and ipset), all from the Go module proxy, plus Debian's
+# CNI plugins (bridge, host-local, loopback, portmap) linked into the same
+# directory. Caches
 # outside the repository, keyed by versions, and prints that directory on
 # stdout; logs go to stderr. Idempotent: when every binary exists it returns
 # at once. The cold build takes 15-25 minutes on 2 cores.
@@ -15,7 +16,12 @@ set -euo pipefail
 KUBE_VERSION=1.37.2
 CONTAINERD_VERSION=2.4.2
 RUNC_VERSION=1.5.3
-KNP_VERSION=0.8.0
+# kube-router v2.1.0 has published security flaws (in its BGP and service
+# proxy parts and its dependencies). It is acceptable here only because it
+# is a test harness's enforcer that never ships: sporectl neither packages
+# nor recommends it, and the tests run only its firewall, on a bridge of
+# this machine's own.
+KUBE_ROUTER_VERSION=2.1.0
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="${SPORECTL_CACHE:-$HOME/.cache/sporectl}"
@@ -24,13 +30,13 @@ out="$cache/node-$KUBE_VERSION-containerd-$CONTAINERD_VERSION-runc-$RUNC_VERSION
 log() { echo "real-node: $*" >&2; }
 
 # Debian packages: runc's seccomp support links libseccomp; the CNI plugins
-# are Debian's; iptables for the bridge plugin and kube-proxy.
+# are Debian's; iptables for the bridge plugin, kube-proxy and kube-router;
+# ipset for kube-router's policy chains.
 need_pkgs=()
 [[ -e /usr/include/seccomp.h ]] || need_pkgs+=(libseccomp-dev)
 [[ -x /usr/lib/cni/bridge ]] || need_pkgs+=(containernetworking-plugins)
 command -v iptables >/dev/null 2>&1 || need_pkgs+=(iptables)
-# nft: the node harness lists and removes kube-network-policies' table.
-command -v nft >/dev/null 2>&1 || need_pkgs+=(nftables)
+command -v ipset >/dev/null 2>&1 || need_pkgs+=(ipset)
 if ((${#need_pkgs[@]})); then
 	command -v apt-get >/dev/null 2>&1 || { log "missing ${need_pkgs[*]} and no apt-get to install them"; exit 1; }
 	sudo=""
@@ -83,24 +89,25 @@ build containerd github.com/containerd/containerd/v2/cmd/containerd containerd 1
 for c in kube-scheduler kube-controller-manager kubelet kube-proxy; do
 	build node "k8s.io/kubernetes/cmd/$c" "$c" 0 "" "$kube_ldflags"
 done
-# kube-network-policies is cached in a directory of its own, keyed by its
-# version, and linked into the node's: a new version is built without
-# rebuilding the node. Its main package is cmd/, so go install names the
-# binary "cmd".
-knp="$cache/kube-network-policies-$KNP_VERSION"
-if [[ ! -x "$knp/kube-network-policies" ]]; then
-	log "building kube-network-policies $KNP_VERSION"
+# kube-router is cached in a directory of its own, keyed by its version,
+# and linked into the node's: a new version is built without rebuilding the
+# node. Its go.mod has no replace directives, so go install builds it as
+# released. (kube-network-policies, the enforcer before it, needs nftables'
+# queue expression, which these machines' kernel lacks.)
+kr="$cache/kube-router-$KUBE_ROUTER_VERSION"
+if [[ ! -x "$kr/kube-router" ]]; then
+	log "building kube-router $KUBE_ROUTER_VERSION (this takes minutes the first time)"
 	start=$SECONDS
-	mkdir -p "$knp"
+	mkdir -p "$kr"
 	tmp="$(mktemp -d)"
-	GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags="-s -w" "sigs.k8s.io/kube-network-policies/cmd@v$KNP_VERSION" >&2
-	mv -f "$tmp/cmd" "$knp/kube-network-policies"
+	GOBIN="$tmp" CGO_ENABLED=0 go install -trimpath -ldflags="-s -w" "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@v$KUBE_ROUTER_VERSION" >&2
+	mv -f "$tmp/kube-router" "$kr/kube-router"
 	rmdir "$tmp"
-	log "built kube-network-policies in $((SECONDS - start))s"
+	log "built kube-router in $((SECONDS - start))s"
 fi
-ln -sfn "$knp/kube-network-policies" "$out/kube-network-policies"
+ln -sfn "$kr/kube-router" "$out/kube-router"
 for p in bridge host-local loopback portmap; do
 	ln -sfn "/usr/lib/cni/$p" "$out/$p"
 done
-printf 'kube %s\ncontainerd %s\nrunc %s\nkube-network-policies %s\n' "$KUBE_VERSION" "$CONTAINERD_VERSION" "$RUNC_VERSION" "$KNP_VERSION" >"$out/VERSIONS"
+printf 'kube %s\ncontainerd %s\nrunc %s\nkube-router %s\n' "$KUBE_VERSION" "$CONTAINERD_VERSION" "$RUNC_VERSION" "$KUBE_ROUTER_VERSION" >"$out/VERSIONS"
 echo "$out"

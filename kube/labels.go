@@ -21,6 +21,12 @@ const (
 	LabelColony    = "sporectl.dev/colony"
 	LabelRank      = "sporectl.dev/rank"
 	LabelSwarm     = "sporectl.dev/swarm"
+	// LabelEgress is a spore pod's colony's egress setting
+	// (state.EgressAll or state.EgressNone): kube/deploy's
+	// spores-internet NetworkPolicy selects the pods not labelled none.
+	// A pod's labels are fixed when it is made, so a change of the
+	// setting reaches a spore at its pod's next start.
+	LabelEgress = "sporectl.dev/egress"
 
 	// AnnotationOwner repeats the ownership in a field label selectors do
 	// not reach, so a person copying labels onto a pod to make it show up

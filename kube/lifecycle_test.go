@@ -35,6 +35,7 @@ func TestStartCreatesSporeObjects(t *testing.T) {
 		"sporectl.dev/colony":          "moss",
 		"sporectl.dev/rank":            "spore",
 		"sporectl.dev/swarm":           "pack",
+		"sporectl.dev/egress":          "all",
 	}, pod.Labels)
 	assert.True(t, kube.Owned(pod.ObjectMeta, "alpha"))
 	require.Len(t, pod.Spec.Containers, 1)

@@ -81,8 +81,8 @@ func TestManifestsPassServerSideDryRun(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.GetKind()]++
 	}
-	assert.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 2, "Role": 1, "RoleBinding": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"Deployment": 1, "Service": 1, "CronJob": 1, "NetworkPolicy": 2}, kinds)
+	assert.Equal(t, map[string]int{"Namespace": 1, "ServiceAccount": 2, "Role": 1, "RoleBinding": 1, "ClusterRole": 2, "ClusterRoleBinding": 1,
+		"Deployment": 1, "Service": 1, "CronJob": 1, "NetworkPolicy": 3}, kinds)
 
 	w := &warnings{}
 	cfg := rest.CopyConfig(srv.Config)

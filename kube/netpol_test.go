@@ -92,9 +92,13 @@ func newNetpolWorld(t *testing.T) *netpolWorld {
 
 	// Spores as the runtime makes them: every rank, with and without a
 	// swarm, so a label that differs by rank cannot slip out of the policy.
-	rt, err := kube.New(srv.Config, kube.Options{Namespace: w.ns})
+	// Colony sealed's egress is "none" (serve and DNS alone).
+	rt, err := kube.New(srv.Config, kube.Options{Namespace: w.ns, ColonyEgress: map[string]string{"sealed": state.EgressNone}})
 	require.NoError(t, err)
+	hermit := withRank(spore("hermit"), state.RankSpore, "")
+	hermit.Colony = "sealed"
 	for _, sp := range []state.Spore{
+		hermit,
 		withRank(spore("alpha"), state.RankSpore, "pack"),
 		withRank(spore("beta"), state.RankSpore, ""),
 		withRank(spore("lead"), state.RankSwarm, "pack"),
@@ -342,15 +346,17 @@ func TestNetworkPolicyLetsSporesReachOnlyServeAndTheModel(t *testing.T) {
 	// The policy confines exactly the spores, in both directions, and
 	// neither serve nor reconcile. This is where a change to the labels
 	// the runtime puts on its pods shows.
-	// The [arch]'s egress is also widened by arch-api (to the API server).
+	// Their egress is widened by spores-internet unless their colony's
+	// egress is none, and the [arch]'s by arch-api (to the API server).
 	for _, tc := range []struct {
 		pod      *corev1.Pod
 		isolated bool
 		arch     bool
+		sealed   bool
 	}{
-		{w.spores["alpha"], true, false}, {w.spores["beta"], true, false}, {w.spores["lead"], true, false},
-		{w.spores["warden"], true, false}, {w.spores["arch"], true, true},
-		{w.serve, false, false}, {w.recon, false, false},
+		{w.spores["alpha"], true, false, false}, {w.spores["beta"], true, false, false}, {w.spores["lead"], true, false, false},
+		{w.spores["warden"], true, false, false}, {w.spores["arch"], true, true, false}, {w.spores["hermit"], true, false, true},
+		{w.serve, false, false, false}, {w.recon, false, false, false},
 	} {
 		for _, dir := range []string{"Ingress", "Egress"} {
 			var by []string
@@ -361,7 +367,11 @@ func TestNetworkPolicyLetsSporesReachOnlyServeAndTheModel(t *testing.T) {
 			}
 			switch {
 			case tc.arch && dir == "Egress":
-				assert.ElementsMatch(t, []string{"spores", "arch-api"}, by, "%s of %s (labels %v)", dir, tc.pod.Name, tc.pod.Labels)
+				assert.ElementsMatch(t, []string{"spores", "spores-internet", "arch-api"}, by, "%s of %s (labels %v)", dir, tc.pod.Name, tc.pod.Labels)
+			case tc.sealed && dir == "Egress":
+				assert.Equal(t, []string{"spores"}, by, "%s of %s (labels %v): its colony's egress is none", dir, tc.pod.Name, tc.pod.Labels)
+			case tc.isolated && dir == "Egress":
+				assert.ElementsMatch(t, []string{"spores", "spores-internet"}, by, "%s of %s (labels %v)", dir, tc.pod.Name, tc.pod.Labels)
 			case tc.isolated:
 				assert.Equal(t, []string{"spores"}, by, "%s of %s (labels %v) is isolated by the spores policy", dir, tc.pod.Name, tc.pod.Labels)
 			default:
@@ -381,6 +391,7 @@ func TestNetworkPolicyLetsSporesReachOnlyServeAndTheModel(t *testing.T) {
 	for id, sp := range w.spores {
 		from := podEnd(sp)
 		isArch := sp.Labels[kube.LabelRank] == string(state.RankArch)
+		internet := sp.Labels[kube.LabelEgress] != state.EgressNone
 		serveEnd, servePort := w.serveTarget(t, sp)
 		conns = append(conns,
 			conn{"spore → serve, through SPORECTL_API_URL", from, serveEnd, tcp, servePort, true},
@@ -392,9 +403,9 @@ func TestNetworkPolicyLetsSporesReachOnlyServeAndTheModel(t *testing.T) {
 			conn{"spore → a pod labelled like serve in another namespace", from, podEnd(w.impostor), tcp, 8080, false},
 			conn{"spore → an unlabelled pod beside it", from, podEnd(w.stranger), tcp, 8080, false},
 			conn{"spore → its node's kubelet", from, addrEnd(sp.Status.HostIP), tcp, 10250, false},
-			conn{"spore → the model (api.anthropic.com, 160.79.104.0/23)", from, addrEnd("160.79.104.10"), tcp, 443, true},
-			conn{"spore → the model over IPv6 (2607:6bc0::/48)", from, addrEnd("2607:6bc0::10"), tcp, 443, true},
-			conn{"spore → a public git host over ssh", from, addrEnd("140.82.112.3"), tcp, 22, true},
+			conn{"spore → the model (api.anthropic.com, 160.79.104.0/23)", from, addrEnd("160.79.104.10"), tcp, 443, internet},
+			conn{"spore → the model over IPv6 (2607:6bc0::/48)", from, addrEnd("2607:6bc0::10"), tcp, 443, internet},
+			conn{"spore → a public git host over ssh", from, addrEnd("140.82.112.3"), tcp, 22, internet},
 		)
 		for _, addr := range []string{"169.254.169.254", "fd00:ec2::254", "100.100.100.200"} {
 			conns = append(conns, conn{"spore → cloud metadata " + addr, from, addrEnd(addr), tcp, 80, false})

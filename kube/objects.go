@@ -61,6 +61,15 @@ func objectMeta(s state.Spore, ns string) metav1.ObjectMeta {
 	}
 }
 
+// podMeta is objectMeta with what only a pod carries: its colony's
+// egress, which the NetworkPolicies select on (a claim or a Secret sends
+// no packet).
+func (o Options) podMeta(s state.Spore) metav1.ObjectMeta {
+	m := objectMeta(s, o.Namespace)
+	m.Labels[LabelEgress] = o.egress(s.Colony)
+	return m
+}
+
 // ClaimFor is the spore's home.
 func (o Options) ClaimFor(s state.Spore) (*corev1.PersistentVolumeClaim, error) {
 	spec := o.spec(s.Spec)
@@ -128,7 +137,7 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 		account, automount = ArchServiceAccount, &yes
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: objectMeta(s, o.Namespace),
+		ObjectMeta: o.podMeta(s),
 		Spec: corev1.PodSpec{
 			ServiceAccountName:            account,
 			AutomountServiceAccountToken:  automount,

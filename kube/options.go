@@ -27,6 +27,10 @@ type Options struct {
 	// ColonyPods are the colonies' pod options (state.ColonySettings
 	// Pod), merged between the store's default and a spore's own.
 	ColonyPods map[string]*state.PodOptions
+	// ColonyEgress are the colonies' egress settings
+	// (state.ColonySettings Egress), by colony; a colony not in it has
+	// the default, state.EgressAll.
+	ColonyEgress map[string]string
 	// APIURL is how spores reach `sporectl serve`; passed to the bridge as
 	// SPORECTL_API_URL. Empty means the Service of kube/deploy/serve.yaml
 	// in the runtime's namespace.
@@ -55,6 +59,7 @@ func OptionsFromSettings(s state.Settings, c Cluster) Options {
 		ns = s.Namespace
 	}
 	var pods map[string]*state.PodOptions
+	var egress map[string]string
 	if s.Colonies != nil {
 		for name, cs := range *s.Colonies {
 			if !cs.Pod.IsZero() {
@@ -63,10 +68,17 @@ func OptionsFromSettings(s state.Settings, c Cluster) Options {
 				}
 				pods[name] = cs.Pod
 			}
+			if cs.Egress != "" {
+				if egress == nil {
+					egress = map[string]string{}
+				}
+				egress[name] = cs.Egress
+			}
 		}
 	}
 	return Options{
 		ColonyPods:   pods,
+		ColonyEgress: egress,
 		Namespace:    ns,
 		StorageClass: s.StorageClass,
 		Image:        s.Image,
@@ -82,6 +94,15 @@ func OptionsFromSettings(s state.Settings, c Cluster) Options {
 // then from state's (for a store whose settings lack a field).
 func (o Options) spec(s state.Spec) state.Spec {
 	return s.Or(o.DefaultSpec).Or(state.Spec{Image: o.Image}).Or(state.DefaultSpec()).Or(state.Spec{Image: DefaultImage})
+}
+
+// egress is colony's egress setting, state.EgressAll unless it says
+// otherwise.
+func (o Options) egress(colony string) string {
+	if e := o.ColonyEgress[colony]; e != "" {
+		return e
+	}
+	return state.EgressAll
 }
 
 func (o Options) storageClass() string {

@@ -87,6 +87,7 @@ func TestPodOptionsOnThePod(t *testing.T) {
 		"sporectl.dev/rank":            "spore",
 		"team":                         "moss",
 		"cost":                         "shared",
+		"sporectl.dev/egress":          "all",
 	}, pod.Labels)
 	assert.Equal(t, map[string]string{
 		"sporectl.dev/owner": "sporectl",

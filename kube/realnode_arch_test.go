@@ -31,10 +31,19 @@ const saDir = "var/run/secrets/kubernetes.io/serviceaccount"
 // their pods to be Running and Ready. It returns the pods by spore id.
 func realSpores(t *testing.T, n *kubetest.Node, ns string, spores ...state.Spore) map[string]*corev1.Pod {
 	t.Helper()
+	return realSporesWith(t, n, kube.Options{Namespace: ns}, spores...)
+}
+
+// realSporesWith is realSpores with the runtime's options (its namespace
+// among them; the agent is always the echo agent).
+func realSporesWith(t *testing.T, n *kubetest.Node, o kube.Options, spores ...state.Spore) map[string]*corev1.Pod {
+	t.Helper()
 	ctx := t.Context()
+	ns := o.Namespace
 	require.NoError(t, n.ImportImage(ctx, sporectlImage(t)))
 	n.LocalVolumes(t, len(spores), "1Gi")
-	rt, err := kube.New(n.Config, kube.Options{Namespace: ns, Agent: "echo"})
+	o.Agent = "echo"
+	rt, err := kube.New(n.Config, o)
 	require.NoError(t, err)
 	for _, s := range spores {
 		s.Spec = state.Spec{Image: images.SporectlName, CPU: "250m", Memory: "128Mi", Storage: "1Gi"}
@@ -61,10 +70,9 @@ func podPID(t *testing.T, p *corev1.Pod) int {
 // /proc/PID/root, the container's own mount namespace, where the kubelet
 // mounted it (neither image has a shell or a Kubernetes client to read it
 // with, and exec would need one). It is then used from the test against
-// the API server, which on this node listens on the host's loopback only,
-// out of every pod's reach: what is proven is what the token in the
-// container may do, not the path a packet takes (realnode_netpol_test.go
-// is about packets).
+// the API server: what is proven is what the token in the container may
+// do, not the path a packet takes (realnode_netpol_test.go is about
+// packets, the [arch]'s to the API server among them).
 func TestRealNodeArchReadsTheClusterButSecrets(t *testing.T) {
 	n := kubetest.NewNode(t, kubetest.NodeOptions{})
 	ns := n.Namespace(t)

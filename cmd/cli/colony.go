@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/reconcile/wish"
 	"github.com/sporectl/sporectl/state"
@@ -37,6 +38,9 @@ type colonySetOptions struct {
 	// IngestQuotaMiB is --ingest-quota: the MiB of agent lines each spore
 	// may have stored per UTC day (0: the default).
 	IngestQuotaMiB int64
+	// Egress is --egress: state.EgressAll or state.EgressNone, where the
+	// colony's spores may connect beyond serve and DNS.
+	Egress string
 	// Pod sets the colony's pod options (docs/runtimes.md "Pod options"):
 	// each flag given replaces its field, an empty value removes it.
 	Pod podFlags
@@ -50,7 +54,7 @@ func newCmdColonySet(f *Factory, runF func(context.Context, *colonySetOptions) e
 	o := &colonySetOptions{f: f}
 	var sleepAfter, cost string
 	cmd := &cobra.Command{
-		Use:   "set NAME [--sleep-after D] [--wake-on-message[=false]] [--budget-tokens N] [--budget-cost USD] [--ingest-quota MiB] [pod option flags]",
+		Use:   "set NAME [--sleep-after D] [--wake-on-message[=false]] [--budget-tokens N] [--budget-cost USD] [--ingest-quota MiB] [--egress all|none] [pod option flags]",
 		Short: "Change a colony's idle-sleep settings, budget and pod options (only the flags given)",
 		Long: `Change the settings of colony NAME that the flags give; the others are kept.
 --sleep-after D puts its awake spores to sleep after D idle (no turn running,
@@ -63,6 +67,9 @@ the colony's spores together, over the UTC day (0: no limit; docs/budgets.md).
 --ingest-quota MiB is how much of its agent's lines each spore of the colony
 may have stored per UTC day (0: the default, 64; docs/bridge.md); over it the
 spore is Suspect (IngestQuota) and its bridge keeps the rest until the next day.
+--egress none confines the colony's spores to serve and DNS; all (the default)
+lets them reach the public internet too. kube/deploy's NetworkPolicies enforce
+it (kube; a spore's pod gets it at its next start; docs/security.md).
 The pod option flags (--runtime-class, --node-selector, --toleration,
 --env-from-secret, --label, --annotation; kube) set the options every spore
 of the colony gets on its pod at its next start, over the store's default
@@ -77,8 +84,11 @@ field, an empty value (--label '') removes it (docs/runtimes.md).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name, o.changed = args[0], cmd.Flags().Changed
 			if !o.changed("sleep-after") && !o.changed("wake-on-message") && !o.changed("budget-tokens") && !o.changed("budget-cost") &&
-				!o.changed("ingest-quota") && len(o.Pod.given(o.changed)) == 0 {
-				return usageErrorf("%s: give --sleep-after, --wake-on-message, --budget-tokens, --budget-cost, --ingest-quota or a pod option flag (nothing to change)", cmd.CommandPath())
+				!o.changed("ingest-quota") && !o.changed("egress") && len(o.Pod.given(o.changed)) == 0 {
+				return usageErrorf("%s: give --sleep-after, --wake-on-message, --budget-tokens, --budget-cost, --ingest-quota, --egress or a pod option flag (nothing to change)", cmd.CommandPath())
+			}
+			if o.changed("egress") && (o.Egress == "" || state.ValidateEgress("--egress", o.Egress) != nil) {
+				return usageErrorf("--egress: invalid value %s: want %s or %s", quote.Value(o.Egress), state.EgressAll, state.EgressNone)
 			}
 			if err := state.ValidateIngestQuota("--ingest-quota", o.IngestQuotaMiB); err != nil {
 				return usageErrorf("%v", err)
@@ -111,6 +121,7 @@ field, an empty value (--label '') removes it (docs/runtimes.md).`,
 	fl.Int64Var(&o.BudgetTokens, "budget-tokens", 0, "the colony's daily budget of tokens, all its spores together (0: none)")
 	fl.StringVar(&cost, "budget-cost", "0", "the colony's daily budget of cost in US dollars, e.g. 20 (0: none)")
 	fl.Int64Var(&o.IngestQuotaMiB, "ingest-quota", 0, "MiB of agent lines each spore may have stored per UTC day (0: the default, 64)")
+	fl.StringVar(&o.Egress, "egress", state.EgressAll, "where the colony's spores may connect beyond serve and DNS: all (the public internet) or none (kube)")
 	o.Pod.register(fl)
 	return cmd
 }
@@ -144,6 +155,14 @@ func (o *colonySetOptions) run(ctx context.Context) error {
 		if o.changed("ingest-quota") {
 			c.IngestQuotaMiB = o.IngestQuotaMiB
 		}
+		if o.changed("egress") {
+			// The default is kept as "", so "all" on a colony that never
+			// set it writes nothing.
+			c.Egress = o.Egress
+			if c.Egress == state.EgressAll {
+				c.Egress = ""
+			}
+		}
 		if c.Pod, err = o.Pod.onto(c.Pod, o.changed, true); err != nil {
 			return err
 		}
@@ -161,6 +180,11 @@ func (o *colonySetOptions) run(ctx context.Context) error {
 	}
 	if flags := o.Pod.given(o.changed); len(flags) > 0 && runtime != "kube" {
 		fmt.Fprintln(o.f.IO.ErrOut, podWarning(flags, "the store keeps them as the colony's"))
+	}
+	if o.changed("egress") && o.Egress == state.EgressNone && runtime != "kube" {
+		// Only kube's NetworkPolicies enforce it; the local runtime's
+		// spores share the machine's network.
+		fmt.Fprintln(o.f.IO.ErrOut, "warning: the local runtime does not confine a spore's network: --egress none is kept as the colony's, and kube/deploy's NetworkPolicies enforce it once the store runs on Kubernetes (sporectl init --runtime kube)")
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,118 +14,80 @@ import (
 	"github.com/sporectl/sporectl/internal/childproc"
 )
 
-// NetpolTable is the nftables table (family inet) kube-network-policies
-// programs: a set of pod addresses and a chain that hands the first
-// packet of every connection of a pod a policy selects to the daemon
-// through an nfqueue, which accepts or drops it.
-const NetpolTable = "kube-network-policies"
-
-// ErrNoNFTQueue says the kernel has no nftables "queue" expression
-// (CONFIG_NFT_QUEUE), the one thing kube-network-policies cannot do
-// without: every verdict it gives goes through an nfqueue.
-var ErrNoNFTQueue = errors.New("the kernel has no nftables queue expression (CONFIG_NFT_QUEUE is not set), which kube-network-policies needs for every verdict")
-
-// NetworkPolicies is kube-network-policies running on the node as a host
-// process, enforcing the cluster's NetworkPolicies on its pods' packets.
+// NetworkPolicies is the node's NetworkPolicy enforcer: kube-router's
+// network policy controller alone (its firewall; no routing, no service
+// proxy, which the node's bridge and kube-proxy already do), run on the
+// node as a host process. It programs the machine's iptables filter table
+// (through iptables-nft here) and ipsets: every pod of the node gets a
+// chain its forwarded, input and output packets pass, which jumps to one
+// chain per policy that selects the pod, and REJECTs what none allows.
+// Pods on the node's bridge are judged too: the bridge hands its frames
+// to iptables (net.bridge.bridge-nf-call-iptables) and kube-router
+// matches them with physdev.
+//
+// kube-router v2.1.0 has published security flaws (in its BGP and proxy
+// parts, and its own dependencies'); it never leaves this harness: it is
+// a test's enforcer, built by .ci/real-node.sh, not something sporectl
+// ships or recommends.
 type NetworkPolicies struct {
 	n       *Node
 	p       *proc
 	logPath string
-	dir     string
 	stopped bool
 }
 
-// NFTQueueSupported asks the kernel, with a throwaway table, whether an
-// nftables rule can queue a packet to user space. nil means it can.
-func NFTQueueSupported() error {
-	nft, err := exec.LookPath("nft")
-	if err != nil {
-		return fmt.Errorf("nft (Debian's nftables, installed by .ci/real-node.sh): %w", err)
-	}
-	const probe = "kubetest_queue_probe"
-	rules := "table inet " + probe + " {\n chain c {\n  type filter hook postrouting priority 0; policy accept;\n  meta l4proto tcp queue num 65000 bypass\n }\n}\n"
-	cmd := exec.Command(nft, "-f", "-")
-	cmd.Stdin = strings.NewReader(rules)
-	out, err := cmd.CombinedOutput()
-	// nft applies a file as one transaction: on failure nothing is
-	// left; on success the probe table goes at once.
-	_ = exec.Command(nft, "delete", "table", "inet", probe).Run()
-	if err != nil {
-		if strings.Contains(string(out), "No such file or directory") {
-			return fmt.Errorf("%w: nft: %s", ErrNoNFTQueue, firstLine(string(out)))
-		}
-		return fmt.Errorf("probe the kernel's nftables queue support: %w: %s", err, strings.TrimSpace(string(out)))
-	}
-	return nil
-}
+// The prefixes of what kube-router's policy controller makes: its
+// top-level chains (jumped to from INPUT, FORWARD and OUTPUT), one chain
+// per pod and per policy, and the ipsets its policy chains match.
+var (
+	kubeRouterChainPrefixes = []string{"KUBE-ROUTER-", "KUBE-POD-FW-", "KUBE-NWPLCY-"}
+	kubeRouterSetPrefixes   = []string{"KUBE-SRC-", "KUBE-DST-"}
+)
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
-}
+// enforcerTools are what kube-router runs to program the kernel (Debian's
+// iptables and ipset, installed by .ci/real-node.sh).
+var enforcerTools = []string{"iptables", "iptables-save", "iptables-restore", "ipset"}
 
-// StartNetworkPolicies runs kube-network-policies (built by
-// .ci/real-node.sh) against the node's API server and waits until its
-// nftables table queues packets to it. It reads its credentials the only way it
-// can, in-cluster: so it runs in a mount namespace of its own with a
-// tmpfs over /run holding the admin token and CA at the service-account
-// paths, and nothing of that touches the machine. NRI is off (the
-// node's containerd serves none); pods' addresses come from the API.
-// When the kernel cannot queue packets it fails with ErrNoNFTQueue,
-// after the daemon has shown it: it runs, syncs with the API server and
-// cannot program its table.
-func (n *Node) StartNetworkPolicies(ctx context.Context) (np *NetworkPolicies, err error) {
-	bin, err := NodeBinary("kube-network-policies")
+// StartNetworkPolicies runs kube-router's firewall against the node's API
+// server and waits until it has a chain for each of the pods named by
+// their addresses (podIPs: the pods the test will judge), so no packet
+// of theirs is sent before their rules exist.
+func (n *Node) StartNetworkPolicies(ctx context.Context, podIPs ...string) (np *NetworkPolicies, err error) {
+	bin, err := NodeBinary("kube-router")
 	if err != nil {
 		return nil, err
 	}
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		return nil, fmt.Errorf("kube-network-policies needs its own mount namespace: %w", err)
-	}
-	// A table a killed run left behind (the node lock is held, so it is
-	// no other node's).
-	if err := deleteNetpolTable(); err != nil {
-		return nil, err
-	}
-	u, err := url.Parse(n.Config.Host)
-	if err != nil {
-		return nil, fmt.Errorf("API server address %q: %w", n.Config.Host, err)
-	}
-	dir := filepath.Join(n.dir, "netpol")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	for name, data := range map[string][]byte{"token": []byte(n.Config.BearerToken), "ca.crt": n.Config.CAData} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return nil, fmt.Errorf("kube-network-policies credentials: %w", err)
+	for _, tool := range enforcerTools {
+		if _, err := exec.LookPath(tool); err != nil {
+			return nil, fmt.Errorf("kube-router programs the kernel with %s (Debian's iptables and ipset, installed by .ci/real-node.sh): %w", tool, err)
 		}
 	}
-	np = &NetworkPolicies{n: n, dir: dir, logPath: filepath.Join(n.dir, "kube-network-policies.log")}
+	// A run that was killed left its rules (the node lock is held, so
+	// they are no other node's).
+	if err := removeKubeRouterRules(); err != nil {
+		return nil, fmt.Errorf("remove the rules of a kube-router that did not stop: %w", err)
+	}
+	np = &NetworkPolicies{n: n, logPath: filepath.Join(n.dir, "kube-router.log")}
 	logFile, err := os.Create(np.logPath)
 	if err != nil {
 		return nil, err
 	}
-	const sa = "/run/secrets/kubernetes.io/serviceaccount"
-	script := `set -e
-mount -t tmpfs -o mode=0755 kubetest-netpol /run
-mkdir -p ` + sa + `
-cp "$1/token" "$1/ca.crt" ` + sa + `/
-shift
-exec "$@"`
-	// unshare execs the shell in place and the shell execs the daemon:
-	// one process, the one Stop signals.
-	cmd := exec.Command(unshare, "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh", dir,
-		bin, "--hostname-override="+n.Name, "--disable-nri", "--metrics-bind-address=127.0.0.1:0",
-		// Kernels from 6.12 on fixed the conntrack race this works around.
-		"--netfilter-bug-1766-fix=false", "--v=2")
-	cmd.Env = append(os.Environ(), "KUBERNETES_SERVICE_HOST="+u.Hostname(), "KUBERNETES_SERVICE_PORT="+u.Port())
+	cmd := exec.Command(bin,
+		"--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
+		"--kubeconfig="+n.Kubeconfig, "--hostname-override="+n.Name,
+		// Traffic to a ClusterIP is judged after kube-proxy rewrote it to
+		// an endpoint; kube-router needs the range to tell the two apart.
+		"--service-cluster-ip-range="+ServiceCIDR,
+		// No health or metrics server: nothing asks, and the health
+		// port's fixed default could be taken.
+		"--health-port=0", "--metrics-port=0",
+		"--v=2")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	np.p = &proc{name: "kube-network-policies", cmd: cmd, done: make(chan struct{})}
+	np.p = &proc{name: "kube-router", cmd: cmd, done: make(chan struct{})}
 	if err := childproc.Start(cmd, func(error) { logFile.Close(); close(np.p.done) }); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("start kube-network-policies: %w", err)
+		return nil, fmt.Errorf("start kube-router: %w", err)
 	}
 	n.spawnedPIDs = append(n.spawnedPIDs, cmd.Process.Pid)
 	defer func() {
@@ -136,78 +97,119 @@ exec "$@"`
 			}
 		}
 	}()
-	return np, np.waitTable(ctx, 30*time.Second)
+	return np, np.waitPods(ctx, podIPs, time.Minute)
 }
 
-// waitTable waits for the daemon's table. On a kernel with no queue
-// expression it never comes: the daemon syncs its caches, tries, logs
-// the kernel's refusal and goes on; that log line is the evidence.
-func (np *NetworkPolicies) waitTable(ctx context.Context, limit time.Duration) error {
+// waitPods waits until kube-router has programmed a firewall chain for
+// each address: a rule of its top-level chains naming it.
+func (np *NetworkPolicies) waitPods(ctx context.Context, podIPs []string, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	queueErr := NFTQueueSupported()
 	for {
-		// The table alone is not enough: the daemon creates it, with its
-		// sets, apart from the chains, so a kernel that refuses the queue
-		// rule still shows an empty table.
-		if strings.Contains(netpolTableRules(), "queue") {
+		rules := kubeRouterRules()
+		missing := []string{}
+		for _, ip := range podIPs {
+			if !strings.Contains(rules, ip+"/32") {
+				missing = append(missing, ip)
+			}
+		}
+		if rules != "" && len(missing) == 0 {
 			return nil
 		}
 		if np.p.exited() {
-			return fmt.Errorf("kube-network-policies exited:\n%s", np.LogTail())
-		}
-		if refused := np.refusal(); queueErr != nil && np.synced() && refused != "" {
-			return fmt.Errorf("kube-network-policies synced with the API server but cannot program its table: %w; it logged: %s\n%s", queueErr, refused, np.LogTail())
+			return fmt.Errorf("kube-router exited:\n%s", np.LogTail())
 		}
 		select {
 		case <-ctx.Done():
-			if queueErr != nil {
-				return fmt.Errorf("kube-network-policies' table not there after %s: %w\n%s", limit, queueErr, np.LogTail())
-			}
-			return fmt.Errorf("kube-network-policies' table not there after %s:\n%s", limit, np.LogTail())
+			return fmt.Errorf("kube-router has no rules for pods %v after %s:\n%s\n%s", missing, limit, np.Dump(), np.LogTail())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
-func (np *NetworkPolicies) log() string {
-	b, _ := os.ReadFile(np.logPath)
-	return string(b)
+// Sync waits until kube-router has applied what it has been told since
+// the last call (a policy, a pod): it has no way to say so, so this waits
+// for its rules to hold still for settle, up to limit.
+func (np *NetworkPolicies) Sync(ctx context.Context, settle, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	last, since := kubeRouterRules(), time.Now()
+	for time.Since(since) < settle {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kube-router's rules still change after %s", limit)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if np.p.exited() {
+			return fmt.Errorf("kube-router exited:\n%s", np.LogTail())
+		}
+		if now := kubeRouterRules(); now != last {
+			last, since = now, time.Now()
+		}
+	}
+	return nil
 }
 
-// refusal is the daemon's log line where the kernel refused its rules
-// (its one nftables transaction, answered with netlink's ENOENT for the
-// unknown expression), or "".
-func (np *NetworkPolicies) refusal() string {
-	lines := strings.Split(np.log(), "\n")
-	for i, line := range lines {
-		if !strings.Contains(line, `"syncing nftables rules"`) || !strings.Contains(line, "error=") {
+// Rejected is how many packets kube-router's REJECT rules have refused
+// so far, over every pod's chain: a connection the policy denies adds to
+// it, one refused by a closed port does not.
+func (np *NetworkPolicies) Rejected() (int64, error) {
+	out, err := exec.Command("iptables-save", "-c", "-t", "filter").Output()
+	if err != nil {
+		return 0, fmt.Errorf("read the filter table's counters: %w", err)
+	}
+	return rejectedIn(string(out))
+}
+
+// rejectedIn sums the packet counters of kube-router's REJECT rules in
+// iptables-save -c output.
+func rejectedIn(save string) (int64, error) {
+	var total int64
+	for _, line := range strings.Split(save, "\n") {
+		// [packets:bytes] -A KUBE-POD-FW-… … -j REJECT --reject-with …
+		counters, rule, ok := strings.Cut(line, "] -A ")
+		if !ok || !hasAnyPrefix(rule, kubeRouterChainPrefixes) || !strings.Contains(rule, " -j REJECT") {
 			continue
 		}
-		// klog writes a multi-line value as error=< ... > on lines of
-		// their own.
-		out := []string{strings.TrimSpace(line)}
-		for j := i + 1; strings.HasSuffix(line, "error=<") && j < len(lines) && j < i+8; j++ {
-			t := strings.TrimSpace(lines[j])
-			out = append(out, t)
-			if t == ">" {
-				break
-			}
+		var pkts, bytes int64
+		if _, err := fmt.Sscanf(counters, "[%d:%d", &pkts, &bytes); err != nil {
+			return 0, fmt.Errorf("counters of %q: %w", line, err)
 		}
-		return strings.Join(out, " ")
+		total += pkts
 	}
-	return ""
+	return total, nil
 }
 
-// synced: the daemon's informers saw the API server (it logs this once
-// its caches are filled, just before it programs nftables).
-func (np *NetworkPolicies) synced() bool {
-	return strings.Contains(np.log(), "Caches are synced")
+// Dump is what kube-router programmed: its chains of the filter table,
+// the jumps to them, and its ipsets with their members. For a failing
+// test's log.
+func (np *NetworkPolicies) Dump() string {
+	var b strings.Builder
+	b.WriteString("kube-router's iptables rules (filter table, with counters):\n")
+	out, err := exec.Command("iptables-save", "-c", "-t", "filter").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(&b, "iptables-save: %v: %s\n", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "KUBE-ROUTER-") || strings.Contains(line, "KUBE-POD-FW-") || strings.Contains(line, "KUBE-NWPLCY-") {
+			b.WriteString(line + "\n")
+		}
+	}
+	b.WriteString("kube-router's ipsets:\n")
+	for _, set := range kubeRouterSets() {
+		out, err := exec.Command("ipset", "list", set).CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(&b, "ipset list %s: %v\n", set, err)
+		}
+		b.Write(out)
+	}
+	return b.String()
 }
 
-// LogTail is the end of the daemon's log, for failure output.
+// LogTail is the end of kube-router's log, for failure output.
 func (np *NetworkPolicies) LogTail() string {
-	s := np.log()
+	b, _ := os.ReadFile(np.logPath)
+	s := string(b)
 	const max = 4000
 	if len(s) > max {
 		s = s[len(s)-max:]
@@ -215,71 +217,138 @@ func (np *NetworkPolicies) LogTail() string {
 	return s
 }
 
-// Stop ends the daemon (SIGINT, its clean shutdown, which deletes its
-// table; SIGKILL after a grace) and removes its table if it is still
-// there. Safe to call more than once; Leftovers then says what remains.
+// Stop ends kube-router (SIGTERM; SIGKILL after a grace) and removes
+// its rules and ipsets: on its own it leaves them, to keep pods isolated
+// across a restart. Safe to call more than once; Leftovers then says what
+// remains.
 func (np *NetworkPolicies) Stop() error {
 	if np == nil || np.stopped {
 		return nil
 	}
 	np.stopped = true
 	if np.p != nil {
-		_ = np.p.cmd.Process.Signal(syscall.SIGINT)
+		_ = np.p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-np.p.done:
-		case <-time.After(10 * time.Second): // it sleeps 5 s to clean up
+		case <-time.After(10 * time.Second):
 			_ = syscall.Kill(-np.p.cmd.Process.Pid, syscall.SIGKILL)
 			<-np.p.done
 		}
 	}
-	err := deleteNetpolTable()
-	_ = os.RemoveAll(np.dir)
+	err := removeKubeRouterRules()
 	if left := np.Leftovers(); len(left) > 0 {
-		err = errors.Join(err, fmt.Errorf("kube-network-policies left: %s", strings.Join(left, "; ")))
+		err = errors.Join(err, fmt.Errorf("kube-router left: %s", strings.Join(left, "; ")))
 	}
 	return err
 }
 
-// Leftovers lists what of the daemon remains: its process, its table,
-// its credentials' directory.
+// Leftovers lists what of kube-router remains: its process, its chains,
+// its ipsets.
 func (np *NetworkPolicies) Leftovers() []string {
 	var out []string
 	if np.p != nil && !np.p.exited() {
 		out = append(out, fmt.Sprintf("process %d", np.p.cmd.Process.Pid))
 	}
-	if netpolTableExists() {
-		out = append(out, "nftables table inet "+NetpolTable)
+	for _, c := range kubeRouterChains() {
+		out = append(out, "iptables chain "+c)
 	}
-	if exists(np.dir) {
-		out = append(out, "directory "+np.dir)
+	for _, s := range kubeRouterSets() {
+		out = append(out, "ipset "+s)
 	}
 	return out
 }
 
-func netpolTableExists() bool {
-	nft, err := exec.LookPath("nft")
-	if err != nil {
-		return false
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
 	}
-	return exec.Command(nft, "list", "table", "inet", NetpolTable).Run() == nil
+	return false
 }
 
-// netpolTableRules is the daemon's table as nft prints it ("" when
-// there is none).
-func netpolTableRules() string {
-	out, err := exec.Command("nft", "list", "table", "inet", NetpolTable).Output()
+// kubeRouterRules is every line of the filter table that is kube-router's
+// or jumps to it ("" when there is none).
+func kubeRouterRules() string {
+	out, err := exec.Command("iptables-save", "-t", "filter").Output()
 	if err != nil {
 		return ""
 	}
-	return string(out)
+	var b strings.Builder
+	for _, line := range strings.Split(string(out), "\n") {
+		for _, p := range kubeRouterChainPrefixes {
+			if strings.Contains(line, p) {
+				b.WriteString(line + "\n")
+				break
+			}
+		}
+	}
+	return b.String()
 }
 
-func deleteNetpolTable() error {
-	if !netpolTableExists() {
+func kubeRouterChains() []string {
+	out, err := exec.Command("iptables-save", "-t", "filter").Output()
+	if err != nil {
 		return nil
 	}
-	if out, err := exec.Command("nft", "delete", "table", "inet", NetpolTable).CombinedOutput(); err != nil {
-		return fmt.Errorf("delete nftables table inet %s: %w: %s", NetpolTable, err, strings.TrimSpace(string(out)))
+	var chains []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if c, ok := strings.CutPrefix(line, ":"); ok && hasAnyPrefix(c, kubeRouterChainPrefixes) {
+			chains = append(chains, strings.Fields(c)[0])
+		}
 	}
-	return nil
+	return chains
+}
+
+func kubeRouterSets() []string {
+	out, err := exec.Command("ipset", "list", "-n").Output()
+	if err != nil {
+		return nil
+	}
+	var sets []string
+	for _, s := range strings.Fields(string(out)) {
+		if hasAnyPrefix(s, kubeRouterSetPrefixes) {
+			sets = append(sets, s)
+		}
+	}
+	return sets
+}
+
+// removeKubeRouterRules deletes the jumps to kube-router's chains from
+// the built-in ones, then its chains, then its ipsets (a set in use by a
+// rule cannot go). Only the node's harness calls it, with the node lock
+// held: the names are kube-router's own and no other run's.
+func removeKubeRouterRules() error {
+	out, err := exec.Command("iptables-save", "-t", "filter").Output()
+	if err != nil {
+		return fmt.Errorf("read the filter table: %w", err)
+	}
+	var errs []error
+	run := func(name string, args ...string) {
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out))))
+		}
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		rule, ok := strings.CutPrefix(line, "-A ")
+		if !ok {
+			continue
+		}
+		chain, _, _ := strings.Cut(rule, " ")
+		if hasAnyPrefix(chain, kubeRouterChainPrefixes) || !strings.Contains(rule, "-j KUBE-ROUTER-") {
+			continue
+		}
+		run("iptables", append([]string{"-t", "filter", "-D"}, splitRule(rule)...)...)
+	}
+	chains := kubeRouterChains()
+	for _, c := range chains {
+		run("iptables", "-t", "filter", "-F", c)
+	}
+	for _, c := range chains {
+		run("iptables", "-t", "filter", "-X", c)
+	}
+	for _, s := range kubeRouterSets() {
+		run("ipset", "destroy", s)
+	}
+	return errors.Join(errs...)
 }

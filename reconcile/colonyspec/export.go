@@ -23,6 +23,9 @@ func Export(colony string, spores []state.Spore, settings state.Settings) Docume
 		}
 		d.Spec.Budget = budgetOf(c.Budget)
 		d.Spec.Pod = podOf(c.Pod)
+		if c.Egress != "" {
+			d.Spec.Egress = ptr(c.Egress)
+		}
 	}
 	for _, s := range spores {
 		if s.Colony != colony {

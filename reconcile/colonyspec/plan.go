@@ -215,6 +215,14 @@ func planColony(d *Document, stored state.ColonySettings) (Change, bool) {
 	if d.Spec.Pod != nil {
 		next.Pod = d.Spec.Pod.options()
 	}
+	if v := d.Spec.Egress; v != nil {
+		// Stored as "" when it is the default, so a document that says
+		// "all" changes nothing on a colony that never set it.
+		next.Egress = *v
+		if next.Egress == state.EgressAll {
+			next.Egress = ""
+		}
+	}
 	if next.Equal(stored) {
 		return Change{}, false
 	}
@@ -222,6 +230,7 @@ func planColony(d *Document, stored state.ColonySettings) (Change, bool) {
 	c.Diffs = appendDiff(c.Diffs, "sleepAfter", loopText(time.Duration(stored.SleepAfter)), loopText(time.Duration(next.SleepAfter)))
 	c.Diffs = appendDiff(c.Diffs, "wakeOnMessage", strconv.FormatBool(stored.WakeOnMessage), strconv.FormatBool(next.WakeOnMessage))
 	c.Diffs = appendDiff(c.Diffs, "budget", budgetText(stored.Budget), budgetText(next.Budget))
+	c.Diffs = appendDiff(c.Diffs, "egress", egressText(stored.Egress), egressText(next.Egress))
 	if !next.Pod.Equal(stored.Pod) {
 		c.Diffs = append(c.Diffs, podDiff(stored.Pod, next.Pod))
 	}

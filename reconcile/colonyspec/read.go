@@ -377,6 +377,12 @@ func (d *Document) validate() []error {
 	}
 	errs = append(errs, d.validateBudget("spec.budget", d.Spec.Budget)...)
 	errs = append(errs, d.validatePod("spec.pod", d.Spec.Pod)...)
+	if v := d.Spec.Egress; v != nil {
+		// "" is the store's default, not a value a document writes.
+		if *v == "" || state.ValidateEgress("spec.egress", *v) != nil {
+			bad("spec.egress", "invalid value %s: want %q or %q", quote.Value(*v), state.EgressAll, state.EgressNone)
+		}
+	}
 	ids := map[string]string{}
 	for i, s := range d.Spec.Spores {
 		p := fmt.Sprintf("spec.spores[%d]", i)

@@ -51,6 +51,11 @@ type ColonySpec struct {
 	// Pod is the colony's pod options, what `colony set`'s pod option
 	// flags set: every spore of the colony gets them, under its own.
 	Pod *Pod `yaml:"pod,omitempty" json:"pod,omitempty"`
+	// Egress is where the colony's spores may connect beyond serve and
+	// DNS (docs/security.md): "all" (the public internet) or "none",
+	// what `colony set --egress` sets. A spore's pod gets it at its next
+	// start.
+	Egress *string `yaml:"egress,omitempty" json:"egress,omitempty"`
 	// Defaults apply to every spore that leaves a field out.
 	Defaults *Fields `yaml:"defaults,omitempty" json:"defaults,omitempty"`
 	Spores   []Spore `yaml:"spores" json:"spores"`
@@ -204,3 +209,12 @@ func parseSleepAfter(v string) (time.Duration, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// egressText is a colony's egress as a diff shows it: the default ("")
+// is "all".
+func egressText(e string) string {
+	if e == "" {
+		return state.EgressAll
+	}
+	return e
+}
