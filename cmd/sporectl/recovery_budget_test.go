@@ -22,7 +22,9 @@ import (
 )
 
 func TestRecoveryBudgetSleepsAndARaisedBudgetDelivers(t *testing.T) {
-	r := newRig(t, nil, echoInit()...)
+	// The echo agent calls no model: budgets judge its own report (the
+	// direct mode).
+	r := newRig(t, nil, append(echoInit(), "--model-gateway", "off")...)
 	t.Cleanup(func() { r.cleanup("myc") })
 	r.ok("create", "myc", "--rank", "colony", "--wake")
 	r.ok("wake", "myc", "--wait", "20s")
@@ -131,7 +133,9 @@ func TestRecoveryBudgetCountsClaudeCodesUsage(t *testing.T) {
 // next reconcile. check is clean throughout and no committed event is
 // lost.
 func TestRecoveryBudgetSleepReconcileKilled(t *testing.T) {
-	r := newRig(t, nil, echoInit()...)
+	// The echo agent calls no model: budgets judge its own report (the
+	// direct mode).
+	r := newRig(t, nil, append(echoInit(), "--model-gateway", "off")...)
 	t.Cleanup(func() { r.cleanup("myc") })
 	r.ok("create", "myc", "--rank", "colony", "--wake")
 	r.ok("wake", "myc", "--wait", "20s")
