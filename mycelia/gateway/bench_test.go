@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -42,7 +44,7 @@ func benchWorld(b *testing.B) (*world, []target) {
 	}
 }
 
-func benchCall(b *testing.B, c *http.Client, tg target, body string) (ttfb time.Duration) {
+func benchCall(b *testing.B, c *http.Client, tg target, body string) (ttfb, took time.Duration) {
 	req, err := http.NewRequest(http.MethodPost, tg.url+"/v1/messages", strings.NewReader(body))
 	require.NoError(b, err)
 	req.Header.Set("x-api-key", tg.key)
@@ -65,18 +67,34 @@ func benchCall(b *testing.B, c *http.Client, tg target, body string) (ttfb time.
 	if resp.StatusCode != http.StatusOK {
 		b.Fatalf("%s: %s", tg.name, resp.Status)
 	}
-	return ttfb
+	return ttfb, time.Since(start)
 }
 
-// BenchmarkCall: one whole (not streamed) call after another.
+// quantiles reports the median and the 99th percentile of ds as
+// metrics named prefix+"p50-ns" and prefix+"p99-ns".
+func quantiles(b *testing.B, prefix string, ds []time.Duration) {
+	if len(ds) == 0 {
+		return
+	}
+	slices.Sort(ds)
+	at := func(q float64) float64 { return float64(ds[min(int(q*float64(len(ds))), len(ds)-1)].Nanoseconds()) }
+	b.ReportMetric(at(0.50), prefix+"p50-ns")
+	b.ReportMetric(at(0.99), prefix+"p99-ns")
+}
+
+// BenchmarkCall: one whole (not streamed) call after another, with the
+// median and 99th percentile of a call's time.
 func BenchmarkCall(b *testing.B) {
 	_, targets := benchWorld(b)
 	for _, tg := range targets {
 		b.Run(tg.name, func(b *testing.B) {
 			c := &http.Client{}
+			var took []time.Duration
 			for b.Loop() {
-				benchCall(b, c, tg, whole)
+				_, d := benchCall(b, c, tg, whole)
+				took = append(took, d)
 			}
+			quantiles(b, "", took)
 		})
 	}
 }
@@ -89,17 +107,20 @@ func BenchmarkStream(b *testing.B) {
 		b.Run(tg.name, func(b *testing.B) {
 			c := &http.Client{}
 			var ttfb time.Duration
-			n := 0
+			var firsts, took []time.Duration
 			for b.Loop() {
-				ttfb += benchCall(b, c, tg, streamed)
-				n++
+				f, d := benchCall(b, c, tg, streamed)
+				ttfb += f
+				firsts, took = append(firsts, f), append(took, d)
 			}
-			b.ReportMetric(float64(ttfb.Nanoseconds())/float64(n), "ttfb-ns/op")
+			b.ReportMetric(float64(ttfb.Nanoseconds())/float64(len(firsts)), "ttfb-ns/op")
+			quantiles(b, "ttfb-", firsts)
+			quantiles(b, "", took)
 		})
 	}
 }
 
-// BenchmarkParallel: streamed calls by 8 clients per core at once, in
+// BenchmarkParallel: streamed calls by 8, then 64, clients per core at once, in
 // calls a second, and the process's CPU time per call (client, fake and,
 // for the gateway, the gateway and its store: the difference is the
 // gateway's). gateway: one spore makes them all (its record is the one
@@ -114,26 +135,34 @@ func BenchmarkParallel(b *testing.B) {
 	}
 	targets = append(targets, target{"gateway-16", targets[1].url, ""})
 	for _, tg := range targets {
-		b.Run(tg.name, func(b *testing.B) {
-			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			var calls, clients atomic.Int64
-			b.SetParallelism(8)
-			start, cpu0 := time.Now(), cpuTime(b)
-			b.RunParallel(func(pb *testing.PB) {
-				mine := tg
-				if mine.key == "" {
-					mine.key = keys[int(clients.Add(1)-1)%len(keys)]
-				}
-				for pb.Next() {
-					benchCall(b, c, mine, streamed)
-					calls.Add(1)
-				}
-			})
-			n := float64(calls.Load())
-			b.ReportMetric(n/time.Since(start).Seconds(), "calls/s")
-			b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/n, "cpu-ns/call")
-		})
+		for _, per := range []int{8, 64} {
+			benchParallel(b, tg, keys, per)
+		}
 	}
+}
+
+// benchParallel runs BenchmarkParallel's calls to tg with per clients
+// per core (on 2 cores: 16 or 128 streams open at once).
+func benchParallel(b *testing.B, tg target, keys []string, per int) {
+	b.Run(fmt.Sprintf("%s/streams=%d", tg.name, per*runtime.GOMAXPROCS(0)), func(b *testing.B) {
+		c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+		var calls, clients atomic.Int64
+		b.SetParallelism(per)
+		start, cpu0 := time.Now(), cpuTime(b)
+		b.RunParallel(func(pb *testing.PB) {
+			mine := tg
+			if mine.key == "" {
+				mine.key = keys[int(clients.Add(1)-1)%len(keys)]
+			}
+			for pb.Next() {
+				benchCall(b, c, mine, streamed)
+				calls.Add(1)
+			}
+		})
+		n := float64(calls.Load())
+		b.ReportMetric(n/time.Since(start).Seconds(), "calls/s")
+		b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/n, "cpu-ns/call")
+	})
 }
 
 // cpuTime is the CPU time the process used so far, user and system.
