@@ -61,9 +61,6 @@ func TestGatewayClaudeAnswersAndIsCounted(t *testing.T) {
 		require.Equal(t, gatewayKey, a.APIKey, "serve forwarded %s with its key: the search below looks for what is there", a.ID)
 		require.True(t, a.Whole(), "%s answered whole", a.ID)
 	}
-	for _, a := range answers {
-		t.Logf("answered %s step %d stream %v usage %+v prompt %.60q", a.ID, a.Step, a.Stream, a.Usage, a.Prompt)
-	}
 	want := sumOf(answers)
 	rec := g.counted(id)
 	now := time.Now()
@@ -94,7 +91,7 @@ func TestGatewayClaudeAnswersAndIsCounted(t *testing.T) {
 		require.NotContains(t, out, secret, "a command's output holds the spore's token")
 	}
 	require.NotContains(t, g.serveLog(), secret, "serve's log holds the spore's token")
-	require.Contains(t, g.serveLog(), "model", "serve's log says where the gateway forwards")
+	require.Contains(t, g.serveLog(), "serving the model gateway on "+g.apiURL+"/model/ to "+g.upstream+", its key from", "serve held the key, and said so")
 }
 
 func idsOf(answers []fakeapi.Answer) []string {
