@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -85,6 +86,11 @@ func TestGatewayStopsALiarMidTurn(t *testing.T) {
 		require.Equal(t, "budget", s.SleptBy)
 		require.Contains(t, s.Reason, "over budget (")
 		require.Contains(t, s.Reason, "/5000 tokens today)")
+		require.NotNil(t, s.Spend)
+		require.Equal(t, counted, s.Spend.Tokens, "status's spend is the gateway's count")
+		require.NotNil(t, s.ReportedSpend, "the agent's own report is shown beside it: %+v", s)
+		require.Equal(t, reported, s.ReportedSpend.Tokens)
+		require.Equal(t, fmt.Sprintf("%d/5000 tokens today", counted), s.OverBudget)
 		held := g.run("prompt", id, "one more")
 		require.Equal(t, 16, held.code, "%s", held)
 		require.Contains(t, held.stderr, "over budget")

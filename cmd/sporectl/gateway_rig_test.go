@@ -164,6 +164,9 @@ type gatewayStatus struct {
 	SleptBy    string       `json:"slept_by"`
 	Spend      *state.Spend `json:"spend"`
 	OverBudget string       `json:"over_budget"`
+	// ReportedSpend is the agent's own report, shown beside the
+	// gateway's count (spend) and never judged.
+	ReportedSpend *state.Spend `json:"reported_spend"`
 }
 
 func (g *gatewayRig) status(id string) gatewayStatus {
