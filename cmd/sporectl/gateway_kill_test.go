@@ -60,8 +60,11 @@ func TestGatewayServeKilledMidStream(t *testing.T) {
 		prompts = append(prompts, sent{id: pid, text: text, acked: true})
 		// A random point of the stream, at least settled after its
 		// message_start and before its last event (message_delta is
-		// written at (events-2)*pause).
-		after := settled + rand.N(time.Duration(events-1)*pause-settled)
+		// written at (events-2)*pause): one in each of as many stretches
+		// of it as there are rounds, so the early and the late points are
+		// both taken.
+		stretch := (time.Duration(events-1)*pause - settled) / rounds
+		after := settled + time.Duration(n)*stretch + rand.N(stretch)
 		var x fakeapi.Answer
 		require.Eventually(t, func() bool {
 			flying := api.InFlight()
@@ -107,6 +110,7 @@ func TestGatewayServeKilledMidStream(t *testing.T) {
 			require.Equal(t, fake.InputTokens, c.InputTokens, "%s, cut: its input counted once", a.ID)
 			require.LessOrEqual(t, c.OutputTokens, fake.OutputTokens, "%s, cut: no more output counted than the fake wrote", a.ID)
 			require.Positive(t, c.OutputTokens, "%s, cut: message_start's output counted", a.ID)
+			t.Logf("%s, cut %s after its message_start: counted %d input, %d of %d output tokens", a.ID, k.at.Sub(a.Started).Round(time.Millisecond), c.InputTokens, c.OutputTokens, fake.OutputTokens)
 			fake.OutputTokens = c.OutputTokens
 		}
 		want = want.Add(fake)

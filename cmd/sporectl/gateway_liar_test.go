@@ -97,4 +97,5 @@ func TestGatewayStopsALiarMidTurn(t *testing.T) {
 	})
 	g.stopServe()
 	g.requireNowhere(gatewayKey, id)
+	g.requireTokenUnprinted(id)
 }

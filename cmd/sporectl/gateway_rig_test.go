@@ -240,6 +240,24 @@ func (g *gatewayRig) requireNowhere(secret string, ids ...string) (files, procs 
 	return files, procs
 }
 
+// requireTokenUnprinted fails if spore id's API token (its half of the
+// model credential its agent holds) is in any sporectl command's output
+// or, once serve ended, serve's log.
+func (g *gatewayRig) requireTokenUnprinted(id string) {
+	g.t.Helper()
+	b, err := os.ReadFile(filepath.Join(g.home(id), ".sporectl-bridge", "api-token"))
+	require.NoError(g.t, err)
+	token := strings.TrimSpace(string(b))
+	require.NotEmpty(g.t, token)
+	g.mu.Lock()
+	outputs := append([]string(nil), g.outputs...)
+	g.mu.Unlock()
+	for _, out := range outputs {
+		require.NotContains(g.t, out, token, "a command's output holds the spore's token")
+	}
+	require.NotContains(g.t, g.serveLog(), token, "serve's log holds the spore's token")
+}
+
 func requireInNoFile(t *testing.T, root, secret string) int {
 	t.Helper()
 	var files int
