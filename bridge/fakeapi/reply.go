@@ -20,6 +20,20 @@ type Reply struct {
 	Status int
 	// ErrorType is the error body's type ("api_error" when empty).
 	ErrorType string
+	// Usage, when set, is what the answer says it used; else 100 input
+	// tokens and about one output token per 4 characters of text.
+	Usage *Usage
+	// Pause is slept between one streamed event and the next (after
+	// message_start, between deltas), so a test can act while a stream is
+	// half sent. The wait ends early when the client goes away.
+	Pause time.Duration
+}
+
+// Usage is a reply's token usage, as the Messages API reports it: the
+// input, cache writes and reads in message_start, the output in
+// message_delta (and all of it in a whole answer).
+type Usage struct {
+	Input, Output, CacheCreation, CacheRead int
 }
 
 // ToolUse is a tool call the model asks for.
@@ -53,8 +67,22 @@ func Bash(command string) Reply {
 // Slow is a text reply that starts only after d.
 func Slow(d time.Duration, s string) Reply { return Reply{Text: s, Delay: d} }
 
+// Spending is r saying it used u.
+func (r Reply) Spending(u Usage) Reply { r.Usage = &u; return r }
+
+// Streaming is r streamed with pause between its events.
+func (r Reply) Streaming(pause time.Duration) Reply { r.Pause = pause; return r }
+
 // Error is a reply that fails with an HTTP status.
 func Error(status int) Reply { return Reply{Status: status} }
+
+// usage is what r says it used: its own, else the default.
+func (r Reply) usage() Usage {
+	if r.Usage != nil {
+		return *r.Usage
+	}
+	return Usage{Input: 100, Output: len(r.Text)/4 + 1}
+}
 
 func (r Reply) inputJSON() string {
 	if r.Tool == nil {

@@ -20,6 +20,7 @@ type Server struct {
 	rules    []Rule
 	fallback Reply
 	requests []Request
+	answers  []*Answer
 	msgID    int
 }
 
@@ -104,11 +105,18 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = Model
 	}
+	prompt, step := req.Prompt()
+	rec := s.begin(Answer{ID: id, Prompt: prompt, Step: step, Stream: req.Stream, Usage: reply.usage(), APIKey: r.Header.Get("x-api-key")})
+	defer rec.ended()
 	if !req.Stream {
 		writeJSON(w, http.StatusOK, message(id, model, reply))
+		if http.NewResponseController(w).Flush() == nil {
+			rec.started()
+			rec.delta()
+		}
 		return
 	}
-	stream(w, id, model, reply)
+	stream(r.Context(), w, id, model, reply, rec)
 }
 
 // choose picks the reply for req and records the request.

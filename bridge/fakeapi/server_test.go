@@ -2,10 +2,13 @@ package fakeapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -91,4 +94,56 @@ func TestErrorsAndNonStreaming(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&m))
 	require.Equal(t, "message", m.Type)
 	require.Equal(t, "ok", m.Content[0].Text)
+}
+
+// TestAnswersAreRecordedAsFarAsTheyWent: the fake's own account of what
+// it sent, which gateway tests compare with what was counted: a scripted
+// usage in message_start and message_delta, a whole stream marked whole,
+// a stream whose client left during a pause marked started and not whole,
+// a whole answer, and the key each came with.
+func TestAnswersAreRecordedAsFarAsTheyWent(t *testing.T) {
+	s := New()
+	s.Script(
+		Rule{Match: "spend", Steps: []Reply{Text("spent").Spending(Usage{Input: 7, Output: 3, CacheCreation: 5, CacheRead: 11})}},
+		Rule{Match: "slow", Steps: []Reply{Text("a slow answer").Streaming(time.Hour)}},
+	)
+	ts := s.Start()
+	defer ts.Close()
+
+	req, err := http.NewRequest(http.MethodPost, ts.URL+"/v1/messages", strings.NewReader(`{"stream":true,"messages":[{"role":"user","content":"spend"}]}`))
+	require.NoError(t, err)
+	req.Header.Set("x-api-key", "k1")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(body), `"cache_creation_input_tokens":5,"cache_read_input_tokens":11,"input_tokens":7,"output_tokens":1}`)
+	require.Contains(t, string(body), `"usage":{"output_tokens":3}`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, ts.URL+"/v1/messages", strings.NewReader(`{"stream":true,"messages":[{"role":"user","content":"slow"}]}`))
+	require.NoError(t, err)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "event: message_start\n", line)
+	require.Eventually(t, func() bool { return len(s.InFlight()) == 1 && !s.InFlight()[0].Started.IsZero() }, 5*time.Second, 5*time.Millisecond)
+	cancel()
+	resp.Body.Close()
+	require.Eventually(t, func() bool { return len(s.InFlight()) == 0 }, 5*time.Second, 5*time.Millisecond, "the answer ends with its client")
+
+	post(t, ts.URL, `{"messages":[{"role":"user","content":"whole"}]}`)
+	got := s.Answered()
+	require.Len(t, got, 3)
+	require.Equal(t, Answer{ID: "msg_fake_000001", Prompt: "spend", Stream: true, APIKey: "k1", Usage: Usage{Input: 7, Output: 3, CacheCreation: 5, CacheRead: 11}},
+		Answer{ID: got[0].ID, Prompt: got[0].Prompt, Stream: got[0].Stream, APIKey: got[0].APIKey, Usage: got[0].Usage})
+	require.True(t, got[0].Whole())
+	require.Equal(t, "slow", got[1].Prompt)
+	require.False(t, got[1].Started.IsZero(), "message_start went out")
+	require.False(t, got[1].Whole(), "the client left before message_delta")
+	require.Equal(t, Usage{Input: 100, Output: len("a slow answer")/4 + 1}, got[1].Usage, "the default usage")
+	require.False(t, got[2].Stream)
+	require.True(t, got[2].Whole())
 }

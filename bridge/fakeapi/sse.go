@@ -1,13 +1,15 @@
 package fakeapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 )
 
-func usage(out int) map[string]int {
-	return map[string]int{"input_tokens": 100, "output_tokens": out, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+func usage(u Usage, out int) map[string]int {
+	return map[string]int{"input_tokens": u.Input, "output_tokens": out, "cache_creation_input_tokens": u.CacheCreation, "cache_read_input_tokens": u.CacheRead}
 }
 
 func stopReason(r Reply) string {
@@ -28,26 +30,32 @@ func message(id, model string, r Reply) map[string]any {
 	}
 	return map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": content,
-		"stop_reason": stopReason(r), "stop_sequence": nil, "usage": usage(len(r.Text)/4 + 1),
+		"stop_reason": stopReason(r), "stop_sequence": nil, "usage": usage(r.usage(), r.usage().Output),
 	}
 }
 
-// stream writes a reply as the Messages API's server-sent events.
-func stream(w http.ResponseWriter, id, model string, r Reply) {
+// stream writes a reply as the Messages API's server-sent events,
+// pausing r.Pause between them, and records in rec how far it got. It
+// stops at the first event that cannot be written (its client is gone).
+func stream(ctx context.Context, w http.ResponseWriter, id, model string, r Reply, rec answer) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
+	var events []func() error
 	send := func(event string, data any) {
-		b, _ := json.Marshal(data)
-		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
-		if flusher != nil {
-			flusher.Flush()
-		}
+		events = append(events, func() error {
+			b, _ := json.Marshal(data)
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+				return err
+			}
+			return rc.Flush()
+		})
 	}
+	u := r.usage()
 	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil, "usage": usage(1),
+		"stop_reason": nil, "stop_sequence": nil, "usage": usage(u, 1),
 	}})
 	index := 0
 	if r.Text != "" || r.Tool == nil {
@@ -67,8 +75,28 @@ func stream(w http.ResponseWriter, id, model string, r Reply) {
 		}
 		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 	}
-	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stopReason(r), "stop_sequence": nil}, "usage": map[string]int{"output_tokens": len(r.Text)/4 + 1}})
+	delta := len(events)
+	send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stopReason(r), "stop_sequence": nil}, "usage": map[string]int{"output_tokens": u.Output}})
 	send("message_stop", map[string]any{"type": "message_stop"})
+
+	for i, ev := range events {
+		if i > 0 && r.Pause > 0 {
+			select {
+			case <-time.After(r.Pause):
+			case <-ctx.Done():
+				return
+			}
+		}
+		if ev() != nil {
+			return
+		}
+		switch i {
+		case 0:
+			rec.started()
+		case delta:
+			rec.delta()
+		}
+	}
 }
 
 // chunks splits s into at most n pieces on rune boundaries, so deltas
