@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 
+	"github.com/sporectl/sporectl/bridge/fakeapi"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -19,6 +21,7 @@ type upstreamCall struct {
 	Remote        string // the caller's address, host only
 	APIKey        string // x-api-key as received
 	Authorization string
+	Prompt        string // the request's last user text (fakeapi.Request.Prompt)
 	Status        int
 	MsgID         string      // the answered message's id; "" for an error or count_tokens
 	Usage         state.Usage // its final usage (no cost: the gateway prices it)
@@ -39,6 +42,13 @@ func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host, _, _ := strings.Cut(r.RemoteAddr, ":")
 	c := upstreamCall{Method: r.Method, Path: r.URL.Path, Remote: host,
 		APIKey: r.Header.Get("x-api-key"), Authorization: r.Header.Get("Authorization")}
+	if body, err := io.ReadAll(r.Body); err == nil {
+		var req fakeapi.Request
+		if json.Unmarshal(body, &req) == nil {
+			c.Prompt, _ = req.Prompt()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
 	tee := &teeWriter{ResponseWriter: w, status: http.StatusOK}
 	if c.APIKey != u.key {
 		tee.Header().Set("Content-Type", "application/json")

@@ -48,6 +48,7 @@ func TestUpstreamRecorderReadsTheAnsweredUsage(t *testing.T) {
 	for i, c := range calls[:2] {
 		assert.NotEmpty(t, c.MsgID, "call %d", i)
 		assert.Equal(t, want, c.Usage, "call %d", i)
+		assert.Equal(t, "hello", c.Prompt, "call %d", i)
 	}
 	assert.NotEqual(t, calls[0].MsgID, calls[1].MsgID)
 	assert.Empty(t, calls[2].MsgID)
