@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,6 +58,7 @@ func TestRealNodeGateway(t *testing.T) {
 		fakeapi.Rule{Match: "say hello", Steps: []fakeapi.Reply{fakeapi.Text("hello through serve's gateway")}},
 		// Long enough to read the agent's process while its call waits.
 		fakeapi.Rule{Match: "think a while", Steps: []fakeapi.Reply{fakeapi.Slow(15*time.Second, "thought it over")}},
+		fakeapi.Rule{Match: "think again", Steps: []fakeapi.Reply{fakeapi.Slow(15*time.Second, "thought again")}},
 	)
 	up := &upstream{key: key, next: api}
 	model := serveOn(t, n.IP, up)
@@ -220,13 +222,47 @@ func TestRealNodeGateway(t *testing.T) {
 		}
 	})
 
+	// serve killed mid-call: the one call it held is the model's spend
+	// that no spore got and nobody counted (docs/gateway.md, Counting).
+	var killedAt time.Time
+	step("serve killed while a spore's call waits at the model: restarted by the kubelet, it answers Claude Code's retry", func(t *testing.T) {
+		p.run(t, p.cli, "prompt", id, "think again")
+		require.Eventually(t, func() bool {
+			_, asked := api.LastRequestFor("think again")
+			return asked
+		}, 2*time.Minute, 200*time.Millisecond, "the call never reached the model")
+		sp := getPod(t, n, ns, servePod)
+		restarts := sp.Status.ContainerStatuses[0].RestartCount
+		proc := hostPIDOf(t, sp.Status.ContainerStatuses[0].ContainerID, 1)
+		killedAt = time.Now()
+		require.NoError(t, syscall.Kill(proc.PID, syscall.SIGKILL), "kill serve (%s), host pid %d", proc.Comm, proc.PID)
+		waitPod(t, n, ns, servePod, "serve restarted and Ready", func(p *corev1.Pod) bool {
+			return p.Status.ContainerStatuses[0].RestartCount > restarts && podReady(p)
+		})
+		t.Logf("serve Ready again %s after it was killed", time.Since(killedAt).Round(100*time.Millisecond))
+		waitChat(t, p, id, "thought again")
+		t.Logf("the turn finished %s after serve was killed", time.Since(killedAt).Round(100*time.Millisecond))
+		var asked int
+		for _, c := range up.Calls() {
+			if c.Prompt == "think again" {
+				asked++
+			}
+		}
+		assert.GreaterOrEqual(t, asked, 2, "Claude Code called again after serve's death cut its call")
+	})
+
 	// What the gateway counted today, and what it counted of the call the
 	// spore made itself, from inside its pod, outside any turn.
 	var today, ownCall state.Spend
 	step("the gateway counted every message the model answered, once and whole, priced", func(t *testing.T) {
 		answered := map[string]state.Usage{}
+		cut := map[string]bool{} // answered to a serve that died before it could pass the answer on
 		var ownID string
 		for _, c := range up.Calls() {
+			if c.MsgID != "" && c.Prompt == "think again" && c.Start.Before(killedAt) {
+				cut[c.MsgID] = true
+				continue
+			}
 			if c.MsgID != "" {
 				answered[c.MsgID] = c.Usage
 			}
@@ -260,6 +296,9 @@ func TestRealNodeGateway(t *testing.T) {
 			counted[c.ID] = u
 		}
 		assert.Equal(t, answered, counted, "every message the model answered counted once, whole")
+		for msg := range cut {
+			t.Logf("message %s answered to the killed serve: counted %v", msg, counted[msg] != (state.Usage{}))
+		}
 		today = sp.GatewayRecord.CountedOn(time.Now()).Spend()
 		assert.Equal(t, want, today.Tokens)
 		// claude-sonnet-4-5 at $3 and $15 a million: 100 tokens in, 1 out.

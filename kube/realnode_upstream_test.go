@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sporectl/sporectl/bridge/fakeapi"
 	"github.com/sporectl/sporectl/state"
@@ -18,8 +19,9 @@ import (
 // answered (its own counts, as a real API reports them).
 type upstreamCall struct {
 	Method, Path  string
-	Remote        string // the caller's address, host only
-	APIKey        string // x-api-key as received
+	Start         time.Time // when it arrived
+	Remote        string    // the caller's address, host only
+	APIKey        string    // x-api-key as received
 	Authorization string
 	Prompt        string // the request's last user text (fakeapi.Request.Prompt)
 	Status        int
@@ -40,7 +42,7 @@ type upstream struct {
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	host, _, _ := strings.Cut(r.RemoteAddr, ":")
-	c := upstreamCall{Method: r.Method, Path: r.URL.Path, Remote: host,
+	c := upstreamCall{Start: time.Now(), Method: r.Method, Path: r.URL.Path, Remote: host,
 		APIKey: r.Header.Get("x-api-key"), Authorization: r.Header.Get("Authorization")}
 	if body, err := io.ReadAll(r.Body); err == nil {
 		var req fakeapi.Request
