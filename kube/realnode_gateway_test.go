@@ -329,6 +329,18 @@ func TestRealNodeGateway(t *testing.T) {
 		}
 	})
 
+	t.Run("a spore at its budget by the gateway's count is refused at the gateway, before the model", func(t *testing.T) {
+		// The CronJob's pass would put it to sleep by budget and take its
+		// pod away: this step reads the gateway alone.
+		p.run(t, p.kubectl, "-n", ns, "patch", "cronjob", "sporectl-reconcile", "-p", `{"spec":{"suspend":true}}`)
+		p.run(t, p.cli, "set", "budget", id, "--tokens", "100")
+		out := p.run(t, p.kubectl, "-n", ns, "exec", pod, "-c", "bridge", "--", "node", "-e", overBudgetCall)
+		t.Logf("a call from inside the pod: %s", strings.TrimSpace(out))
+		assert.Contains(t, out, "403 permission_error spore "+id+" is over its budget")
+		_, asked := api.LastRequestFor("call over budget")
+		assert.False(t, asked, "the call over budget reached the model")
+	})
+
 	t.Run("no log or output holds the key or the spore's token", func(t *testing.T) {
 		sec, err := n.Client.CoreV1().Secrets(ns).Get(ctx, pod, metav1.GetOptions{})
 		require.NoError(t, err)
@@ -360,6 +372,17 @@ const tries = [["own", id + ":" + tok], ["forged", id + ":not-its-token"], ["bor
     console.log(name, r.status, (b.error && b.error.type) || b.type);
   }
 })().catch((e) => { console.error(String(e)); process.exit(1); });
+`
+
+// overBudgetCall is one call with the spore's own key, printing the
+// answer's status, error type and message.
+const overBudgetCall = `
+const key = process.env.SPORECTL_SPORE_ID + ":" + process.env.SPORECTL_API_TOKEN;
+fetch(process.env.SPORECTL_MODEL_URL + "/v1/messages", {method: "POST",
+  headers: {"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": key},
+  body: JSON.stringify({model: "claude-sonnet-4-5", max_tokens: 16, messages: [{role: "user", content: "call over budget"}]})})
+  .then(async (r) => { const b = await r.json().catch(() => ({})); console.log(r.status, b.error ? b.error.type + " " + b.error.message : b.type); })
+  .catch((e) => { console.error(String(e)); process.exit(1); });
 `
 
 // assertNoModelSecret checks that no container of the pod gets the model's
