@@ -1,7 +1,6 @@
 package kube_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +19,6 @@ import (
 
 	"github.com/sporectl/sporectl/kube/images"
 	"github.com/sporectl/sporectl/kube/kubetest"
-	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 // The control plane in the cluster, as docs/runtimes.md ("Running on a
@@ -36,50 +33,9 @@ func TestRealNodeCluster(t *testing.T) {
 	n := kubetest.NewNode(t, kubetest.NodeOptions{})
 	ctx := t.Context()
 	require.NoError(t, n.ImportImage(ctx, sporectlImage(t)))
-	cli := buildCLI(t)
-
-	pg, err := pgtest.Start(ctx)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI is set but no PostgreSQL: %v", err)
-		}
-		t.Skipf("no PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() { _ = pg.Close() })
-	_, local, err := pg.CreateDatabase(ctx)
-	require.NoError(t, err)
-	// The server listens on loopback; pods reach it at the node's address.
-	loopback := "127.0.0.1:" + strconv.Itoa(pg.Port)
-	podAddr := n.ForwardToPods(t, loopback)
-	storeURL := strings.Replace(local, loopback, podAddr, 1)
-	require.NotEqual(t, local, storeURL)
-
+	p := newClusterPlane(t, n)
+	cli, kubectl, storeURL, run := p.cli, p.kubectl, p.storeURL, p.run
 	n.LocalVolumes(t, 3, "1Gi")
-	home := t.TempDir()
-	env := func() []string {
-		var out []string
-		for _, kv := range os.Environ() {
-			if !strings.HasPrefix(kv, "SPORECTL_") && !strings.HasPrefix(kv, "KUBECONFIG=") && !strings.HasPrefix(kv, "HOME=") {
-				out = append(out, kv)
-			}
-		}
-		return append(out, "HOME="+home, "KUBECONFIG="+n.Kubeconfig, "SPORECTL_STORE="+storeURL)
-	}
-	// run runs a command as the operator would; its arguments may hold the
-	// store's password, so a failure shows only the command's name and
-	// output (neither holds it).
-	run := func(t *testing.T, bin string, args ...string) string {
-		t.Helper()
-		cmd := exec.CommandContext(ctx, bin, args...)
-		cmd.Env = env()
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		require.NoError(t, err, "%s %s: %s%s", filepath.Base(bin), args[0], stdout.String(), stderr.String())
-		return stdout.String()
-	}
-	kubectl, err := kubetest.Binary("kubectl")
-	require.NoError(t, err)
 	const ns = "sporectl"
 	var clusterIP string
 
