@@ -102,10 +102,13 @@ func Plan(in PlanInput) []*SporePlan {
 	// spores is mostly this loop.
 	plans := make([]SporePlan, len(in.Spores))
 	out := make([]*SporePlan, len(in.Spores))
-	for i, sp := range in.Spores {
+	for i := range in.Spores {
 		p := &plans[i]
 		out[i] = p
-		p.Spore, p.Observed, p.recovery = sp, in.Observed[sp.ID], in.Policy
+		// Copied once, into the plan: a record is large (its activity,
+		// the gateway's count), and a range variable would copy it again.
+		p.Spore, p.Observed, p.recovery = in.Spores[i], in.Observed[in.Spores[i].ID], in.Policy
+		sp := &p.Spore
 		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
 		if p.Observed.Damage != "" {
 			// Quarantined: shown, never acted on (its record may be all
@@ -113,7 +116,7 @@ func Plan(in PlanInput) []*SporePlan {
 			_, p.Unreadable = in.Unreadable[sp.ID]
 			continue
 		}
-		p.OverBudget, p.OverColony, p.OverText = overBudget(sp, in)
+		p.OverBudget, p.OverColony, p.OverText = overBudget(*sp, in)
 		if in.Heal {
 			heal(p, in)
 			sleepIdle(p, in)
