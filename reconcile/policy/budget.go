@@ -26,7 +26,7 @@ import (
 // (ReportedSpend).
 func SpendOf(sp state.Spore, s state.Settings, now time.Time, extra state.Spend) state.Spend {
 	if s.Gateway() {
-		return sp.CountedOn(now).Spend()
+		return CountedSpend(sp, now)
 	}
 	return ReportedSpend(sp, now, extra)
 }

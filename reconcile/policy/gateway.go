@@ -18,19 +18,6 @@ func CountedSpend(sp state.Spore, now time.Time) state.Spend {
 	return sp.GatewayRecord.CountedOn(now).Spend()
 }
 
-// CountedColonySpend is what the gateway counted of the model calls of
-// colony's spores, over all (every spore of the store), on the UTC day
-// that holds now.
-func CountedColonySpend(all []state.Spore, colony string, now time.Time) state.Spend {
-	var s state.Spend
-	for i := range all {
-		if all[i].Colony == colony {
-			s = s.Add(CountedSpend(all[i], now))
-		}
-	}
-	return s
-}
-
 // GrantFor is how long a person's over-budget prompt lets its spore call
 // the model over its budget, from the prompt's delivery: the turn it
 // starts. The pass puts the spore back to sleep once that turn ends

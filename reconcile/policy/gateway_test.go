@@ -26,6 +26,7 @@ func TestCountedSpend(t *testing.T) {
 	w2 := spore("w2", "lab", now)
 	x := spore("x", "other", now)
 	require.Equal(t, state.Spend{Tokens: 30, CostMicros: 14}, policy.CountedSpend(w1, now))
-	require.Equal(t, state.Spend{Tokens: 45, CostMicros: 21}, policy.CountedColonySpend([]state.Spore{w1, w2, x}, "lab", now))
+	require.Equal(t, map[string]state.Spend{"lab": {Tokens: 45, CostMicros: 21}, "other": {Tokens: 15, CostMicros: 7}},
+		policy.ColonySpends([]state.Spore{w1, w2, x}, state.Settings{}, now))
 	require.Equal(t, state.Spend{}, policy.CountedSpend(state.Spore{}, now))
 }
