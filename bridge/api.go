@@ -45,6 +45,11 @@ type Status struct {
 	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
 	// Prompt is the id of the prompt being worked on, if any.
 	Prompt string `json:"prompt,omitempty"`
+	// AgentError is why the agent's last start failed (it could not be
+	// run, or exited without writing a line), at most MaxStatusText
+	// bytes; "" once a turn starts. The reader bounds it again: the
+	// bridge is the agent's.
+	AgentError string `json:"agent_error,omitempty"`
 }
 
 // PromptRequest is POST /v1/prompts.
@@ -121,6 +126,7 @@ const (
 	// {"seq":…,"at":"…","line":…} is under 100 bytes.
 	maxEventFraming = 128
 	// MaxStatusText bounds each text of a status (session id, agent,
-	// error, prompt id) as a pass keeps it; a longer one is cut.
+	// error, prompt id, agent_error) as a pass keeps it; a longer one is
+	// cut. The bridge cuts its agent_error to it too.
 	MaxStatusText = 256
 )

@@ -86,7 +86,7 @@ func (c *Claude) Start(ctx context.Context, t Turn) (Process, error) {
 	}
 	go func() {
 		defer close(p.stderrDone)
-		logStderr(logger, cmd.Process.Pid, stderr)
+		p.lastStderr = logStderr(logger, cmd.Process.Pid, stderr)
 	}()
 	return p, nil
 }
@@ -119,7 +119,10 @@ func agentEnv(base []string, home string, extra []string, gw *Gateway) []string 
 	return out
 }
 
-func logStderr(logger *slog.Logger, pid int, r io.Reader) {
+// logStderr logs each line of the agent's stderr and returns the last
+// one that is not blank (cut as logged): what an agent that exits at
+// once says about why.
+func logStderr(logger *slog.Logger, pid int, r io.Reader) (last string) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -128,8 +131,12 @@ func logStderr(logger *slog.Logger, pid int, r io.Reader) {
 			line = line[:2000] + "…"
 		}
 		logger.Info("agent stderr", "pid", pid, "line", line)
+		if strings.TrimSpace(line) != "" {
+			last = line
+		}
 	}
 	_, _ = io.Copy(io.Discard, r)
+	return last
 }
 
 type osProcess struct {
@@ -137,6 +144,7 @@ type osProcess struct {
 	stdout     io.Reader
 	killAfter  time.Duration
 	stderrDone chan struct{}
+	lastStderr string // set before stderrDone closes
 }
 
 func (p *osProcess) Stdout() io.Reader { return p.stdout }
@@ -160,6 +168,10 @@ func (p *osProcess) Interrupt() error {
 func (p *osProcess) Kill() error {
 	return syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 }
+
+// LastStderr is the last line the turn wrote on its stderr that was not
+// blank; call it after Wait.
+func (p *osProcess) LastStderr() string { return p.lastStderr }
 
 func (p *osProcess) Wait() error {
 	<-p.stderrDone

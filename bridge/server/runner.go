@@ -119,7 +119,9 @@ func (s *Server) turn(ctx context.Context, p Prompt) (outcome, string) {
 
 	proc, err := s.cfg.Agent.Start(ctx, agent.Turn{Home: s.cfg.Home, SessionID: s.sess.ID, Resume: resume, Prompt: text})
 	if err != nil {
-		return died, fmt.Sprintf("start: %v", err)
+		detail := fmt.Sprintf("start: %v", err)
+		s.setAgentError(detail)
+		return died, detail
 	}
 	s.mu.Lock()
 	s.proc, s.running, s.interrupted, s.blocked = proc, p.ID, false, false
@@ -147,6 +149,7 @@ func (s *Server) turn(ctx context.Context, p Prompt) (outcome, string) {
 	s.blocked = watch.blocked
 	s.mu.Unlock()
 
+	s.noteStart(ctx, proc, watch, waitErr, readErr, wasInterrupted)
 	switch {
 	case ctx.Err() != nil:
 		return stopped, ""

@@ -109,6 +109,7 @@ type Server struct {
 	failures     int // agent deaths in a row
 	backoffUntil time.Time
 	appendErr    error
+	agentErr     string // why the agent's last start failed; "" once one starts (agentfail.go)
 
 	conns atomic.Pointer[connLimiter] // Run's, for tests
 }
@@ -231,6 +232,7 @@ func (s *Server) Status() bridge.Status {
 	if s.appendErr != nil {
 		st.Error = s.appendErr.Error()
 	}
+	st.AgentError = s.agentErr
 	if s.state == bridge.StateBackoff {
 		t := s.backoffUntil.UTC()
 		st.BackoffUntil = &t

@@ -13,6 +13,9 @@ import (
 type turnWatch struct {
 	sawResult bool
 	blocked   bool
+	// lines counts the turn's lines: an agent that wrote none did not
+	// start (agentfail.go).
+	lines int
 }
 
 // AskUserQuestion is the tool Claude Code uses to ask the person a
@@ -20,6 +23,7 @@ type turnWatch struct {
 const askTool = "AskUserQuestion"
 
 func (w *turnWatch) see(line []byte) {
+	w.lines++
 	if !bytes.Contains(line, []byte(`"type"`)) {
 		return
 	}

@@ -115,7 +115,25 @@ func (o *bridgeOptions) starter() (agent.Starter, error) {
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
-	return &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.logger(), Gateway: gw}, nil
+	c := &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.logger(), Gateway: gw}
+	// A named path that is not there (or not executable) is said now, as
+	// the bridge's last words, rather than by every prompt's turn dying.
+	if err := c.Check(); err != nil {
+		return nil, usageErrorf("%v (%s)", err, o.claudeSource())
+	}
+	return c, nil
+}
+
+// claudeSource says where the claude executable's name came from, for
+// an error about it.
+func (o *bridgeOptions) claudeSource() string {
+	switch {
+	case o.ClaudeBin != "":
+		return "named by --claude-bin"
+	case o.f.Getenv(sporeenv.ClaudeBin) != "":
+		return "named by $" + sporeenv.ClaudeBin
+	}
+	return "found on $PATH"
 }
 
 // findClaude is the claude executable the bridge runs: flag (--claude-bin),
