@@ -184,8 +184,10 @@ func isCobraUsage(err error) bool {
 	return false
 }
 
-// reportError prints err once on stderr and returns its exit code.
-func reportError(err error, errOut io.Writer) int {
+// reportError prints err once on stderr and returns its exit code; a
+// usage error says which help to read (help, such as "sporectl colony
+// set --help": that of the command the error is about).
+func reportError(err error, help string, errOut io.Writer) int {
 	code := exitCode(err)
 	if code == ExitOK {
 		return code
@@ -205,7 +207,7 @@ func reportError(err error, errOut io.Writer) int {
 	}
 	fmt.Fprintf(errOut, "error: %v\n", err)
 	if code == ExitUsage {
-		fmt.Fprintln(errOut, "Run 'sporectl --help' for usage.")
+		fmt.Fprintf(errOut, "Run '%s' for usage.\n", help)
 	}
 	if errors.Is(err, state.ErrNoStore) {
 		fmt.Fprintln(errOut, "Run 'sporectl init' to create one.")

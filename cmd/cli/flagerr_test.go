@@ -73,7 +73,7 @@ func TestBadFlagValueWords(t *testing.T) {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			r := run(t, store, c.args...)
 			require.Equal(t, ExitUsage, r.code)
-			require.Equal(t, "error: "+c.want+"Run 'sporectl --help' for usage.\n", r.err)
+			require.Equal(t, "error: "+c.want+"Run 'sporectl "+c.args[0]+" --help' for usage.\n", r.err, "the help of the command the flag is of")
 		})
 	}
 }

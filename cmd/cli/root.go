@@ -35,7 +35,18 @@ func RunWith(ctx context.Context, f *Factory, args []string) int {
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
-	return reportError(root.ExecuteContext(ctx), f.IO.ErrOut)
+	cmd, err := root.ExecuteContextC(ctx)
+	return reportError(err, helpOf(cmd), f.IO.ErrOut)
+}
+
+// helpOf is the command line of the help that goes with an error of cmd
+// (the command cobra found, however far it got): `sporectl colony set
+// --help`, or the root's when there is none.
+func helpOf(cmd *cobra.Command) string {
+	if cmd == nil {
+		return "sporectl --help"
+	}
+	return cmd.CommandPath() + " --help"
 }
 
 // NewRootCmd builds the command tree.
@@ -96,5 +107,12 @@ decided in one transaction, and exits.`,
 	)
 	setVersionFlag(root, f)
 	registerCompletions(root, f)
+	// cobra adds its completion group at Execute; added now, the walk
+	// below gives it the same refusal of an unknown shell. It takes its
+	// writer when it is added, so that is set first.
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.InitDefaultCompletionCmd()
+	refuseUnknownSubcommands(root)
 	return root
 }
