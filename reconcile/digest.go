@@ -20,6 +20,7 @@ func (h *SporeHealth) AddTo(d *digest.Digest) {
 	d.Int(int64(o.Restarts))
 	d.Str(string(o.Reason))
 	d.Str(o.Message)
+	d.Str(o.AgentError)
 	d.Int(int64(o.Pods))
 	d.Str(string(o.LastTermination))
 	d.Bool(o.Exited)

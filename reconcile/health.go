@@ -18,7 +18,8 @@ type Verdict struct {
 
 // Health computes effective health. It is a pure function of its inputs:
 // no clock, no I/O. It decides on typed facts only (Observed's Pod,
-// Bridge, Activity, Pods, LastTermination, BridgeProblem, Ingest), never
+// Bridge, Activity, Pods, LastTermination, BridgeProblem, Ingest, whether
+// the bridge reported an AgentError), never
 // on display text. Damage comes first: a spore whose stored data cannot be
 // read is not acted on whatever else is true of it.
 func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
@@ -92,6 +93,11 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 			return v(policy.Suspect, ReasonBridgeLogLost, "the bridge's log is behind the store's: its home lost lines the store keeps")
 		case o.Ingest != "":
 			return v(policy.Suspect, o.Ingest, "the bridge's line numbers do not follow on from the store's")
+		case o.AgentError != "":
+			// Before backoff, which it causes: why the agent keeps dying
+			// is the telling part, and it needs a person (a binary to
+			// install or fix), not waiting.
+			return v(policy.Suspect, ReasonAgentCannotStart, "the agent cannot start: "+o.AgentError)
 		case o.Activity == bridge.StateBackoff:
 			return v(policy.Suspect, ReasonAgentBackoff, "the agent keeps dying; the bridge is backing off")
 		case o.Activity == bridge.StateBlocked:

@@ -53,6 +53,16 @@ func TestHealth(t *testing.T) {
 		{"stopped with open breaker", state.Stopped, Observed{Pod: PodAbsent}, true, policy.Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`"},
 		{"observation failed while asleep", state.Paused, observationFailed(), false, policy.Suspect, ReasonObservationFailed, "observation failed"},
 		{"observation failed while stopped", state.Stopped, Observed{Pod: PodUnknown}, false, policy.Suspect, ReasonUnknown, "runtime state unknown"},
+		// The bridge answers, but its agent could not start: named, and
+		// before the backoff it causes; an asleep spore's old report is
+		// never asked.
+		{"agent cannot start", state.Running, with(up, func(o *Observed) { o.AgentError = "start: start claude /opt/claude: permission denied" }), false, policy.Suspect, ReasonAgentCannotStart, "the agent cannot start: start: start claude /opt/claude: permission denied"},
+		{"agent cannot start, backing off", state.Running, with(up, func(o *Observed) {
+			o.Activity, o.AgentError = bridge.StateBackoff, "exited before writing a line: exit status 1"
+		}), false, policy.Suspect, ReasonAgentCannotStart, "the agent cannot start: exited before writing a line: exit status 1"},
+		{"agent cannot start, and cannot append", state.Running, with(up, func(o *Observed) { o.BridgeProblem, o.AgentError = ReasonBridgeUnhealthy, "x" }), false, policy.Suspect, ReasonBridgeUnhealthy, "the bridge cannot append to its log"},
+		{"agent cannot start, breaker open", state.Running, with(up, func(o *Observed) { o.AgentError = "x" }), true, policy.Error, ReasonBreakerOpen, "circuit breaker open after repeated crashes; run `sporectl reset`"},
+		{"agent blocked is no start failure", state.Running, with(up, func(o *Observed) { o.Activity = bridge.StateBlocked }), false, policy.Blocked, ReasonAgentBlocked, "the agent waits for a person"},
 		{"bridge cannot append", state.Running, with(up, func(o *Observed) { o.BridgeProblem = ReasonBridgeUnhealthy }), false, policy.Suspect, ReasonBridgeUnhealthy, "the bridge cannot append to its log"},
 		// Once OOMKilled, now unable to append: the old termination reason
 		// must not hide the bridge's problem (it did when one string was

@@ -117,6 +117,7 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 		} else {
 			o.Bridge, o.Activity = BridgeUp, st.State
 			o.BridgeLastSeq, o.Queue, o.SessionID = st.LastSeq, max(st.Queue, 0), statusText(st.SessionID)
+			o.AgentError = statusText(st.AgentError)
 			if !st.Healthy {
 				o.BridgeProblem = ReasonBridgeUnhealthy
 			}

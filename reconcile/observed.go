@@ -51,6 +51,11 @@ type Observed struct {
 	// container's termination message), one line, bounded. "" when it did
 	// not exit or said nothing.
 	Message string `json:"message,omitempty"`
+	// AgentError is why the agent's last start failed, as its bridge
+	// said it (bridge.Status's agent_error), sanitised and cut to
+	// bridge.MaxStatusText bytes: the bridge is the agent's. "" when the
+	// bridge did not answer or its agent starts.
+	AgentError string `json:"agent_error,omitempty"`
 
 	// Pods counts pods (process trees) found for the spore; more than one
 	// is reported, never guessed at.
@@ -110,6 +115,8 @@ func (o *Observed) display() {
 		o.Reason = o.BridgeProblem
 	case o.Bridge == BridgeUp && o.Ingest != "":
 		o.Reason = o.Ingest
+	case o.Bridge == BridgeUp && o.AgentError != "":
+		o.Reason = ReasonAgentCannotStart
 	case o.BridgeProblem == ReasonContractBreach:
 		o.Reason = o.BridgeProblem
 	case o.LastTermination != "":

@@ -38,9 +38,13 @@ const (
 	ReasonBridgeUnknown   Reason = "BridgeUnknown"
 	ReasonAgentBackoff    Reason = "AgentBackoff"
 	ReasonAgentBlocked    Reason = "AgentBlocked"
-	ReasonBreakerOpen     Reason = "BreakerOpen"
-	ReasonIngestGap       Reason = "IngestGap" // the bridge's numbers skip, repeat or go back
-	ReasonBridgeLogLost   Reason = "BridgeLogLost"
+	// ReasonAgentCannotStart: the bridge answers, but its agent's last
+	// start failed (it could not be run, or exited before writing a
+	// line); the sentence carries the bridge's agent_error.
+	ReasonAgentCannotStart Reason = "AgentCannotStart"
+	ReasonBreakerOpen      Reason = "BreakerOpen"
+	ReasonIngestGap        Reason = "IngestGap" // the bridge's numbers skip, repeat or go back
+	ReasonBridgeLogLost    Reason = "BridgeLogLost"
 	// ReasonStoreDamage: the spore's stored data (its record, its event
 	// log) cannot be read. It is judged alone (Error, the damage named)
 	// and the pass goes on for every other spore; `sporectl repair` sets

@@ -238,6 +238,8 @@ type Bridge struct {
 	gapAt uint64
 	// ErrStatus answers status with this error.
 	errStatus error
+	// agentErr is what the bridge says of its agent's last start.
+	agentErr string
 	// refuse, when set, is asked about each prompt before it is taken: a
 	// non-nil answer refuses it (bridge.APIError for an HTTP answer).
 	refuse func(bridge.PromptRequest) error
@@ -255,6 +257,10 @@ var _ reconcile.BridgeClient = (*Bridge)(nil)
 
 // SetUp makes the bridge answer (or not).
 func (b *Bridge) SetUp(up bool) { b.mu.Lock(); b.up = up; b.mu.Unlock() }
+
+// SetAgentError sets what the bridge says of its agent's last start
+// (its status's agent_error; "" for none).
+func (b *Bridge) SetAgentError(s string) { b.mu.Lock(); b.agentErr = s; b.mu.Unlock() }
 
 // SetState sets what the bridge says the agent is doing.
 func (b *Bridge) SetState(s bridge.State) { b.mu.Lock(); b.state = s; b.mu.Unlock() }
@@ -337,7 +343,7 @@ func (b *Bridge) Status(ctx context.Context) (bridge.Status, error) {
 	if st == "" {
 		st = bridge.StateIdle
 	}
-	return bridge.Status{State: st, LastSeq: b.lastSeq(), Healthy: true, Agent: "fake"}, nil
+	return bridge.Status{State: st, LastSeq: b.lastSeq(), Healthy: true, Agent: "fake", AgentError: b.agentErr}, nil
 }
 
 func (b *Bridge) Events(ctx context.Context, after uint64, limit int, wait time.Duration) (bridge.Events, error) {
