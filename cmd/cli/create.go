@@ -22,6 +22,9 @@ type createOptions struct {
 	Swarm  string
 	Role   string
 	Wake   bool
+	// Wait is --wait: with --wake, wait up to this long for each bridge
+	// to answer, as wake --wait does.
+	Wait time.Duration
 	Spec   state.Spec
 	// Pod are the pod option flags; validate puts what they say in
 	// Spec.Pod.
@@ -67,6 +70,7 @@ letter and ending with a letter or digit.`,
 	fl.StringVar(&o.Swarm, "swarm", "", "swarm the spore belongs to")
 	fl.StringVar(&o.Role, "role", "", "role within the swarm (needs --swarm)")
 	fl.BoolVar(&o.Wake, "wake", false, "wake it right away (desired Running, started now)")
+	fl.DurationVar(&o.Wait, "wait", 0, "with --wake, wait up to this long for each spore's bridge to answer, as wake --wait")
 	fl.StringVar(&o.Spec.Image, "image", "", "image (default: the store's)")
 	fl.StringVar(&o.Spec.CPU, "cpu", "", "CPU, e.g. 2 or 500m (default: the store's)")
 	fl.StringVar(&o.Spec.Memory, "memory", "", "memory, e.g. 3Gi (default: the store's)")
@@ -79,6 +83,12 @@ letter and ending with a letter or digit.`,
 }
 
 func (o *createOptions) validate() error {
+	switch {
+	case o.Wait < 0:
+		return usageErrorf("invalid value %s for --wait: must be 0 or more", o.Wait)
+	case o.Wait > 0 && !o.Wake:
+		return usageErrorf("--wait needs --wake: a spore created asleep has no bridge to wait for")
+	}
 	seen := make(map[string]bool, len(o.IDs))
 	for _, id := range o.IDs {
 		if seen[id] {
@@ -177,7 +187,7 @@ func (o *createOptions) run(ctx context.Context) error {
 		return err
 	}
 	if o.Wake {
-		w := &lifecycleOptions{f: o.f, verb: "wake", desired: state.Running, action: "woken", IDs: o.IDs}
+		w := &lifecycleOptions{f: o.f, verb: "wake", desired: state.Running, action: "woken", IDs: o.IDs, Wait: o.Wait}
 		return w.run(ctx)
 	}
 	return nil

@@ -73,7 +73,8 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	if err := setDesired(ctx, st, o.IDs, o.desired, o.f.Now().UTC()); err != nil {
+	changed, err := setDesired(ctx, st, o.IDs, o.desired, o.f.Now().UTC())
+	if err != nil {
 		return err
 	}
 	opt := reconcile.Options{IDs: o.IDs, Heal: true}
@@ -112,7 +113,13 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 		case o.desired == state.Running && p.Verdict.Effective == policy.Error:
 			errs = append(errs, &UnhealthyError{Msg: fmt.Sprintf("%s %s: desired %s is recorded, but its circuit breaker is open; run 'sporectl reset %s'", o.verb, id, o.desired, id)})
 		default:
-			res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: o.action})
+			action := o.action
+			if !changed[id] && !p.Start && !p.Stop {
+				// Wished so already, and so already: kubectl apply's word
+				// for a no-op.
+				action = "unchanged"
+			}
+			res.Results = append(res.Results, actionResult{Kind: "spore", ID: id, Action: action})
 			if o.desired == state.Running && p.Observed.Exited && p.Observed.Message != "" {
 				// Woken again after its bridge died saying why: the person
 				// should hear it now, not only from status.
@@ -139,16 +146,29 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 
 // setDesired records a new wish for ids in one transaction (package
 // wish writes it: desired state, a new generation, a lifecycle event
-// where it changed). Every id must exist, or nothing is written.
-func setDesired(ctx context.Context, st state.Store, ids []string, desired state.Desired, now time.Time) error {
-	return st.Update(ctx, func(tx state.Tx) error {
+// where it changed) and says of which ids it changed the wish (a new
+// generation). Every id must exist, or nothing is written.
+func setDesired(ctx context.Context, st state.Store, ids []string, desired state.Desired, now time.Time) (map[string]bool, error) {
+	var changed map[string]bool
+	err := st.Update(ctx, func(tx state.Tx) error {
+		changed = make(map[string]bool, len(ids)) // a retried transaction starts afresh
 		for _, id := range ids {
+			before, err := tx.Spore(ctx, id)
+			if err != nil {
+				return err
+			}
 			if err := wish.Set(ctx, tx, id, desired, now); err != nil {
 				return err
 			}
+			after, err := tx.Spore(ctx, id)
+			if err != nil {
+				return err
+			}
+			changed[id] = after.Generation != before.Generation
 		}
 		return nil
 	})
+	return changed, err
 }
 
 // waitUp runs passes over ids until every one's bridge answers, or
@@ -170,6 +190,10 @@ func waitUp(ctx context.Context, f *Factory, st state.Store, ids, waiting []stri
 		waiting = still
 		if err := exitedBridges(spores); err != nil {
 			// Dead already: waiting longer would only say less.
+			return err
+		}
+		if err := agentsThatCannotStart(spores); err != nil {
+			// Up, but its agent cannot run: up is not what was asked.
 			return err
 		}
 		if !slices.ContainsFunc(spores, func(s reconcile.SporeHealth) bool { return s.Observed.Bridge != reconcile.BridgeUp }) {
@@ -240,6 +264,21 @@ func exitedBridges(spores []reconcile.SporeHealth) error {
 		}
 		errs = append(errs, &RuntimeError{Op: fmt.Sprintf("wake %s: its bridge exited at start", s.ID),
 			Err: fmt.Errorf("%s (see 'sporectl logs %s')", cmp.Or(why, "no reason given"), s.ID)})
+	}
+	return errors.Join(errs...)
+}
+
+// agentsThatCannotStart is the runtime error (exit 9) of the spores whose
+// bridge answers but says its agent's last start failed, each with the
+// bridge's words; nil when none does.
+func agentsThatCannotStart(spores []reconcile.SporeHealth) error {
+	var errs []error
+	for _, s := range spores {
+		if s.Observed.Bridge != reconcile.BridgeUp || s.Observed.AgentError == "" {
+			continue
+		}
+		errs = append(errs, &RuntimeError{Op: fmt.Sprintf("wake %s: its bridge is up but its agent cannot start", s.ID),
+			Err: fmt.Errorf("%s (see 'sporectl logs %s')", s.Observed.AgentError, s.ID)})
 	}
 	return errors.Join(errs...)
 }
