@@ -25,7 +25,7 @@ type createOptions struct {
 	// Wait is --wait: with --wake, wait up to this long for each bridge
 	// to answer, as wake --wait does.
 	Wait time.Duration
-	Spec   state.Spec
+	Spec state.Spec
 	// Pod are the pod option flags; validate puts what they say in
 	// Spec.Pod.
 	Pod podFlags
