@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -238,6 +239,7 @@ func (o *initOptions) run(ctx context.Context) error {
 	defer st.Close()
 	action := "created"
 	final := o.settings()
+	var before state.Settings // an existing store's, as the update read them
 	if !created {
 		action = "unchanged"
 		err := st.Update(ctx, func(tx state.Tx) error {
@@ -247,7 +249,7 @@ func (o *initOptions) run(ctx context.Context) error {
 				return err
 			}
 			next := o.merge(cur)
-			final = next
+			final, before = next, cur
 			if err := next.Recovery.Validate(); err != nil {
 				return usageErrorf("%v (flag --%s, with the store's other recovery settings)", err, recoveryFlag(err))
 			}
@@ -281,6 +283,9 @@ func (o *initOptions) run(ctx context.Context) error {
 		return err
 	}
 	o.warnAgent(final)
+	if !created && final.APIURL != before.APIURL {
+		apiURLNotice(o.f.IO.ErrOut, before, final)
+	}
 	if created || o.changed("model-gateway") || o.changed("runtime") || o.changed("api-url") {
 		modelNotice(o.f.IO.ErrOut, final)
 	}
@@ -346,11 +351,27 @@ func (o *initOptions) warnAgent(s state.Settings) {
 	if s.Runtime != "local" || cmp.Or(s.Agent, agent.Default) != agent.KindClaude {
 		return
 	}
-	if _, err := findClaude("", o.f.Getenv); err == nil {
+	bin, err := findClaude("", o.f.Getenv)
+	if err != nil {
+		fmt.Fprintf(o.f.IO.ErrOut, "warning: the agent is claude, but no claude executable is on $PATH and $%s is not set: spores will not start. "+
+			"Install Claude Code, set $%s in the environment of the commands that wake spores, or use the demo agent: sporectl init --agent echo\n", sporeenv.ClaudeBin, sporeenv.ClaudeBin)
 		return
 	}
-	fmt.Fprintf(o.f.IO.ErrOut, "warning: the agent is claude, but no claude executable is on $PATH and $%s is not set: spores will not start. "+
-		"Install Claude Code, set $%s in the environment of the commands that wake spores, or use the demo agent: sporectl init --agent echo\n", sporeenv.ClaudeBin, sporeenv.ClaudeBin)
+	// Named by the environment: the bridge checks it the same way at
+	// start, and stops if it cannot run it.
+	if err := agent.CheckBin(agent.KindClaude, bin); err != nil {
+		fmt.Fprintf(o.f.IO.ErrOut, "warning: the agent is claude, but %v (named by $%s): spores will not start. "+
+			"Point $%s at Claude Code in the environment of the commands that wake spores, or use the demo agent: sporectl init --agent echo\n", err, sporeenv.ClaudeBin, sporeenv.ClaudeBin)
+	}
+}
+
+// apiURLNotice says on stderr that spores running now were told the old
+// URL when they started (SPORECTL_API_URL of their bridge and agent) and
+// keep it until they start again, and how to start one again.
+func apiURLNotice(w io.Writer, before, after state.Settings) {
+	fmt.Fprintf(w, "note: the API URL is now %s (was %s). Spores running now keep the old one until they start again: "+
+		"'sporectl sleep ID' then 'sporectl wake ID' starts one again with the new URL.\n",
+		cmp.Or(after.APIURL, "the default"), cmp.Or(before.APIURL, "the default"))
 }
 
 // merge applies the flags the user gave to the stored settings.

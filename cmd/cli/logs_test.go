@@ -153,7 +153,9 @@ func TestInitWarnsWhenClaudeIsMissing(t *testing.T) {
 		{"none anywhere", []string{"init"}, map[string]string{"PATH": t.TempDir()}, true},
 		{"not executable", []string{"init"}, map[string]string{"PATH": notExec}, true},
 		{"on PATH", []string{"init"}, map[string]string{"PATH": withClaude}, false},
-		{"named by the environment", []string{"init"}, map[string]string{sporeenv.ClaudeBin: "/opt/claude"}, false},
+		{"named by the environment", []string{"init"}, map[string]string{sporeenv.ClaudeBin: filepath.Join(withClaude, "claude")}, false},
+		{"named by the environment, not there", []string{"init"}, map[string]string{sporeenv.ClaudeBin: "/opt/nowhere/claude"}, true},
+		{"named by the environment, not executable", []string{"init"}, map[string]string{sporeenv.ClaudeBin: filepath.Join(notExec, "claude")}, true},
 		{"echo agent", []string{"init", "--agent", "echo"}, nil, false},
 		{"kube: the image has it", []string{"init", "--runtime", "kube", "--image", "example.com/spore:1"}, nil, false},
 	}
@@ -163,7 +165,14 @@ func TestInitWarnsWhenClaudeIsMissing(t *testing.T) {
 			r := c.runWith(context.Background(), c.rt, tc.env, tc.args...)
 			require.Equal(t, 0, r.code, r.err)
 			if tc.warn {
-				require.Contains(t, r.err, "warning: the agent is claude, but no claude executable")
+				if named := tc.env[sporeenv.ClaudeBin]; named != "" {
+					// Said as the bridge will say it when it stops.
+					require.Contains(t, r.err, "warning: the agent is claude, but claude: ")
+					require.Contains(t, r.err, named)
+					require.Contains(t, r.err, " (named by $SPORECTL_CLAUDE_BIN): spores will not start")
+				} else {
+					require.Contains(t, r.err, "warning: the agent is claude, but no claude executable")
+				}
 				require.Contains(t, r.err, "--agent echo")
 			} else {
 				require.NotContains(t, r.err, "warning")
