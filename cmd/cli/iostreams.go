@@ -11,20 +11,27 @@ type IOStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	// CanPrompt says a person is there to answer a question: In and
+	// ErrOut are a terminal. Only SystemIO sets it, from the process's
+	// own streams; a test that fakes a terminal sets it itself. Cron,
+	// scripts and pipes leave it false, and are never asked anything.
+	CanPrompt bool
 }
 
 // SystemIO is the process's own standard streams.
 func SystemIO() IOStreams {
-	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	return IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr,
+		CanPrompt: isTerminalFile(os.Stdin) && isTerminalFile(os.Stderr)}
 }
 
 // isTerminal reports whether w is a terminal (progress and colour only
 // go to one).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
+	return ok && isTerminalFile(f)
+}
+
+func isTerminalFile(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
