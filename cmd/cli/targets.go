@@ -42,15 +42,15 @@ func (t targetFlags) String() string {
 	return "--all"
 }
 
-// selecting reports whether cmd was given -l or --all (false for a command
-// without them).
+// selecting reports whether cmd was given -l (even empty: Args refuses
+// that) or --all (true: --all=false selects nothing); false for a command
+// without them.
 func selecting(cmd *cobra.Command) bool {
-	for _, name := range []string{"selector", "all"} {
-		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
-			return true
-		}
+	if f := cmd.Flags().Lookup("selector"); f != nil && f.Changed {
+		return true
 	}
-	return false
+	f := cmd.Flags().Lookup("all")
+	return f != nil && f.Value.String() == "true"
 }
 
 // orSelection is the end of a "needs at least one spore id" usage error:

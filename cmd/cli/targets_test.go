@@ -158,6 +158,10 @@ func TestSelectorsOverCommands(t *testing.T) {
 	assert.Len(t, strings.Split(strings.TrimSpace(r.out), "\n"), 8)
 	assert.Empty(t, c.rt.IDs())
 
+	// --all=false is no selection: ids are taken.
+	assert.Equal(t, "spore/lab-a woken\n", c.ok("wake", "lab-a", "--all=false"))
+	assert.Equal(t, "spore/lab-a asleep\n", c.ok("sleep", "spore/lab-a"))
+
 	// -o name round-trips through another command, as xargs would pass it.
 	woken := names(c.ok("wake", "-o", "name", "lab-a"))
 	assert.Equal(t, "spore/lab-a asleep\n", c.ok(append([]string{"sleep"}, "spore/"+woken[0])...))
