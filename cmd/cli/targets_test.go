@@ -310,3 +310,46 @@ func TestCheckConfirmed(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "new would be pruned with its home too, but it was not in the question")
 }
+
+// TestTypeSlashNameReachesEachCommand runs commands that take one spore
+// end to end with spore/NAME: each finds the spore (its own outcome, not
+// exit 4 for "spore/lab-a" or exit 2), where a misspelled name is not found.
+func TestTypeSlashNameReachesEachCommand(t *testing.T) {
+	c := selectRig(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"events", "spore/lab-a"}, 0},
+		{[]string{"chat", "spore/lab-a"}, 0},
+		{[]string{"outbox", "spore/lab-a"}, 0},
+		{[]string{"prompt", "spore/lab-a", "hello"}, ExitAsleep},
+		{[]string{"set", "sleep-after", "spore/lab-a", "spore/lab-b", "2h"}, 0},
+		{[]string{"set", "budget", "spore/lab-a", "--tokens", "100"}, 0},
+		{[]string{"reset", "spore/lab-a"}, 0},
+		{[]string{"token", "rotate", "spore/lab-a"}, 0},
+		{[]string{"status", "spore/lab-a", "spore/lab-b"}, 0},
+		{[]string{"reconcile", "spore/lab-a"}, 0},
+	} {
+		r := c.run("", tc.args...)
+		assert.Equal(t, tc.code, r.code, "%v: %s", tc.args, r.err)
+		assert.NotContains(t, r.err+r.out, "spore/spore", tc.args)
+		miss := append([]string{}, tc.args...)
+		miss[indexOfRef(tc.args)] = "spore/nobody"
+		assert.Equal(t, ExitNotFound, c.run("", miss...).code, "%v", miss)
+	}
+	ev := c.ok("events", "spore/lab-a")
+	for _, what := range []string{"sleep-after: sleeps after 2h0m0s idle", "budget 100 tokens a day", "reset: crash history forgotten", "token-rotated"} {
+		assert.Contains(t, ev, what, "the command reached lab-a")
+	}
+}
+
+// indexOfRef is the index of the first spore/ argument.
+func indexOfRef(args []string) int {
+	for i, a := range args {
+		if strings.HasPrefix(a, "spore/") {
+			return i
+		}
+	}
+	return -1
+}
