@@ -85,7 +85,7 @@ func (o *statusOptions) run(ctx context.Context) error {
 	}
 	defer st.Close()
 	var ok bool
-	if o.IDs, ok, err = resolveTargets(ctx, o.f, st, o.IDs, o.Targets); err != nil {
+	if o.IDs, ok, err = resolveTargets(ctx, o.f, st, o.IDs, o.selection()); err != nil {
 		return err
 	} else if !ok {
 		return o.printNone()
@@ -98,6 +98,17 @@ func (o *statusOptions) run(ctx context.Context) error {
 		return err
 	}
 	return healthReport(o.f, "status", out)
+}
+
+// selection is what status resolves: --all alone is status without ids,
+// the whole fleet and its orphans, as the pass reads it (not a list of
+// every id, which would leave the orphans out).
+func (o *statusOptions) selection() targetFlags {
+	t := o.Targets
+	if t.Selector == "" {
+		t.All = false
+	}
+	return t
 }
 
 // printNone is status of a selection that matched nothing (said on
@@ -119,7 +130,7 @@ func (o *statusOptions) watch(ctx context.Context) error {
 	}
 	defer st.Close()
 	var ok bool
-	if o.IDs, ok, err = resolveTargets(ctx, o.f, st, o.IDs, o.Targets); err != nil || !ok {
+	if o.IDs, ok, err = resolveTargets(ctx, o.f, st, o.IDs, o.selection()); err != nil || !ok {
 		return err
 	}
 	ps := o.f.Pass(st)

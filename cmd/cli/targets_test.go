@@ -152,6 +152,9 @@ func TestSelectorsOverCommands(t *testing.T) {
 	// status -l shows only the selection.
 	assert.Equal(t, []string{"red-1", "red-2"}, names(c.ok("status", "-l", "swarm=red", "-o", "name")))
 
+	// status --all is status: every spore.
+	assert.Len(t, names(c.ok("status", "--all", "-o", "name")), 8)
+
 	// stop --all: every spore.
 	r := c.run("", "stop", "--all")
 	require.Equal(t, 0, r.code, r.err)
