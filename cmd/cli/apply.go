@@ -131,7 +131,12 @@ func (o *applyOptions) confirmPurge(prunes []string) ([]string, error) {
 		return nil, nil
 	}
 	what := fmt.Sprintf("prune %d spore(s) the files do not list, with their homes: %s", len(prunes), idList(prunes))
-	if err := confirm(o.f, false, true, what); err != nil {
+	ios := o.f.IO
+	if slices.Contains(o.Files, "-") {
+		// The document came on stdin: nobody is left there to answer.
+		ios.CanPrompt = false
+	}
+	if err := confirm(ios, false, true, what); err != nil {
 		return nil, err
 	}
 	return prunes, nil

@@ -78,7 +78,7 @@ func (o *deleteOptions) run(ctx context.Context) error {
 		if o.PurgeHome {
 			what += ", with their homes"
 		}
-		if err := confirm(o.f, o.Yes, o.Targets.given(), what); err != nil {
+		if err := confirm(o.f.IO, o.Yes, o.Targets.given(), what); err != nil {
 			return err
 		}
 	}

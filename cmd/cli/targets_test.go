@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -291,6 +292,13 @@ func TestApplyPruneHomesConfirmation(t *testing.T) {
 			code := RunWith(context.Background(), f, []string{"apply", "-f", only, "--prune", "--purge-home"})
 			return result{out.String(), errb.String(), code}
 		}
+		// The document on stdin leaves nobody to answer: --yes required.
+		var errb bytes.Buffer
+		f := r.factory(strings.NewReader(colonyHead+"  - id: red-1\n"), io.Discard, &errb)
+		f.IO.CanPrompt = true
+		require.Equal(t, ExitUsage, RunWith(context.Background(), f, []string{"apply", "-f", "-", "--prune", "--purge-home"}))
+		assert.Contains(t, errb.String(), "--yes required when not running interactively")
+
 		res = tty("n\n")
 		assert.Equal(t, ExitError, res.code, res.err)
 		assert.Contains(t, res.err, "with their homes: lab-myco, red-lead? [y/N] ")
