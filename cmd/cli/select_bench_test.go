@@ -23,6 +23,7 @@ import (
 //	            listing read a selection costs (it grows with the fleet)
 //	sleep-l     `sleep -l colony=x`, a fresh command in-process
 //	sleep-ids   `sleep x-0 … x-9`: the same ten named, for comparison
+//	list-l      `list -l colony=x`: the same listing read, with no pass
 func BenchmarkSelectSpores(b *testing.B) {
 	var ten []string
 	for i := range 10 {
@@ -63,8 +64,9 @@ func BenchmarkSelectSpores(b *testing.B) {
 				},
 				"sleep-l":   func(n int) { namedRun(b, locs[n], home, "sleep", "-l", "colony=x") },
 				"sleep-ids": func(n int) { namedRun(b, locs[n], home, append([]string{"sleep"}, ten...)...) },
+				"list-l":    func(n int) { namedRun(b, locs[n], home, "list", "-l", "colony=x") },
 			}
-			for _, name := range []string{"resolve", "sleep-l", "sleep-ids"} {
+			for _, name := range []string{"resolve", "sleep-l", "sleep-ids", "list-l"} {
 				b.Run(name, func(b *testing.B) {
 					took := map[int][]time.Duration{}
 					for op := 0; b.Loop(); op++ {
