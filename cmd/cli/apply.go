@@ -19,6 +19,7 @@ type applyOptions struct {
 	Files     []string
 	Prune     bool
 	PurgeHome bool
+	Yes       bool
 }
 
 // newCmdApply builds the command; runF, when not nil, is called instead of
@@ -35,7 +36,10 @@ every document in one transaction, or none; nothing at all when nothing
 differs. A fault in any file (its YAML, a field the format does not have, a
 bad value) is reported with its file, line and field, and nothing is applied.
 Then the spores whose desired state changed are started or stopped, as wake,
-sleep and stop do.`,
+sleep and stop do.
+
+--prune --purge-home that would delete homes asks first on a terminal, and
+needs --yes elsewhere (docs/cli.md, "Confirmation").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.PurgeHome && !o.Prune {
@@ -50,6 +54,7 @@ sleep and stop do.`,
 	cmd.Flags().StringArrayVarP(&o.Files, "filename", "f", nil, "a Colony file, a directory of them, or - for stdin (repeatable)")
 	cmd.Flags().BoolVar(&o.Prune, "prune", false, "delete the spores of the applied colonies that the files do not list")
 	cmd.Flags().BoolVar(&o.PurgeHome, "purge-home", false, "with --prune: also delete the pruned spores' homes")
+	cmd.Flags().BoolVarP(&o.Yes, confirmFlag, "y", false, "with --prune --purge-home: do not ask before deleting homes")
 	return cmd
 }
 
@@ -71,6 +76,10 @@ func (o *applyOptions) run(ctx context.Context) error {
 	}
 	if !p.Changed() {
 		return o.f.Print(applyResults(p))
+	}
+	confirmed, err := o.confirmPurge(p.Prunes())
+	if err != nil {
+		return err
 	}
 	var rt reconcile.Runtime
 	if len(p.Prunes()) > 0 {
@@ -94,6 +103,9 @@ func (o *applyOptions) run(ctx context.Context) error {
 		if p, err = colonyspec.MakePlan(docs, spores, settings, opt); err != nil {
 			return err
 		}
+		if err := checkConfirmed(confirmed, p.Prunes()); err != nil {
+			return err
+		}
 		return colonyspec.Apply(ctx, tx, p, now)
 	})
 	if err != nil {
@@ -108,6 +120,41 @@ func (o *applyOptions) run(ctx context.Context) error {
 	}
 	errs = append(errs, o.act(ctx, st, p)...)
 	return errors.Join(errs...)
+}
+
+// confirmPurge asks before a prune deletes homes (confirm: on a terminal,
+// unless --yes; elsewhere --yes is required). It returns the spores the
+// person agreed to lose with their homes; nil when no home is deleted,
+// or --yes stands for any.
+func (o *applyOptions) confirmPurge(prunes []string) ([]string, error) {
+	if !o.PurgeHome || len(prunes) == 0 || o.Yes {
+		return nil, nil
+	}
+	what := fmt.Sprintf("prune %d spore(s) the files do not list, with their homes: %s", len(prunes), idList(prunes))
+	ios := o.f.IO
+	if slices.Contains(o.Files, "-") {
+		// The document came on stdin: nobody is left there to answer.
+		ios.CanPrompt = false
+	}
+	if err := confirm(ios, false, true, what); err != nil {
+		return nil, err
+	}
+	return prunes, nil
+}
+
+// checkConfirmed refuses a prune, planned again inside the transaction,
+// of a spore whose home the person was not asked about (one created
+// since the question): nothing is applied, and the next apply asks again.
+func checkConfirmed(confirmed, prunes []string) error {
+	if confirmed == nil {
+		return nil
+	}
+	for _, id := range prunes {
+		if !slices.Contains(confirmed, id) {
+			return fmt.Errorf("apply: %s would be pruned with its home too, but it was not in the question (created meanwhile): nothing applied; run apply again", id)
+		}
+	}
+	return nil
 }
 
 // planColonies plans docs against the store as it is now, in one read.

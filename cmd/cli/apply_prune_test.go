@@ -34,7 +34,7 @@ func TestApplyPrune(t *testing.T) {
 		require.Equal(t, "spore/red-1 unchanged\n", r.ok("", "apply", "-f", only, "--prune"), "pruned once")
 
 		r.ok("", "create", "red-2", "--colony", "lab")
-		require.Equal(t, "spore/red-1 unchanged\nspore/red-2 pruned\n", r.ok("", "apply", "-f", only, "--prune", "--purge-home"))
+		require.Equal(t, "spore/red-1 unchanged\nspore/red-2 pruned\n", r.ok("", "apply", "-f", only, "--prune", "--purge-home", "--yes"))
 		require.True(t, r.rt.deleted["red-2"], "--purge-home: the home goes too")
 
 		// An empty list prunes the whole colony; a colony no file names is

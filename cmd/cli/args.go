@@ -2,29 +2,62 @@ package cli
 
 import (
 	"net/url"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
-// exactIDs accepts n spore ids (n < 0: at least one) and validates each
-// against the id grammar before anything runs.
+// sporeIDs accepts n spore ids (n < 0: at least one) and checks each
+// before anything runs. It is the one place a spore id on the command
+// line is read: each argument may be NAME or kubectl's TYPE/NAME with the
+// type spore (what -o name prints, so `list -o name | xargs sporectl
+// sleep` works), and is rewritten in place to the bare id. Cobra hands
+// RunE the slice it validated, so every command that validates through
+// here receives bare ids (TestEverySporeIDCommandTakesTypeSlashName
+// walks the command tree to keep it so).
+//
+// A command with -l/--selector or --all (addTargetFlags) takes either ids
+// or a selection, never both, as kubectl refuses a name with -l.
 func sporeIDs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
+		if selecting(cmd) {
+			if len(args) > 0 {
+				return usageErrorf("%s: give spore ids or a selection (-l/--selector, --all), not both", cmd.CommandPath())
+			}
+			return checkSelectorFlag(cmd)
+		}
 		switch {
 		case n < 0 && len(args) == 0:
-			return usageErrorf("%s needs at least one spore id", cmd.CommandPath())
+			return usageErrorf("%s needs at least one spore id%s", cmd.CommandPath(), orSelection(cmd))
 		case n >= 0 && len(args) != n:
 			return usageErrorf("%s takes %d spore id argument(s), got %d", cmd.CommandPath(), n, len(args))
 		}
-		for _, a := range args {
-			if err := state.ValidateID(a); err != nil {
+		for i, a := range args {
+			id, err := sporeRef(a)
+			if err != nil {
 				return err
 			}
+			args[i] = id
 		}
 		return nil
 	}
+}
+
+// sporeRef reads one spore id: NAME or spore/NAME. Any other TYPE/ is a
+// usage error naming it.
+func sporeRef(a string) (string, error) {
+	if kind, name, ok := strings.Cut(a, "/"); ok {
+		if kind != "spore" {
+			return "", usageErrorf("%s: sporectl names spores (spore/NAME)", quote.Value(a))
+		}
+		a = name
+	}
+	if err := state.ValidateID(a); err != nil {
+		return "", err
+	}
+	return a, nil
 }
 
 // validateQuantity checks a resource flag with the spec's grammar

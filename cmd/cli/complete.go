@@ -45,14 +45,16 @@ func storeNames(f *Factory, toComplete string, pick func(state.Spore) string) []
 }
 
 // completeSporeIDs completes spore ids for every argument (or only the
-// first n when n > 0), never one already on the line.
+// first n when n > 0), never one already on the line, as ID or spore/ID.
 func completeSporeIDs(f *Factory, n int) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if n > 0 && len(args) >= n {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		ids := storeNames(f, toComplete, func(s state.Spore) string { return s.ID })
-		ids = slices.DeleteFunc(ids, func(id string) bool { return slices.Contains(args, id) })
+		ids = slices.DeleteFunc(ids, func(id string) bool {
+			return slices.Contains(args, id) || slices.Contains(args, "spore/"+id)
+		})
 		return ids, cobra.ShellCompDirectiveNoFileComp
 	}
 }

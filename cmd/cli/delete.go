@@ -16,6 +16,8 @@ import (
 type deleteOptions struct {
 	f         *Factory
 	IDs       []string
+	Targets   targetFlags
+	Yes       bool
 	PurgeHome bool
 	Orphan    bool
 }
@@ -25,7 +27,7 @@ type deleteOptions struct {
 func newCmdDelete(f *Factory, runF func(context.Context, *deleteOptions) error) *cobra.Command {
 	o := &deleteOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "delete ID...",
+		Use:   "delete (ID... | -l SELECTOR | --all)",
 		Short: "Delete spores from the store with their event logs and queued messages",
 		Long: `Delete spores: remove them from the store — desired state, event log, outbox
 and token — in one transaction (all of them or, if any id does not exist,
@@ -33,16 +35,26 @@ none), then end their processes (pod, or process tree). Their homes are kept
 unless --purge-home, and a home is removed only after the store no longer has
 the spore, so a failure never leaves a spore in the store without its home.
 If ending the processes fails after the store change, they are an orphan that
-'status' lists and 'delete --orphan ID' removes.`,
+'status' lists and 'delete --orphan ID' removes.
+
+On a terminal it asks before deleting more than one spore, or any spores
+chosen by -l or --all; --yes answers for you. Not on a terminal, spores
+chosen by -l or --all need --yes (named ids do not): docs/cli.md,
+"Confirmation".`,
 		Args: sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
+			if o.Orphan && o.Targets.given() {
+				return usageErrorf("--orphan takes the orphans' ids, not -l or --all (status lists them)")
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
 			return o.run(cmd.Context())
 		},
 	}
+	addTargetFlags(cmd, &o.Targets)
+	cmd.Flags().BoolVarP(&o.Yes, confirmFlag, "y", false, "do not ask before deleting several spores, or any chosen by -l or --all")
 	cmd.Flags().BoolVar(&o.PurgeHome, "purge-home", false, "also delete the spores' homes (files, git work, Claude's session)")
 	cmd.Flags().BoolVar(&o.Orphan, "orphan", false, "delete runtime objects of ids that are not in the store (orphans that status lists)")
 	return cmd
@@ -57,6 +69,20 @@ func (o *deleteOptions) run(ctx context.Context) error {
 	if o.Orphan {
 		return o.deleteOrphans(ctx, st)
 	}
+	ids, ok, err := resolveTargets(ctx, o.f, st, o.IDs, o.Targets)
+	if err != nil || !ok {
+		return err
+	}
+	if len(ids) > 1 || o.Targets.given() {
+		what := fmt.Sprintf("delete %d spore(s): %s", len(ids), idList(ids))
+		if o.PurgeHome {
+			what += ", with their homes"
+		}
+		if err := confirm(o.f.IO, o.Yes, o.Targets.given(), what); err != nil {
+			return err
+		}
+	}
+	o.IDs = ids
 	// Build the runtime before anything changes: a cluster that cannot
 	// even be configured deletes nothing.
 	rt, err := o.f.Runtime(ctx, st)

@@ -27,6 +27,7 @@ type lifecycleOptions struct {
 	desired state.Desired
 	action  string // event action and printed result
 	IDs     []string
+	Targets targetFlags
 	Wait    time.Duration
 }
 
@@ -50,8 +51,8 @@ func newCmdStop(f *Factory, runF func(context.Context, *lifecycleOptions) error)
 // newLifecycleCmd builds wake, sleep or stop; runF, when not nil, is
 // called instead of running it (tests of what the flags parse into).
 func newLifecycleCmd(o *lifecycleOptions, short string, runF func(context.Context, *lifecycleOptions) error) *cobra.Command {
-	return &cobra.Command{
-		Use:   o.verb + " ID...",
+	cmd := &cobra.Command{
+		Use:   o.verb + " (ID... | -l SELECTOR | --all)",
 		Short: short,
 		Args:  sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -65,6 +66,8 @@ func newLifecycleCmd(o *lifecycleOptions, short string, runF func(context.Contex
 			return o.run(cmd.Context())
 		},
 	}
+	addTargetFlags(cmd, &o.Targets)
+	return cmd
 }
 
 func (o *lifecycleOptions) run(ctx context.Context) error {
@@ -73,6 +76,10 @@ func (o *lifecycleOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
+	var ok bool
+	if o.IDs, ok, err = resolveTargets(ctx, o.f, st, o.IDs, o.Targets); err != nil || !ok {
+		return err
+	}
 	changed, err := setDesired(ctx, st, o.IDs, o.desired, o.f.Now().UTC())
 	if err != nil {
 		return err

@@ -7,12 +7,15 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/selector"
 	"github.com/sporectl/sporectl/state"
 )
 
 type listOptions struct {
-	f      *Factory
-	Colony string
+	f        *Factory
+	Colony   string
+	Selector string
+	sel      selector.Selector
 }
 
 // newCmdList builds the command; runF, when not nil, is called instead of
@@ -30,6 +33,12 @@ func newCmdList(f *Factory, runF func(context.Context, *listOptions) error) *cob
 					return err
 				}
 			}
+			if o.Selector != "" {
+				var err error
+				if o.sel, err = parseSporeSelector(o.Selector); err != nil {
+					return err
+				}
+			}
 			if runF != nil {
 				return runF(cmd.Context(), o)
 			}
@@ -37,6 +46,7 @@ func newCmdList(f *Factory, runF func(context.Context, *listOptions) error) *cob
 		},
 	}
 	cmd.Flags().StringVar(&o.Colony, "colony", "", "only spores of this colony")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "only the spores this selector matches: colony=lab, rank!=arch, a pod label (docs/cli.md, Selecting spores)")
 	return cmd
 }
 
@@ -53,7 +63,7 @@ func (o *listOptions) run(ctx context.Context) error {
 			return err
 		}
 		for _, s := range all {
-			if o.Colony == "" || s.Colony == o.Colony {
+			if (o.Colony == "" || s.Colony == o.Colony) && o.sel.Matches(sporeFields(&s)) {
 				out.Spores = append(out.Spores, s)
 			}
 		}

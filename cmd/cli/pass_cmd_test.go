@@ -434,6 +434,7 @@ func TestCompletion(t *testing.T) {
 	}{
 		{[]string{"__complete", "wake", "al"}, []string{"alpha", "alps"}},
 		{[]string{"__complete", "wake", "alpha", ""}, []string{"alps", "beta"}},
+		{[]string{"__complete", "sleep", "spore/alpha", ""}, []string{"alps", "beta"}},
 		{[]string{"__complete", "chat", "alpha", ""}, nil},
 		{[]string{"__complete", "create", "x", "--colony", ""}, []string{"lab", "ops"}},
 		{[]string{"__complete", "export", ""}, []string{"lab", "ops"}},

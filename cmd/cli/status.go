@@ -15,9 +15,10 @@ import (
 )
 
 type statusOptions struct {
-	f     *Factory
-	IDs   []string
-	Watch bool
+	f       *Factory
+	IDs     []string
+	Targets targetFlags
+	Watch   bool
 	// Interval is how often a watch observes reality (--watch-interval).
 	Interval time.Duration
 }
@@ -27,7 +28,7 @@ type statusOptions struct {
 func newCmdStatus(f *Factory, runF func(context.Context, *statusOptions) error) *cobra.Command {
 	o := &statusOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "status [ID...]",
+		Use:   "status [ID... | -l SELECTOR | --all]",
 		Short: "Show desired, observed and effective health per spore",
 		Long: `Show each spore's desired state, what is observed of it right now (its pod or
 process tree, its bridge, the agent's activity), and the effective health that
@@ -44,7 +45,10 @@ kubectl's -w does: it wakes on the store's change notices and observes
 every --watch-interval (pods and bridges do not notify the store). A spore
 deleted meanwhile is printed once more, DELETED. -o json prints one
 document per line, holding the spores that changed. Ctrl-C ends it
-quietly with exit 0; a watch does not exit 3.`,
+quietly with exit 0; a watch does not exit 3.
+
+-l shows the spores a selector matches (docs/cli.md, "Selecting spores"); a
+watch selects once, when it starts.`,
 		Args: optionalSporeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
@@ -63,11 +67,12 @@ quietly with exit 0; a watch does not exit 3.`,
 	fl := cmd.Flags()
 	fl.BoolVarP(&o.Watch, "watch", "w", false, "after the table, print each row again when it changes (Ctrl-C ends)")
 	fl.DurationVar(&o.Interval, "watch-interval", DefaultWatchInterval, "with --watch: how often to observe pods and bridges when the store says nothing changed")
+	addTargetFlags(cmd, &o.Targets)
 	return cmd
 }
 
 func optionalSporeIDs(cmd *cobra.Command, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 && !selecting(cmd) {
 		return nil
 	}
 	return sporeIDs(-1)(cmd, args)
@@ -79,6 +84,12 @@ func (o *statusOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
+	var ok bool
+	if o.IDs, ok, err = resolveTargets(ctx, o.f, st, o.IDs, o.selection()); err != nil {
+		return err
+	} else if !ok {
+		return o.printNone()
+	}
 	out, err := o.f.Pass(st).Run(ctx, reconcile.Options{IDs: o.IDs})
 	if err != nil {
 		return err
@@ -89,6 +100,28 @@ func (o *statusOptions) run(ctx context.Context) error {
 	return healthReport(o.f, "status", out)
 }
 
+// selection is what status resolves: --all alone is status without ids,
+// the whole fleet and its orphans, as the pass reads it (not a list of
+// every id, which would leave the orphans out).
+func (o *statusOptions) selection() targetFlags {
+	t := o.Targets
+	if t.Selector == "" {
+		t.All = false
+	}
+	return t
+}
+
+// printNone is status of a selection that matched nothing (said on
+// stderr): no table, as kubectl's "No resources found"; json and yaml
+// print an empty list, so a script's parser reads a document.
+func (o *statusOptions) printNone() error {
+	switch o.f.Global.Output {
+	case "json", "yaml":
+		return o.f.Print(statusList{Result: reconcile.Result{Spores: []reconcile.SporeHealth{}}, now: o.f.Now()})
+	}
+	return nil
+}
+
 // watch prints the table, then the rows that changed, until ctx ends.
 func (o *statusOptions) watch(ctx context.Context) error {
 	st, err := o.f.Store(ctx)
@@ -96,6 +129,10 @@ func (o *statusOptions) watch(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
+	var ok bool
+	if o.IDs, ok, err = resolveTargets(ctx, o.f, st, o.IDs, o.selection()); err != nil || !ok {
+		return err
+	}
 	ps := o.f.Pass(st)
 	w := &waiter{changes: storeChanges(ctx, o.f, st), interval: o.Interval, ids: map[string]bool{}}
 	for _, id := range o.IDs {
