@@ -20,6 +20,7 @@ import (
 
 	"github.com/sporectl/sporectl/internal/testutil"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/pgstore/pgtest"
 )
 
 func TestLoopSurvivesSIGKILL(t *testing.T) {
@@ -123,4 +124,82 @@ func TestLoopSurvivesSIGKILL(t *testing.T) {
 		retried[p.id] = true
 	}
 	r.requireIntact(healer, expect{prompts: prompts, retried: retried})
+}
+
+// TestLoopsOverlapOnPostgres: two loops over one PostgreSQL store, as a
+// standby beside the loop or a loop beside the CronJob run: neither
+// divides the work, both do all of it, and every overlap is harmless —
+// each killed bridge is restarted once (the second start finds it
+// running), each prompt delivered once, and both end on SIGTERM with 0.
+func TestLoopsOverlapOnPostgres(t *testing.T) {
+	pgtest.Shared(t) // skips without PostgreSQL, fails in CI
+	r := newIdleRig(t, "postgres")
+	r.ok("colony", "set", "default", "--sleep-after", "0")
+	id := "loop-pg"
+	r.wakeIdle(id)
+
+	type running struct {
+		cmd  *exec.Cmd
+		errb *testutil.Buffer
+		done chan error
+	}
+	var loops []running
+	for range 2 {
+		c := r.cmd("reconcile", "--every", "100ms")
+		errb := &testutil.Buffer{}
+		c.Stdout, c.Stderr = &testutil.Buffer{}, errb
+		require.NoError(t, c.Start())
+		done := make(chan error, 1)
+		go func() { done <- c.Wait() }()
+		loops = append(loops, running{c, errb, done})
+		t.Cleanup(func() { _ = c.Process.Kill() })
+	}
+	for _, l := range loops {
+		waitFor(t, 30*time.Second, func() bool { return strings.Contains(l.errb.String(), "Z reconcile: ") }, "each loop's first pass")
+	}
+	var prompts []sent
+	const kills = 3
+	for k := range kills {
+		require.Len(t, r.bridgePIDs(id), 1)
+		old := r.killBridge(id)
+		text := fmt.Sprintf("after kill %d", k)
+		pid, _ := r.prompt(id, text)
+		prompts = append(prompts, sent{id: pid, text: text, acked: true})
+		waitFor(t, 60*time.Second, func() bool {
+			sp, pending := r.record(id)
+			pids := r.bridgePIDs(id)
+			return sp.Health == "Healthy" && len(pids) == 1 && pids[0] != old && len(pending) == 0
+		}, "the loops to heal the bridge and deliver")
+	}
+	for _, l := range loops {
+		require.NoError(t, l.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for i, l := range loops {
+		select {
+		case err := <-l.done:
+			require.NoError(t, err, "loop %d after SIGTERM: %s", i, l.errb.String())
+		case <-time.After(commandTimeout):
+			t.Fatalf("loop %d did not end after SIGTERM", i)
+		}
+		require.True(t, strings.HasSuffix(l.errb.String(), "reconcile: stopped\n"), "loop %d: %s", i, l.errb.String())
+	}
+	r.settle(id, 30*time.Second)
+	require.Equal(t, kills, count(r.events(id), state.KindLifecycle, "restart"), "each kill restarted once, by one of the loops")
+	retried := map[string]bool{}
+	for _, p := range prompts {
+		retried[p.id] = true
+	}
+	r.requireIntact(id, expect{prompts: prompts, retried: retried})
+}
+
+// waitFor polls cond until it holds, failing the test after timeout.
+func waitFor(t *testing.T, timeout time.Duration, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %s for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
