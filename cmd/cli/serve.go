@@ -93,7 +93,20 @@ answer for one store.
 Plain HTTP is served only on a loopback address, unless --insecure-listen is
 given (for a cluster network that is itself trusted, e.g. behind a
 NetworkPolicy); with --tls-cert and --tls-key it serves HTTPS on any address.
-SIGINT or SIGTERM stops it gracefully.`,
+--reconcile-every D runs reconcile's loop in this process too (a pass every D,
+as 'sporectl reconcile --every D'), so one process runs the whole colony; it
+stops with serve, after the pass in flight.
+
+An --addr serve could never listen on (a port above 65535, not host:port) is
+exit 2 before it tries. On the local runtime serve warns when the store's
+api-url, which spores are told, does not reach the address it listens on.
+
+SIGINT or SIGTERM stops it gracefully.
+
+Examples:
+  sporectl serve
+  sporectl serve --reconcile-every 30s
+  sporectl serve --addr :7070 --tls-cert cert.pem --tls-key key.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
