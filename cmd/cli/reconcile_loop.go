@@ -60,6 +60,7 @@ func (o *reconcileOptions) loop(ctx context.Context) error {
 // on stdout when it changed. Spores that need attention are said in the
 // line, not returned: the loop goes on.
 func (o *reconcileOptions) loopPass(ctx context.Context, shown *[]byte) error {
+	began, at := time.Now(), o.f.Now()
 	st, err := o.f.Store(ctx)
 	if err != nil {
 		return err
@@ -83,6 +84,6 @@ func (o *reconcileOptions) loopPass(ctx context.Context, shown *[]byte) error {
 		}
 		*shown = table.Bytes()
 	}
-	fmt.Fprintln(o.f.IO.ErrOut, rep.line(o.f.Now()))
+	fmt.Fprintln(o.f.IO.ErrOut, rep.line(at, time.Since(began)))
 	return nil
 }

@@ -77,9 +77,10 @@ func (r *reconcileReport) attentionText() string {
 	return strings.Join(parts, "; ")
 }
 
-// line is the loop's line for one pass at at: the time, how many spores,
-// what the pass did by kind, and what needs attention.
-func (r *reconcileReport) line(at time.Time) string {
+// line is the loop's line for one pass that began at at and took took:
+// the time, how many spores, what the pass did by kind, how long it took,
+// and what needs attention.
+func (r *reconcileReport) line(at time.Time, took time.Duration) string {
 	counts := map[string]int{}
 	var kinds []string
 	for _, a := range r.Actions {
@@ -97,6 +98,7 @@ func (r *reconcileReport) line(at time.Time) string {
 	for _, k := range kinds {
 		fmt.Fprintf(&b, ", %s %d", k, counts[k])
 	}
+	fmt.Fprintf(&b, " in %.2fs", took.Seconds())
 	if msg := r.attentionText(); msg != "" {
 		b.WriteString("; " + msg)
 	} else {

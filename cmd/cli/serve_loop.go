@@ -26,12 +26,13 @@ func (o *serveOptions) startLoop(ctx context.Context, st state.Store) (wait func
 	l := &loop.Loop{
 		Every: o.ReconcileEvery, Jitter: loop.DefaultJitter,
 		Pass: func(ctx context.Context) error {
+			began, at := time.Now(), o.f.Now()
 			rep, err := ro.pass(ctx, st)
 			if err != nil {
 				return err
 			}
 			ro.printActions(rep)
-			fmt.Fprintln(errOut, rep.line(o.f.Now()))
+			fmt.Fprintln(errOut, rep.line(at, time.Since(began)))
 			return nil
 		},
 		Failed: func(err error) {
