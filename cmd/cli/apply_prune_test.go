@@ -93,7 +93,7 @@ func TestApplyRuntimeFailureKeepsTheWish(t *testing.T) {
 		require.Empty(t, r.rt.IDs())
 
 		delete(r.rt.StartErr, "red-1")
-		res = r.run("", "reconcile") // exit 3 while its bridge comes up
+		res = r.run("", "reconcile")
 		require.Contains(t, res.err, "red-1 restart")
 		require.Equal(t, []string{"red-1"}, r.rt.IDs(), "the recorded wish is what reconcile starts")
 	})

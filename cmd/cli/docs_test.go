@@ -101,3 +101,39 @@ func TestDocsNameEveryFlag(t *testing.T) {
 	hw, _ := sporeList{}.Table(true)
 	require.Contains(t, docOf("list"), strings.Join(hw[len(h):], ", "))
 }
+
+// TestOperationsUnitsNameRealFlags parses each ExecStart= of
+// docs/operations.md's systemd units as sporectl would: the command
+// exists, and its flags and their values parse; each Environment= names a
+// variable sporectl reads.
+func TestOperationsUnitsNameRealFlags(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	require.NoError(t, err)
+	units := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if env, ok := strings.CutPrefix(l, "Environment="); ok {
+			name, _, _ := strings.Cut(env, "=")
+			require.Equal(t, EnvStore, name, "docs/operations.md: %s", l)
+			continue
+		}
+		line, ok := strings.CutPrefix(l, "ExecStart=")
+		if !ok {
+			continue
+		}
+		units++
+		args := strings.Fields(line)
+		require.Equal(t, "sporectl", filepath.Base(args[0]), l)
+		root := NewRootCmd(NewFactory(IOStreams{}))
+		cmd, rest, err := root.Find(args[1:])
+		require.NoError(t, err, l)
+		require.NotEqual(t, root, cmd, "docs/operations.md names no command: %s", l)
+		require.NoError(t, cmd.ParseFlags(rest), "docs/operations.md: %s", l)
+		require.Empty(t, cmd.Flags().Args(), "docs/operations.md: arguments left: %s", l)
+		for _, a := range rest {
+			if name, ok := strings.CutPrefix(a, "--"); ok {
+				require.True(t, cmd.Flags().Changed(name), "%s: --%s", l, name)
+			}
+		}
+	}
+	require.Equal(t, 2, units, "both units were read")
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +29,13 @@ type reconcileOptions struct {
 	Views  string
 	// MetricsFile is where the run's Prometheus textfile goes ("": none).
 	MetricsFile string
+	// Every, when more than 0, runs a pass at this interval until a
+	// signal (reconcile_loop.go); GiveUpAfter ends that loop when the
+	// store stays unreachable this long (0: never).
+	Every       time.Duration
+	GiveUpAfter time.Duration
+	// everySet and giveUpSet: the flags were given (a 0 given is refused).
+	everySet, giveUpSet bool
 }
 
 // newCmdReconcile builds the command; runF, when not nil, is called instead of
@@ -52,12 +60,33 @@ duration, what it delivered, the breakers it opened), replacing PATH
 atomically. PATH's directory must exist; name it *.prom for node_exporter. A
 run that fails writes no file.
 
-Exits 0 when every spore is fine, 3 when the pass ran but some spore still
-needs attention (for cron), and the store's or runtime's code when the pass
-itself failed (docs/exit-codes.md).`,
+The table is the fleet after the pass acted: a spore it started shows
+Starting, one it put to sleep Paused. Exits 0 when nothing needs a person, 3
+when the pass ran but some spore does (its breaker open, Blocked, its stored
+data damaged, a start that failed, Dead past its backoff, running against its
+wish), an orphan was found or the runtime could not be observed; the line on
+stderr names them. A spore the pass put to sleep, woke or restarted is no
+reason for 3. The store's or runtime's code when the pass itself failed
+(docs/exit-codes.md).
+
+--every DURATION runs a pass, then another after DURATION (stretched by up to
+10% at random), until SIGINT or SIGTERM, which end it after the pass in flight
+with exit 0. Each pass opens the store, reads and writes as a cron run would,
+and holds nothing for the next: killing the loop loses nothing. Each pass writes
+one line on stderr; the table is printed again only when it changed. A failed
+pass is logged and the loop goes on; a pass that needs attention (3) is no
+failure. A store unreachable (exit 6) for --give-up-after ends the loop with 6.
+Several loops, and the CronJob, may run over one store at once
+(docs/cli.md "reconcile --every").
+
+Examples:
+  sporectl reconcile
+  sporectl reconcile --every 30s
+  sporectl reconcile --every 1m --give-up-after 10m --metrics-file /var/lib/node_exporter/sporectl.prom`,
 		Args: optionalSporeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
+			o.everySet, o.giveUpSet = cmd.Flags().Changed("every"), cmd.Flags().Changed("give-up-after")
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -70,12 +99,17 @@ itself failed (docs/exit-codes.md).`,
 	cmd.Flags().StringVar(&o.MetricsFile, "metrics-file", "", "write the run's Prometheus metrics to this file, atomically (node_exporter's textfile format)")
 	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "print what would be done; change nothing")
 	cmd.Flags().StringVar(&o.Views, "views", "", "directory for the views (default: views/ in a directory store; none for PostgreSQL unless given)")
+	cmd.Flags().DurationVar(&o.Every, "every", 0, "run a pass at this interval (plus up to 10% jitter) until SIGINT or SIGTERM, e.g. 30s")
+	cmd.Flags().DurationVar(&o.GiveUpAfter, "give-up-after", defaultGiveUpAfter, "with --every: end the loop (exit 6) when the store stays unreachable this long (0: never)")
 	return cmd
 }
 
 // validate refuses a --metrics-file that the run could not write, before
 // the pass runs.
 func (o *reconcileOptions) validate() error {
+	if err := o.validateLoop(); err != nil {
+		return err
+	}
 	if o.MetricsFile == "" {
 		return nil
 	}
@@ -93,13 +127,31 @@ func (o *reconcileOptions) validate() error {
 }
 
 func (o *reconcileOptions) run(ctx context.Context) error {
+	if o.Every > 0 {
+		return o.loop(ctx)
+	}
 	st, err := o.f.Store(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	rep, err := o.pass(ctx, st)
+	if err != nil {
+		return err
+	}
+	o.printActions(rep)
+	if err := o.f.Print(rep); err != nil {
+		return err
+	}
+	return rep.verdict("reconcile")
+}
+
+// pass runs one pass over st and writes its metrics file: the report
+// of the fleet after the pass acted. An error is the pass's own (the
+// store, the views), never a spore's health.
+func (o *reconcileOptions) pass(ctx context.Context, st state.Store) (*reconcileReport, error) {
 	ps := o.f.Pass(st)
-	if isTerminal(o.f.IO.ErrOut) {
+	if isTerminal(o.f.IO.ErrOut) && o.Every == 0 {
 		start := time.Now()
 		ps.Progress = func(step string, n int, detail string) {
 			if n >= progressFleet {
@@ -118,23 +170,25 @@ func (o *reconcileOptions) run(ctx context.Context) error {
 	out, err := ps.Run(ctx, reconcile.Options{IDs: o.IDs, Heal: true, Deliver: true, DryRun: o.DryRun, Project: views != ""})
 	took := time.Since(began)
 	if err != nil {
-		return err
-	}
-	rep := reconcileReport{Result: out.Result, now: o.f.Now(), DryRun: o.DryRun, Actions: actionsOf(out.Plans, o.DryRun)}
-	for _, a := range rep.Actions {
-		fmt.Fprintf(o.f.IO.ErrOut, "%s %s: %s\n", a.Spore, a.Action, a.Detail)
-	}
-	if err := o.f.Print(rep); err != nil {
-		return err
+		return nil, err
 	}
 	if o.MetricsFile != "" {
 		// Whatever the fleet's health: a cron run's exit 3 (some spore
 		// needs attention) is what the file is read for.
 		if err := metrics.WriteFile(o.MetricsFile, metrics.Textfile(out, took, o.f.Now())); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return healthReport(o.f, "reconcile", out)
+	rep := newReconcileReport(out, o.f.Now(), o.DryRun)
+	rep.errOut = o.f.IO.ErrOut
+	return rep, nil
+}
+
+// printActions writes what the pass did, a line each, on stderr.
+func (o *reconcileOptions) printActions(rep *reconcileReport) {
+	for _, a := range rep.Actions {
+		fmt.Fprintf(o.f.IO.ErrOut, "%s %s: %s\n", a.Spore, a.Action, a.Detail)
+	}
 }
 
 // passAction is one thing a pass did (or, in a dry run, would do).
@@ -196,10 +250,18 @@ func actionsOf(plans []*reconcile.SporePlan, dry bool) []passAction {
 }
 
 type reconcileReport struct {
+	// Result is the fleet after the pass acted (reconcile.Outcome's
+	// AfterAct), not as it was observed.
 	reconcile.Result
 	now     time.Time
 	DryRun  bool         `json:"dry_run,omitempty"`
 	Actions []passAction `json:"actions"`
+	// attention are the spores that need a person, observeErr the
+	// runtime's failure (reconcile_verdict.go).
+	attention  []reconcile.SporeHealth
+	observeErr error
+	missing    error
+	errOut     io.Writer
 }
 
 func (r reconcileReport) Table(wide bool) ([]string, [][]string) {

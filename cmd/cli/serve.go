@@ -45,6 +45,9 @@ type serveOptions struct {
 	AddressTimeout time.Duration
 	// Model is the model gateway's upstream and key (serve_model.go).
 	Model modelOptions
+	// ReconcileEvery, when more than 0, runs reconcile's loop in this
+	// process (serve_loop.go).
+	ReconcileEvery time.Duration
 
 	// proc is this process's counters (reconcile/metrics), set by run:
 	// the API's, the page's and /metrics' passes count into it.
@@ -90,7 +93,20 @@ answer for one store.
 Plain HTTP is served only on a loopback address, unless --insecure-listen is
 given (for a cluster network that is itself trusted, e.g. behind a
 NetworkPolicy); with --tls-cert and --tls-key it serves HTTPS on any address.
-SIGINT or SIGTERM stops it gracefully.`,
+--reconcile-every D runs reconcile's loop in this process too (a pass every D,
+as 'sporectl reconcile --every D'), so one process runs the whole colony; it
+stops with serve, after the pass in flight.
+
+An --addr serve could never listen on (a port above 65535, not host:port) is
+exit 2 before it tries. On the local runtime serve warns when the store's
+api-url, which spores are told, does not reach the address it listens on.
+
+SIGINT or SIGTERM stops it gracefully.
+
+Examples:
+  sporectl serve
+  sporectl serve --reconcile-every 30s
+  sporectl serve --addr :7070 --tls-cert cert.pem --tls-key key.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {
@@ -116,6 +132,7 @@ SIGINT or SIGTERM stops it gracefully.`,
 	fl.StringVar(&o.Model.Upstream, "model-upstream", "", "the model API the gateway under /model/ forwards the spores' calls to, with serve's key (default $ANTHROPIC_BASE_URL, else "+mycelia.DefaultAnthropicURL+"); the address check calls it too")
 	fl.StringVar(&o.Model.KeyFile, "model-key-file", "", "file holding the model API's key, which only serve holds (default $ANTHROPIC_API_KEY)")
 	fl.DurationVar(&o.FollowWoken, "follow-woken", 2*time.Minute, "how long to keep delivering, after answering, a message whose target it woke (0: leave it to reconcile)")
+	fl.DurationVar(&o.ReconcileEvery, "reconcile-every", 0, "run reconcile's pass in this process at this interval (plus up to 10% jitter), e.g. 30s (0: leave it to cron or 'reconcile --every')")
 	return cmd
 }
 
@@ -123,9 +140,9 @@ func (o *serveOptions) validate() error {
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return usageErrorf("--tls-cert and --tls-key go together")
 	}
-	host, _, err := net.SplitHostPort(o.Addr)
+	host, err := checkListenAddr(o.Addr)
 	if err != nil {
-		return usageErrorf("invalid value %s for --addr: want host:port, e.g. 127.0.0.1:7070: %v", quote.Value(o.Addr), err)
+		return err
 	}
 	if o.TLSCert == "" && !o.InsecureListen && !isLoopback(host) {
 		return usageErrorf("--addr %s is not a loopback address: serve HTTPS there (--tls-cert, --tls-key) or pass --insecure-listen", o.Addr)
@@ -144,6 +161,9 @@ func (o *serveOptions) validate() error {
 	}
 	if o.FollowWoken < 0 {
 		return usageErrorf("invalid value %s for --follow-woken: must be 0 or more", o.FollowWoken)
+	}
+	if o.ReconcileEvery < 0 {
+		return usageErrorf("invalid value %s for --reconcile-every: must be 0 (no loop) or more, e.g. 30s", o.ReconcileEvery)
 	}
 	return o.Model.validate(o.f.Getenv)
 }
@@ -261,6 +281,10 @@ func (o *serveOptions) run(ctx context.Context) error {
 	fmt.Fprintln(o.f.IO.ErrOut, page)
 	fmt.Fprintf(o.f.IO.ErrOut, "serving the mycelia API on %s://%s (address check: %s)\n", scheme, ln.Addr(), checkName)
 	fmt.Fprintln(o.f.IO.ErrOut, o.Model.line(scheme+"://"+ln.Addr().String()))
+	o.warnAPIURL(ctx, st, ln.Addr(), certs != nil)
+	looped := o.startLoop(ctx, st)
+	// The pass in flight finishes before the store is closed.
+	defer looped()
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {

@@ -2,8 +2,9 @@
 // functions of the values they judge: the health names, recovery
 // (backoff and the circuit breaker), budgets (what a spore or a colony
 // spent, and whether that reached a budget), idle sleep, whether a
-// message is admitted, the rank relations (who is one rank up) and the
-// [arch] mycologist's standing (always on, never budget-limited).
+// message is admitted, the rank relations (who is one rank up), the
+// [arch] mycologist's standing (always on, never budget-limited) and
+// whether a spore needs a person after a pass acted (NeedsAttention).
 //
 // Everyone who decides asks it: the pass (reconcile), the changes of a
 // wish (reconcile/wish), apply's plan (reconcile/colonyspec), the
