@@ -97,5 +97,6 @@ decided in one transaction, and exits.`,
 	)
 	setVersionFlag(root, f)
 	registerCompletions(root, f)
+	applyExamples(root)
 	return root
 }
