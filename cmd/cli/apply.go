@@ -28,7 +28,7 @@ func newCmdApply(f *Factory, runF func(context.Context, *applyOptions) error) *c
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|DIR|-",
 		Short: "Make the store say what Colony documents say, in one transaction",
-		Long: `Apply Colony documents (apiVersion sporectl/v1, docs/apply.md): create the
+		Long: `Apply Colony documents (apiVersion sporectl/v1; see "A declarative colony" in the docs): create the
 spores they list that do not exist, change those that differ, and with --prune
 delete the spores of their colonies that they no longer list — every change of
 every document in one transaction, or none; nothing at all when nothing

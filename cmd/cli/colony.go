@@ -61,20 +61,20 @@ func newCmdColonySet(f *Factory, runF func(context.Context, *colonySetOptions) e
 nothing queued) unless a spore has its own (set sleep-after); 0 never.
 --wake-on-message lets a message (tell, swarm tell, a person's prompt) wake a
 spore of the colony that idle put to sleep, without --wake; one a person put
-to sleep still needs --wake. The [arch] mycologist is always on. See
-docs/sleep.md. --budget-tokens and --budget-cost are the daily budget of all
-the colony's spores together, over the UTC day (0: no limit; docs/budgets.md).
+to sleep still needs --wake. The [arch] mycologist is always on. See "Idle
+sleep" in the docs. --budget-tokens and --budget-cost are the daily budget of all
+the colony's spores together, over the UTC day (0: no limit; see "Budgets" in the docs).
 --ingest-quota MiB is how much of its agent's lines each spore of the colony
-may have stored per UTC day (0: the default, 64; docs/bridge.md); over it the
+may have stored per UTC day (0: the default, 64; see "The bridge" in the docs); over it the
 spore is Suspect (IngestQuota) and its bridge keeps the rest until the next day.
 --egress none confines the colony's spores to serve and DNS; all (the default)
 lets them reach the public internet too. kube/deploy's NetworkPolicies enforce
-it (kube; a spore's pod gets it at its next start; docs/security.md).
+it (kube; a spore's pod gets it at its next start; see "Security" in the docs).
 The pod option flags (--runtime-class, --node-selector, --toleration,
 --env-from-secret, --label, --annotation; kube) set the options every spore
 of the colony gets on its pod at its next start, over the store's default
 (init) and under the spore's own (create): each flag given replaces its
-field, an empty value (--label '') removes it (docs/runtimes.md).`,
+field, an empty value (--label '') removes it (see "Runtimes" in the docs).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("%s takes one colony name, got %d", cmd.CommandPath(), len(args))

@@ -25,7 +25,7 @@ func newCmdOutbox(f *Factory, runF func(context.Context, *outboxOptions) error) 
 		Long: `List what waits in a spore's outbox, in queue order: its queued messages
 (prompts, tells, summonses not yet delivered) and its dead letters (entries its
 bridge refused for good, moved out of the queue so what was behind them is
-delivered; docs/bridge.md "Delivery"). A dead letter stays until it is dropped.
+delivered; see "Delivery" under "The bridge" in the docs). A dead letter stays until it is dropped.
 
 The table shows each entry's id, its state (queued or dead), its sender, when
 it was queued, its size in bytes and, for a dead letter, why. -o json and

@@ -37,7 +37,7 @@ func newCmdReconcile(f *Factory, runF func(context.Context, *reconcileOptions) e
 	cmd := &cobra.Command{
 		Use:   "reconcile [ID...]",
 		Short: "Observe everything, ingest, deliver the outbox, heal, and re-project the views",
-		Long: `Run the whole pass (docs/architecture.md): observe every spore (or the named
+		Long: `Run the whole pass (see "Architecture" in the docs): observe every spore (or the named
 ones), ingest the lines their bridges wrote, deliver queued prompts to bridges
 that are up, start spores that should run and do not (backing off
 exponentially; repeated crashes open the circuit breaker), stop what runs while
@@ -47,14 +47,14 @@ whose bytes changed. A second run with nothing changed writes nothing.
 --dry-run prints the plan and writes nothing (it does not ingest either).
 
 --metrics-file PATH writes the run's metrics for node_exporter's textfile
-collector (docs/metrics.md): the fleet's families and the run's own (its
+collector (see "Metrics" in the docs): the fleet's families and the run's own (its
 duration, what it delivered, the breakers it opened), replacing PATH
 atomically. PATH's directory must exist; name it *.prom for node_exporter. A
 run that fails writes no file.
 
 Exits 0 when every spore is fine, 3 when the pass ran but some spore still
 needs attention (for cron), and the store's or runtime's code when the pass
-itself failed (docs/exit-codes.md).`,
+itself failed (see "Exit codes" in the docs).`,
 		Args: optionalSporeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args

@@ -29,7 +29,7 @@ func newCmdSetBudget(f *Factory, runF func(context.Context, *setBudgetOptions) e
 	cmd := &cobra.Command{
 		Use:   "budget ID... (--tokens N | --cost USD | --clear)",
 		Short: "Set spores' daily budget of tokens and cost (0: none)",
-		Long: `Record each spore's daily budget (docs/budgets.md): the tokens (in and out) and
+		Long: `Record each spore's daily budget (see "Budgets" in the docs): the tokens (in and out) and
 the cost in US dollars it may spend over a UTC day. Once it reaches either, it
 gets no new prompt or message (each stays queued), and it is put to sleep when
 its turn ends; the next UTC day, or a raised budget, wakes it for what is

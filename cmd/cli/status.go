@@ -31,7 +31,7 @@ func newCmdStatus(f *Factory, runF func(context.Context, *statusOptions) error) 
 		Short: "Show desired, observed and effective health per spore",
 		Long: `Show each spore's desired state, what is observed of it right now (its pod or
 process tree, its bridge, the agent's activity), and the effective health that
-follows (docs/health.md). Like every command it first ingests the lines its
+follows (see "Health" in the docs). Like every command it first ingests the lines its
 bridges wrote since the last command, and records health transitions as
 events; it never starts, stops or delivers anything.
 
