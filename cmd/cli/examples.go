@@ -27,7 +27,9 @@ sporectl chat w1 -f                    # and follow it as it goes on`,
 	"check": `sporectl check                         # verify every checksum and invariant of the store
 sporectl check --store postgres://sporectl@db/sporectl`,
 	"colony": `sporectl colony list
-sporectl colony set lab --sleep-after 30m`,
+sporectl colony set lab --sleep-after 30m
+sporectl colony delete labb`,
+	"colony delete": `sporectl colony delete labb                # settings stored under a misspelt name`,
 	"colony list": `sporectl colony list                   # idle sleep, budget and spend today
 sporectl colony list -o wide           # with pod options`,
 	"colony set": `sporectl colony set lab --sleep-after 30m --wake-on-message
