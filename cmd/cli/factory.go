@@ -79,9 +79,25 @@ func (f *Factory) Logger() *slog.Logger {
 		case f.Global.Verbose == 1:
 			level = slog.LevelInfo
 		}
-		f.logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+		f.logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level, ReplaceAttr: boundAttr}))
 	})
 	return f.logger
+}
+
+// boundAttr bounds a log line's text and errors as reportError bounds an
+// error: a value given to the command (a path) may be any size.
+func boundAttr(_ []string, a slog.Attr) slog.Attr {
+	switch v := a.Value.Any().(type) {
+	case string:
+		if len(v) > quote.MaxRun {
+			a.Value = slog.StringValue(quote.Message(v))
+		}
+	case error:
+		if msg := v.Error(); len(msg) > quote.MaxRun {
+			a.Value = slog.StringValue(quote.Message(msg))
+		}
+	}
+	return a
 }
 
 // StoreLocation resolves --store, then $SPORECTL_STORE, then the default
