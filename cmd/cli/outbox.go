@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -34,7 +35,7 @@ it was queued, its size in bytes and, for a dead letter, why. -o json and
 'sporectl outbox drop ID MSG' removes one entry, queued or dead.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("unknown subcommand %q for %s: use 'outbox ID' or 'outbox drop ID MSG'", args[0], cmd.CommandPath())
+				return usageErrorf("unknown subcommand %s for %s: use 'outbox ID' or 'outbox drop ID MSG'", quote.Value(args[0]), cmd.CommandPath())
 			}
 			return sporeIDs(1)(cmd, args)
 		},
