@@ -143,3 +143,45 @@ func TestDescribeMissingAndUsage(t *testing.T) {
 	require.Equal(t, ExitOK, r.code, r.err)
 	require.Contains(t, r.out, "Events:  <none>")
 }
+
+// wholeReadStore counts the reads of every record (Tx.Spores), which
+// describe of a few spores must not make: at 10,000 spores it is what
+// makes a command slow.
+type wholeReadStore struct {
+	state.Store
+	whole *int
+}
+
+func (s wholeReadStore) View(ctx context.Context, fn func(state.Tx) error) error {
+	return s.Store.View(ctx, func(tx state.Tx) error { return fn(wholeReadTx{Tx: tx, whole: s.whole}) })
+}
+
+func (s wholeReadStore) Update(ctx context.Context, fn func(state.Tx) error) error {
+	return s.Store.Update(ctx, func(tx state.Tx) error { return fn(wholeReadTx{Tx: tx, whole: s.whole}) })
+}
+
+type wholeReadTx struct {
+	state.Tx
+	whole *int
+}
+
+func (t wholeReadTx) Spores(ctx context.Context) ([]state.Spore, error) {
+	*t.whole++
+	return t.Tx.Spores(ctx)
+}
+
+// describe ID observes the named spore alone, once, and reads no other
+// spore's record: the pass status ID runs.
+func TestDescribeObservesTheNamedOnly(t *testing.T) {
+	c := newFakeColony(t)
+	for _, id := range []string{"w1", "w2", "w3"} {
+		c.ok("create", id, "--wake")
+	}
+	whole := 0
+	c.wrap = func(st state.Store) state.Store { return wholeReadStore{Store: st, whole: &whole} }
+	before := c.rt.Calls("Observe")
+	c.ok("describe", "w2")
+	require.Equal(t, 1, c.rt.Calls("Observe")-before, "one observation")
+	require.Equal(t, []string{"w2"}, c.rt.LastObserved(), "of the named spore only")
+	require.Zero(t, whole, "no read of every record")
+}
