@@ -29,7 +29,7 @@ func newCmdApply(f *Factory, runF func(context.Context, *applyOptions) error) *c
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|DIR|-",
 		Short: "Make the store say what Colony documents say, in one transaction",
-		Long: `Apply Colony documents (apiVersion sporectl/v1, docs/apply.md): create the
+		Long: `Apply Colony documents (apiVersion sporectl/v1; see "A declarative colony" in the docs): create the
 spores they list that do not exist, change those that differ, and with --prune
 delete the spores of their colonies that they no longer list — every change of
 every document in one transaction, or none; nothing at all when nothing
@@ -39,7 +39,7 @@ Then the spores whose desired state changed are started or stopped, as wake,
 sleep and stop do.
 
 --prune --purge-home that would delete homes asks first on a terminal, and
-needs --yes elsewhere (docs/cli.md, "Confirmation").`,
+needs --yes elsewhere (see "Confirmation" in the docs' CLI page).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.PurgeHome && !o.Prune {

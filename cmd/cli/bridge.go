@@ -41,7 +41,7 @@ agent writes into a durable log in the home, and serves status and events.
 
 The bearer token comes from $SPORECTL_BRIDGE_TOKEN or HOME/.sporectl-bridge/token.
 --agent echo runs a built-in demo agent instead of Claude Code: it answers every
-prompt with "echo: <prompt>" and needs no key. The HTTP API is in docs/bridge.md.`,
+prompt with "echo: <prompt>" and needs no key. The HTTP API is in the docs, under "The bridge".`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if n := cmd.ArgsLenAtDash(); n == 0 || (n < 0 && len(args) == 0) {
 				return nil

@@ -20,9 +20,9 @@ import (
 func newCmdColony(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "colony",
-		Short: "Show and change colonies' settings (idle sleep)",
+		Short: "Show, change and delete colonies' settings (idle sleep, budget, pod options)",
 	}
-	cmd.AddCommand(newCmdColonySet(f, nil), newCmdColonyList(f, nil))
+	cmd.AddCommand(newCmdColonySet(f, nil), newCmdColonyList(f, nil), newCmdColonyDelete(f, nil))
 	return cmd
 }
 
@@ -61,20 +61,20 @@ func newCmdColonySet(f *Factory, runF func(context.Context, *colonySetOptions) e
 nothing queued) unless a spore has its own (set sleep-after); 0 never.
 --wake-on-message lets a message (tell, swarm tell, a person's prompt) wake a
 spore of the colony that idle put to sleep, without --wake; one a person put
-to sleep still needs --wake. The [arch] mycologist is always on. See
-docs/sleep.md. --budget-tokens and --budget-cost are the daily budget of all
-the colony's spores together, over the UTC day (0: no limit; docs/budgets.md).
+to sleep still needs --wake. The [arch] mycologist is always on. See "Idle
+sleep" in the docs. --budget-tokens and --budget-cost are the daily budget of all
+the colony's spores together, over the UTC day (0: no limit; see "Budgets" in the docs).
 --ingest-quota MiB is how much of its agent's lines each spore of the colony
-may have stored per UTC day (0: the default, 64; docs/bridge.md); over it the
+may have stored per UTC day (0: the default, 64; see "The bridge" in the docs); over it the
 spore is Suspect (IngestQuota) and its bridge keeps the rest until the next day.
 --egress none confines the colony's spores to serve and DNS; all (the default)
 lets them reach the public internet too. kube/deploy's NetworkPolicies enforce
-it (kube; a spore's pod gets it at its next start; docs/security.md).
+it (kube; a spore's pod gets it at its next start; see "Security" in the docs).
 The pod option flags (--runtime-class, --node-selector, --toleration,
 --env-from-secret, --label, --annotation; kube) set the options every spore
 of the colony gets on its pod at its next start, over the store's default
 (init) and under the spore's own (create): each flag given replaces its
-field, an empty value (--label '') removes it (docs/runtimes.md).`,
+field, an empty value (--label '') removes it (see "Runtimes" in the docs).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErrorf("%s takes one colony name, got %d", cmd.CommandPath(), len(args))
@@ -132,13 +132,17 @@ func (o *colonySetOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	action, runtime := "unchanged", ""
+	action, runtime, members := "unchanged", "", 0
+	var damaged error
 	err = st.Update(ctx, func(tx state.Tx) error {
 		s, err := tx.Settings(ctx)
 		if err != nil {
 			return err
 		}
 		runtime = s.Runtime
+		if members, damaged, err = colonyMembers(ctx, tx, o.Name); err != nil {
+			return err
+		}
 		c := s.Colony(o.Name)
 		if o.changed("sleep-after") {
 			c.SleepAfter = state.Duration(o.SleepAfter)
@@ -177,6 +181,11 @@ func (o *colonySetOptions) run(ctx context.Context) error {
 	}
 	if err := o.f.Print(actionResults{Results: []actionResult{{Kind: "colony", ID: o.Name, Action: action}}}); err != nil {
 		return err
+	}
+	if members == 0 && damaged == nil {
+		// Kept all the same: settings may come before the colony's spores
+		// (apply, create --colony); a misspelt name is what this catches.
+		fmt.Fprintf(o.f.IO.ErrOut, "warning: no spore is in colony %s: its settings are kept for the spores created in it (sporectl colony delete %s removes them)\n", o.Name, o.Name)
 	}
 	if flags := o.Pod.given(o.changed); len(flags) > 0 && runtime != "kube" {
 		fmt.Fprintln(o.f.IO.ErrOut, podWarning(flags, "the store keeps them as the colony's"))
@@ -301,4 +310,20 @@ func (o *colonyListOptions) run(ctx context.Context) error {
 			Budget: c.Budget, SpendToday: spend[name], Pod: c.Pod})
 	}
 	return o.f.Print(l)
+}
+
+// colonyMembers counts the stored spores of colony name (one whole read
+// of the records, as colony list makes). damaged is the error naming
+// records that could not be read: any of them may be the colony's.
+func colonyMembers(ctx context.Context, tx state.Tx, name string) (n int, damaged error, err error) {
+	spores, err := tx.Spores(ctx)
+	if _, derr := state.Damaged(err); derr != nil {
+		return 0, nil, fmt.Errorf("read the spores of colony %s: %w", name, derr)
+	}
+	for _, sp := range spores {
+		if sp.Colony == name {
+			n++
+		}
+	}
+	return n, err, nil
 }

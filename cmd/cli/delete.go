@@ -39,8 +39,8 @@ If ending the processes fails after the store change, they are an orphan that
 
 On a terminal it asks before deleting more than one spore, or any spores
 chosen by -l or --all; --yes answers for you. Not on a terminal, spores
-chosen by -l or --all need --yes (named ids do not): docs/cli.md,
-"Confirmation".`,
+chosen by -l or --all need --yes (named ids do not; see
+"Confirmation" in the docs' CLI page).`,
 		Args: sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args

@@ -24,7 +24,7 @@ func newCmdDiff(f *Factory, runF func(context.Context, *diffOptions) error) *cob
 		Long: `Compare Colony documents with the store and print, for every spore that
 'apply' would create, configure or (with --prune) prune, each field that would
 change. It writes nothing. Exit 0: nothing differs; 1: something does (kubectl
-diff's convention); any other code: diff itself failed (docs/exit-codes.md).`,
+diff's convention); any other code: diff itself failed (see "Exit codes" in the docs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {

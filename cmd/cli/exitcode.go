@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile/colonyspec"
 	"github.com/sporectl/sporectl/reconcile/outbox"
@@ -201,11 +202,12 @@ func reportError(err error, help string, errOut io.Writer) int {
 	if code == ExitUnhealthy && errors.As(err, &unh) {
 		// The unhealthy spores were printed as data already.
 		if unh.Msg != "" {
-			fmt.Fprintln(errOut, unh.Msg)
+			fmt.Fprintln(errOut, quote.Message(unh.Msg))
 		}
 		return code
 	}
-	fmt.Fprintf(errOut, "error: %v\n", err)
+	// Bounded: an error may wrap one that echoes a huge value (a path).
+	fmt.Fprintf(errOut, "error: %s\n", quote.Message(err.Error()))
 	if code == ExitUsage {
 		fmt.Fprintf(errOut, "Run '%s' for usage.\n", help)
 	}

@@ -22,7 +22,7 @@ func newCmdExport(f *Factory, runF func(context.Context, *exportOptions) error) 
 	cmd := &cobra.Command{
 		Use:   "export COLONY",
 		Short: "Print a colony as a Colony document that apply -f takes back unchanged",
-		Long: `Print the stored spores of COLONY as one Colony document (docs/apply.md),
+		Long: `Print the stored spores of COLONY as one Colony document (see "A declarative colony" in the docs),
 every field each spore has, in YAML unless -o says otherwise (-o json is a
 document apply takes too). Applied to the same store it changes nothing.`,
 		Args: func(cmd *cobra.Command, args []string) error {

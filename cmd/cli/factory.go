@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -58,6 +59,9 @@ type Factory struct {
 
 	logOnce sync.Once
 	logger  *slog.Logger
+	// kubeWarned: the warning that the kube flags do nothing on this
+	// store is given once per command, however many stores it opens.
+	kubeWarned sync.Once
 }
 
 // NewFactory returns a factory over io and the real environment.
@@ -75,9 +79,25 @@ func (f *Factory) Logger() *slog.Logger {
 		case f.Global.Verbose == 1:
 			level = slog.LevelInfo
 		}
-		f.logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+		f.logger = slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level, ReplaceAttr: boundAttr}))
 	})
 	return f.logger
+}
+
+// boundAttr bounds a log line's text and errors as reportError bounds an
+// error: a value given to the command (a path) may be any size.
+func boundAttr(_ []string, a slog.Attr) slog.Attr {
+	switch v := a.Value.Any().(type) {
+	case string:
+		if len(v) > quote.MaxRun {
+			a.Value = slog.StringValue(quote.Message(v))
+		}
+	case error:
+		if msg := v.Error(); len(msg) > quote.MaxRun {
+			a.Value = slog.StringValue(quote.Message(msg))
+		}
+	}
+	return a
 }
 
 // StoreLocation resolves --store, then $SPORECTL_STORE, then the default
@@ -140,7 +160,46 @@ func (f *Factory) Store(ctx context.Context) (state.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.OpenStore(ctx, loc)
+	st, err := f.OpenStore(ctx, loc)
+	if err == nil {
+		f.warnKubeFlags(ctx, st)
+	}
+	return st, err
+}
+
+// kubeFlags are the global flags only the Kubernetes runtime reads, as
+// given on this command line.
+func (f *Factory) kubeFlags() []string {
+	var given []string
+	for _, fl := range []struct{ name, v string }{{"--kubeconfig", f.Global.Kubeconfig}, {"--context", f.Global.Context}, {"--namespace", f.Global.Namespace}} {
+		if fl.v != "" {
+			given = append(given, fl.name)
+		}
+	}
+	return given
+}
+
+// warnKubeFlags warns on stderr, as the pod options' warning does, when
+// a kube flag is given to a store whose runtime is not Kubernetes: they
+// would be silently ignored. The settings are read only when one is
+// given; a store that cannot be read says so through the command itself.
+func (f *Factory) warnKubeFlags(ctx context.Context, st state.Store) {
+	given := f.kubeFlags()
+	if len(given) == 0 {
+		return
+	}
+	f.kubeWarned.Do(func() {
+		s, err := state.ViewValue(ctx, st, func(tx state.Tx) (state.Settings, error) { return tx.Settings(ctx) })
+		if err != nil || s.Runtime == "kube" {
+			return
+		}
+		fmt.Fprintln(f.IO.ErrOut, kubeFlagsWarning(given))
+	})
+}
+
+// kubeFlagsWarning is podWarning's sibling, for the global kube flags.
+func kubeFlagsWarning(flags []string) string {
+	return fmt.Sprintf("warning: the local runtime ignores %s (Kubernetes flags): this store's spores run on this machine, and the flags apply once the store runs on Kubernetes (sporectl init --runtime kube)", strings.Join(flags, ", "))
 }
 
 // OpenStore opens the store at loc: a postgres:// URL or a directory.

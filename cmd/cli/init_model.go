@@ -49,7 +49,7 @@ func modelNotice(w io.Writer, s state.Settings) {
 			where = "the sporectl-model Secret"
 		}
 		fmt.Fprintf(w, "Model gateway off (direct mode): every spore gets the model's key from %s, where its agent can read it, "+
-			"and budgets count what spores report of their own spend (docs/security.md). 'sporectl init --model-gateway on' puts the key behind serve.\n", where)
+			"and budgets count what spores report of their own spend (see 'Security' in the docs). 'sporectl init --model-gateway on' puts the key behind serve.\n", where)
 		return
 	}
 	api := s.APIURL

@@ -46,7 +46,7 @@ func newCmdList(f *Factory, runF func(context.Context, *listOptions) error) *cob
 		},
 	}
 	cmd.Flags().StringVar(&o.Colony, "colony", "", "only spores of this colony")
-	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "only the spores this selector matches: colony=lab, rank!=arch, a pod label (docs/cli.md, Selecting spores)")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "only the spores this selector matches: colony=lab, rank!=arch, a pod label (see \"Selecting spores\" in the docs)")
 	return cmd
 }
 

@@ -33,7 +33,7 @@ func newCmdLogs(f *Factory, runF func(context.Context, *logsOptions) error) *cob
 agent (Claude Code) wrote on stderr — why a bridge would not start, the agent's
 complaints — not the conversation ('sporectl chat' has that). On the local
 runtime it is the bridge's run log; on kube, the bridge container's log through
-the API server (docs/runtimes.md).
+the API server (see "Runtimes" in the docs).
 
 --previous prints the log of the bridge before the current one (the previous
 container; on the local runtime, the run before the last start), --tail N its

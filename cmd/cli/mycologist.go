@@ -56,7 +56,7 @@ func (f *Factory) apiClient(c *clientOptions) (*mycelia.Client, error) {
 
 const clientEnvHelp = `It reads SPORECTL_API_URL (serve's address), SPORECTL_SPORE_ID (this spore)
 and the token from SPORECTL_API_TOKEN, else from $HOME/.sporectl-bridge/api-token
-(docs/mycologists.md). Run inside a spore, also as "mycologist" / "swarm".`
+(see "Mycologists and swarms" in the docs). Run inside a spore, also as "mycologist" / "swarm".`
 
 func newCmdMycologist(f *Factory) *cobra.Command {
 	return newPodGroup(f, "mycologist", "Talk to the mycologists from inside a spore: "+verbs("mycologist"),

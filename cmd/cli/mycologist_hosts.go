@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sporectl/sporectl/bridge/sporeenv"
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/mycelia"
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/transcript"
@@ -41,7 +42,7 @@ func podHostLogs(f *Factory, fs *pflag.FlagSet) podCommand {
 			if len(args) == 1 {
 				n := args[0]
 				if n == "" || len(n) > 253 || strings.ContainsAny(n, "/?#%") || !utf8.ValidString(n) || transcript.Sanitize(n) != n {
-					return usageErrorf("invalid pod name %q: a name from `mycologist hosts` or a spore id", transcript.Sanitize(n))
+					return usageErrorf("invalid pod name %s: a name from `mycologist hosts` or a spore id", quote.Value(n))
 				}
 			}
 			return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/state"
 )
 
@@ -25,7 +26,7 @@ func newCmdOutbox(f *Factory, runF func(context.Context, *outboxOptions) error) 
 		Long: `List what waits in a spore's outbox, in queue order: its queued messages
 (prompts, tells, summonses not yet delivered) and its dead letters (entries its
 bridge refused for good, moved out of the queue so what was behind them is
-delivered; docs/bridge.md "Delivery"). A dead letter stays until it is dropped.
+delivered; see "Delivery" under "The bridge" in the docs). A dead letter stays until it is dropped.
 
 The table shows each entry's id, its state (queued or dead), its sender, when
 it was queued, its size in bytes and, for a dead letter, why. -o json and
@@ -34,7 +35,7 @@ it was queued, its size in bytes and, for a dead letter, why. -o json and
 'sporectl outbox drop ID MSG' removes one entry, queued or dead.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErrorf("unknown subcommand %q for %s: use 'outbox ID' or 'outbox drop ID MSG'", args[0], cmd.CommandPath())
+				return usageErrorf("unknown subcommand %s for %s: use 'outbox ID' or 'outbox drop ID MSG'", quote.Value(args[0]), cmd.CommandPath())
 			}
 			return sporeIDs(1)(cmd, args)
 		},

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sporectl/sporectl/internal/quote"
 	"github.com/sporectl/sporectl/reconcile"
 )
 
@@ -35,7 +36,7 @@ the spore or the entry is not there.`,
 				return err
 			}
 			if args[1] == "" || len(args[1]) > 128 {
-				return usageErrorf("invalid message id %q: must be 1 to 128 characters", args[1])
+				return usageErrorf("invalid message id %s: must be 1 to 128 characters", quote.Value(args[1]))
 			}
 			return nil
 		},

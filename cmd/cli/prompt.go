@@ -46,7 +46,7 @@ sleeping spore is refused (exit 10) unless --wake, which sets desired Running,
 starts it and delivers once its bridge answers (waiting up to --timeout; after
 that it stays in the outbox and the next reconcile delivers it).
 
-A spore over its daily budget (docs/budgets.md) is not given it: the prompt is
+A spore over its daily budget (see "Budgets" in the docs) is not given it: the prompt is
 queued, delivered the next UTC day or once the budget is raised, and prompt
 exits 16 saying so. --over-budget, a person's decision, delivers it anyway,
 waking a spore that a budget put to sleep (one a person put to sleep still
@@ -60,7 +60,7 @@ mark, and a part of it shaped like one ("[from …") is rewritten as
 "[quoted: from …", so a prompt cannot pass for a message from a spore; the
 256 KiB hold for the rewritten text.
 
-A prompt the spore's bridge refuses for good (docs/bridge.md "Delivery")
+A prompt the spore's bridge refuses for good (see "Delivery" under "The bridge" in the docs)
 becomes a dead letter: prompt says so and exits 9; 'sporectl outbox ID' lists
 it.`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -45,7 +45,7 @@ func newCmdReconcile(f *Factory, runF func(context.Context, *reconcileOptions) e
 	cmd := &cobra.Command{
 		Use:   "reconcile [ID...]",
 		Short: "Observe everything, ingest, deliver the outbox, heal, and re-project the views",
-		Long: `Run the whole pass (docs/architecture.md): observe every spore (or the named
+		Long: `Run the whole pass (see "Architecture" in the docs): observe every spore (or the named
 ones), ingest the lines their bridges wrote, deliver queued prompts to bridges
 that are up, start spores that should run and do not (backing off
 exponentially; repeated crashes open the circuit breaker), stop what runs while
@@ -55,7 +55,7 @@ whose bytes changed. A second run with nothing changed writes nothing.
 --dry-run prints the plan and writes nothing (it does not ingest either).
 
 --metrics-file PATH writes the run's metrics for node_exporter's textfile
-collector (docs/metrics.md): the fleet's families and the run's own (its
+collector (see "Metrics" in the docs): the fleet's families and the run's own (its
 duration, what it delivered, the breakers it opened), replacing PATH
 atomically. PATH's directory must exist; name it *.prom for node_exporter. A
 run that fails writes no file.
@@ -67,7 +67,7 @@ data damaged, a start that failed, Dead past its backoff, running against its
 wish), an orphan was found or the runtime could not be observed; the line on
 stderr names them. A spore the pass put to sleep, woke or restarted is no
 reason for 3. The store's or runtime's code when the pass itself failed
-(docs/exit-codes.md).
+(see "Exit codes" in the docs).
 
 --every DURATION runs a pass, then another after DURATION (stretched by up to
 10% at random), until SIGINT or SIGTERM, which end it after the pass in flight
@@ -77,12 +77,7 @@ one line on stderr; the table is printed again only when it changed. A failed
 pass is logged and the loop goes on; a pass that needs attention (3) is no
 failure. A store unreachable (exit 6) for --give-up-after ends the loop with 6.
 Several loops, and the CronJob, may run over one store at once
-(docs/cli.md "reconcile --every").
-
-Examples:
-  sporectl reconcile
-  sporectl reconcile --every 30s
-  sporectl reconcile --every 1m --give-up-after 10m --metrics-file /var/lib/node_exporter/sporectl.prom`,
+(see "The loop" in the docs' CLI page).`,
 		Args: optionalSporeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args

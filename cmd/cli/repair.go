@@ -38,10 +38,7 @@ home). A spore a pass marked "store damage" has the mark cleared, so the next
 pass judges it again.
 
 With --dry-run it says what it would do and writes nothing.
-See docs/recovery.md, "A spore's stored data is damaged".`,
-		Example: `  sporectl check                 # names the damage: events/b.5.log:2 checksum mismatch
-  sporectl repair b --dry-run    # what would be kept and what set aside
-  sporectl repair b`,
+See "A spore's stored data is damaged" under "Recovery" in the docs.`,
 		Args: sporeIDs(-1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.IDs = args
@@ -65,7 +62,7 @@ func (o *repairOptions) run(ctx context.Context) error {
 	if !ok {
 		// Both stores repair; only a store wrapped without the method
 		// (a test's) lands here.
-		return usageErrorf("the %s store cannot repair; fix what `sporectl check` names by hand (docs/recovery.md)", st.Info().Backend)
+		return usageErrorf("the %s store cannot repair; fix what `sporectl check` names by hand (see 'Recovery' in the docs)", st.Info().Backend)
 	}
 	var out repairResult
 	for _, id := range o.IDs {

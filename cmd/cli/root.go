@@ -82,6 +82,7 @@ decided in one transaction, and exits.`,
 		newCmdDiff(f, nil),
 		newCmdExport(f, nil),
 		newCmdStatus(f, nil),
+		newCmdDescribe(f, nil),
 		newCmdEvents(f, nil),
 		newCmdLogs(f, nil),
 		newCmdDelete(f, nil),
@@ -114,5 +115,6 @@ decided in one transaction, and exits.`,
 	root.SetErr(f.IO.ErrOut)
 	root.InitDefaultCompletionCmd()
 	refuseUnknownSubcommands(root)
+	applyExamples(root)
 	return root
 }

@@ -65,25 +65,25 @@ func newCmdServe(f *Factory, runF func(context.Context, *serveOptions) error) *c
 
 The page is at /ui/ (http://` + defaultServeAddr + `/ui/ by default; GET / redirects a
 browser there): the fleet, each spore's conversation, live, and a box to prompt
-a spore (docs/page.md). Every page needs an operator's login, loopback included:
+a spore (see "The page" in the docs). Every page needs an operator's login, loopback included:
 log in with the token 'sporectl init' or 'sporectl token create --operator NAME'
 printed. serve's first line names the page's address, and says so when the
 store has no operator token yet.
 
-GET /metrics answers Prometheus (docs/metrics.md) for a scrape that presents an
+GET /metrics answers Prometheus (see "Metrics" in the docs) for a scrape that presents an
 operator's token as "Authorization: Bearer <token>", loopback included: the
 fleet's families from a read-only pass per scrape, and this process's counters
 (messages sent, refused, delivered, pass durations), which start at zero when
 serve restarts.
 
-Under /model/ it answers the model's API for the spores (docs/gateway.md): each
+Under /model/ it answers the model's API for the spores (see "The model gateway" in the docs): each
 call, made with the spore's own token, is judged (its desired state, its and
 its colony's daily budget, its rate of calls), forwarded to --model-upstream
 with the model's key, which only serve holds (--model-key-file, else
 $ANTHROPIC_API_KEY), and its usage counted into the store before the answer
 is passed on.
 
-The mycelia API is the only endpoint spore pods reach (docs/mycologists.md). Callers authenticate
+The mycelia API is the only endpoint spore pods reach (see "Mycologists and swarms" in the docs). Callers authenticate
 with their spore id and token; rank and reach come from the store. Every
 accepted message is committed to the store before the answer, then delivered at
 once when its target is awake (otherwise by the next reconcile). Nothing is kept
@@ -101,12 +101,7 @@ An --addr serve could never listen on (a port above 65535, not host:port) is
 exit 2 before it tries. On the local runtime serve warns when the store's
 api-url, which spores are told, does not reach the address it listens on.
 
-SIGINT or SIGTERM stops it gracefully.
-
-Examples:
-  sporectl serve
-  sporectl serve --reconcile-every 30s
-  sporectl serve --addr :7070 --tls-cert cert.pem --tls-key key.pem`,
+SIGINT or SIGTERM stops it gracefully.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(); err != nil {

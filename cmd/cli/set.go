@@ -37,7 +37,7 @@ func newCmdSetSleepAfter(f *Factory, runF func(context.Context, *setSleepAfterOp
 		Use:   "sleep-after ID... DURATION",
 		Short: "Put spores to sleep after DURATION idle (0: their colony's setting)",
 		Long: fmt.Sprintf(`Record that each spore is put to sleep once it has been idle for DURATION: no
-turn running, nothing queued (docs/sleep.md). A reconcile then records the
+turn running, nothing queued (see "Idle sleep" in the docs). A reconcile then records the
 sleep, by idle, and frees its pod. DURATION is between %s and %s; 0 unsets it,
 so the colony's sleep-after applies (colony set). The [arch] mycologist is
 always on and is refused.`, state.MinSleepAfter, time.Duration(state.MaxSleepAfter)),

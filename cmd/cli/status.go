@@ -32,7 +32,7 @@ func newCmdStatus(f *Factory, runF func(context.Context, *statusOptions) error) 
 		Short: "Show desired, observed and effective health per spore",
 		Long: `Show each spore's desired state, what is observed of it right now (its pod or
 process tree, its bridge, the agent's activity), and the effective health that
-follows (docs/health.md). Like every command it first ingests the lines its
+follows (see "Health" in the docs). Like every command it first ingests the lines its
 bridges wrote since the last command, and records health transitions as
 events; it never starts, stops or delivers anything.
 
@@ -47,7 +47,7 @@ deleted meanwhile is printed once more, DELETED. -o json prints one
 document per line, holding the spores that changed. Ctrl-C ends it
 quietly with exit 0; a watch does not exit 3.
 
--l shows the spores a selector matches (docs/cli.md, "Selecting spores"); a
+-l shows the spores a selector matches (see "Selecting spores" in the docs); a
 watch selects once, when it starts.`,
 		Args: optionalSporeIDs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -24,7 +24,7 @@ type targetFlags struct {
 // addTargetFlags gives cmd -l/--selector and --all; its Args (sporeIDs)
 // then accepts no ids when either is given, and refuses ids with them.
 func addTargetFlags(cmd *cobra.Command, t *targetFlags) {
-	cmd.Flags().StringVarP(&t.Selector, "selector", "l", "", "act on the spores this selector matches: colony=lab, rank!=arch, desired in (Paused,Stopped), a pod label (docs/cli.md, Selecting spores)")
+	cmd.Flags().StringVarP(&t.Selector, "selector", "l", "", "act on the spores this selector matches: colony=lab, rank!=arch, desired in (Paused,Stopped), a pod label (see \"Selecting spores\" in the docs)")
 	cmd.Flags().BoolVar(&t.All, "all", false, "act on every spore (with -l: every spore it matches)")
 }
 
