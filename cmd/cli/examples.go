@@ -106,9 +106,15 @@ sporectl sleep w1 w2`,
 	"status": `sporectl status
 sporectl status w1 -o json
 sporectl status -w                     # print rows again as they change`,
-	"stop":       `sporectl stop w1`,
-	"store":      `sporectl store copy ./colony postgres://sporectl@db/sporectl`,
-	"store copy": `sporectl store copy ./colony postgres://sporectl@db/sporectl`,
+	"stop": `sporectl stop w1`,
+	"completion": `sporectl completion bash              # the script for bash; source it, or save it in bash_completion.d
+sporectl completion zsh`,
+	"completion bash":       `sporectl completion bash`,
+	"completion zsh":        `sporectl completion zsh`,
+	"completion fish":       `sporectl completion fish`,
+	"completion powershell": `sporectl completion powershell`,
+	"store":                 `sporectl store copy ./colony postgres://sporectl@db/sporectl`,
+	"store copy":            `sporectl store copy ./colony postgres://sporectl@db/sporectl`,
 	"swarm": `sporectl swarm tell tester "run the suite again"   # inside a swarm mycologist's spore
 sporectl swarm loop 30m`,
 	"swarm compact": `sporectl swarm compact tester`,

@@ -48,6 +48,12 @@ var idUseFillers = map[string][]string{
 	"DURATION": {"1h"},
 	"[ID...]":  nil,
 	"|":        nil, // outbox ID | outbox drop ID MSG: the group's own form ends here
+	// set budget ID... (--tokens N | --cost USD | --clear): one limit named
+	// is enough; the rest of the alternatives add nothing.
+	"(--tokens": nil, // flags: not positional arguments
+	"N":         nil,
+	"--cost":    nil,
+	"USD":       nil,
 }
 
 // TestEverySporeIDCommandTakesTypeSlashName walks the command tree: every
