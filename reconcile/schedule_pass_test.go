@@ -191,3 +191,31 @@ func TestScheduledPromptConcurrentPasses(t *testing.T) {
 		require.Len(t, e.pending("w1"), slot, "one prompt per slot, however many passes")
 	}
 }
+
+// What changes between the snapshot and the pass's transaction wins: a
+// schedule re-timed by an apply while the pass observes is not recorded
+// nor delivered (the next pass decides on it again), and a target
+// deleted meanwhile leaves its slot claimed and nothing queued.
+func TestScheduledPromptChangedWhileThePassObserves(t *testing.T) {
+	e := newEnv(t, "w1", "w2")
+	e.awake("w1", "w2")
+	e.schedule(
+		state.Schedule{Name: "tick", To: "w1", Cron: "* * * * *", Prompt: "tick", Done: e.now},
+		state.Schedule{Name: "other", To: "w2", Cron: "* * * * *", Prompt: "other", Done: e.now},
+	)
+	e.now = e.now.Add(time.Minute)
+	retimed := state.Schedule{Name: "tick", To: "w1", Cron: "*/5 * * * *", Prompt: "tick", Done: e.now}
+	ctx := context.Background()
+	e.runtime = observeHook{Runtime: e.rt, hook: func() {
+		e.runtime = nil // once
+		other := state.Schedule{Name: "other", To: "w2", Cron: "* * * * *", Prompt: "other", Done: e.now.Add(-time.Minute)}
+		e.schedule(retimed, other)
+		require.NoError(t, e.st.Update(ctx, func(tx state.Tx) error { return tx.DeleteSpore(ctx, "w2") }))
+	}}
+	e.heal()
+	require.Empty(t, e.scheduledEvents("w1"), "re-timed since the snapshot: not recorded")
+	require.Empty(t, e.rt.BridgeOf("w1").Prompts(), "nor delivered")
+	require.Empty(t, e.pending("w1"))
+	require.Equal(t, e.now, e.claimed("tick"), "the apply's claim stands")
+	require.Equal(t, e.now, e.claimed("other"), "a deleted target's slot is claimed")
+}
