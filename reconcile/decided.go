@@ -10,7 +10,8 @@ import (
 // recordDecisions writes, in one read-write transaction before act, the
 // wishes and messages the pass decided that act will carry out
 // (docs/architecture.md "The pass"): its upkeep (the [arch] kept on, the
-// `swarm loop` prompts due), its idle sleeps, its budget's sleeps and
+// `swarm loop` prompts due, the scheduled prompts due with their slots'
+// claims: schedule.go), its idle sleeps, its budget's sleeps and
 // wakes with their summons, and the summons of a spore whose agent's
 // report and the gateway's count differ (usage.go). Each is redone on the record read again
 // inside it, so an overlapping pass's or a person's newer write wins;
@@ -24,16 +25,21 @@ import (
 // and the commit leaves wishes and queued entries whose processes the
 // next pass ends, starts or delivers; killed before it, nothing, and the
 // next pass decides again.
-func (ps *Pass) recordDecisions(ctx context.Context, snap *Snapshot, up []*upkept, plans []*SporePlan, in PlanInput) error {
+func (ps *Pass) recordDecisions(ctx context.Context, snap *Snapshot, up []*upkept, slots []*slotted, plans []*SporePlan, in PlanInput) error {
 	idle := plansWhere(plans, func(p *SporePlan) bool { return p.SleepIdle })
 	budget := plansWhere(plans, func(p *SporePlan) bool { return p.SleepBudget || p.WakeBudget })
 	usage, arch := usageToRaise(snap, plans, in)
-	if len(up) == 0 && len(idle) == 0 && len(budget) == 0 && len(usage) == 0 {
+	if len(up) == 0 && len(slots) == 0 && len(idle) == 0 && len(budget) == 0 && len(usage) == 0 {
 		return nil
 	}
 	now := in.Now
 	var slept, budgeted map[*SporePlan]state.Spore
 	err := ps.Store.Update(ctx, func(tx state.Tx) error {
+		// The settings first: PostgreSQL takes their lock before any
+		// spore's.
+		if err := claimSlots(ctx, tx, slots); err != nil {
+			return err
+		}
 		if err := recordUpkeep(ctx, tx, snap, up, now); err != nil {
 			return fmt.Errorf("record upkeep (the [arch] always on, swarm loops): %w", err)
 		}
@@ -53,6 +59,7 @@ func (ps *Pass) recordDecisions(ctx context.Context, snap *Snapshot, up []*upkep
 		return err
 	}
 	applyUpkeep(snap, plans, up)
+	ps.logSlots(slots)
 	ps.applyIdleSleeps(idle, slept)
 	ps.applyBudget(budget, budgeted, in)
 	return nil

@@ -59,4 +59,8 @@ func (h *SporeHealth) AddTo(d *digest.Digest) {
 	d.Int(int64(h.DeadLetters))
 	d.Str(h.Image)
 	d.Time(h.Created)
+	d.Bool(h.NextSchedule != nil)
+	if h.NextSchedule != nil {
+		d.Time(*h.NextSchedule)
+	}
 }

@@ -119,6 +119,8 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 	ps.progress("load", n, "")
 	// Shown on the snapshot now, recorded before act (recordDecisions).
 	up := ps.upkeep(snap, opt, now)
+	var slots []*slotted
+	slots, up = dueSlots(snap, opt, now, up)
 	recovery := snap.Settings.Recovery.WithDefaults()
 
 	obs := observation{spores: map[string]Observed{}}
@@ -203,11 +205,12 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 		// upkeep due is still recorded, for the next pass to act on (the
 		// plan of a pass that acts on nothing has no sleeps to record).
 		if !opt.DryRun {
-			if err := ps.recordDecisions(ctx, snap, up, plans, pin); err != nil {
+			if err := ps.recordDecisions(ctx, snap, up, slots, plans, pin); err != nil {
 				return nil, err
 			}
 		}
 		out.Result = result(snap, plans, nil, pin.Spends)
+		nextRuns(&out.Result, snap, now)
 		out.Orphans = orphansOf(opt, obs)
 		return out, nil
 	}
@@ -220,7 +223,7 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 	}
 	// What act carries out is recorded first, in one transaction: the
 	// upkeep, idle sleeps, the budget's sleeps and wakes (decided.go).
-	if err := ps.recordDecisions(ctx, snap, up, plans, pin); err != nil {
+	if err := ps.recordDecisions(ctx, snap, up, slots, plans, pin); err != nil {
 		return nil, err
 	}
 	if err := ps.act(ctx, rt, plans, obs); err != nil {
@@ -242,6 +245,7 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 	}
 	ps.progress("commit", n, "")
 	out.Result = result(snap, plans, last, pin.Spends)
+	nextRuns(&out.Result, snap, now)
 	out.Orphans = orphansOf(opt, obs)
 	if opt.Project && ps.Project != nil {
 		if err := ps.Project.Project(ctx, ps.Store, out.Result, len(opt.IDs) == 0); err != nil {

@@ -54,6 +54,9 @@ type SporeHealth struct {
 	// out of the queue (docs/bridge.md "Delivery"); they stay until a
 	// person drops them (`sporectl outbox drop`).
 	DeadLetters int `json:"dead_letters,omitempty"`
+	// NextSchedule is when the first of the scheduled prompts to the
+	// spore is next due (schedule.go's NextRuns); nil: none is.
+	NextSchedule *time.Time `json:"next_schedule,omitempty"`
 	// Image and Created are the spore's spec image and creation time.
 	Image   string    `json:"-"`
 	Created time.Time `json:"-"`

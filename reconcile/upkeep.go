@@ -80,6 +80,7 @@ type upkept struct {
 	i       int // index in the snapshot's spores
 	wake    bool
 	loop    *state.OutboxEntry
+	slots   []*slotted // scheduled prompts to it (schedule.go)
 	sp      state.Spore
 	written bool // the record was read again in the transaction
 	queued  bool // loop was recorded
@@ -154,6 +155,9 @@ func recordUpkeep(ctx context.Context, tx state.Tx, snap *Snapshot, todo []*upke
 			}
 			u.queued, u.lastSeq = true, r.Seq
 		}
+		if sp, err = recordSlots(ctx, tx, u, sp, now); err != nil {
+			return err
+		}
 		// The record as written, or as an overlapping pass left it.
 		u.sp, u.written = sp, true
 	}
@@ -175,10 +179,19 @@ func applyUpkeep(snap *Snapshot, plans []*SporePlan, todo []*upkept) {
 	for _, u := range todo {
 		id := snap.Spores[u.i].ID
 		p := byID[id]
+		var drop []string
 		if u.loop != nil && !u.queued {
-			snap.Pending[id] = without(snap.Pending[id], u.loop.ID)
+			drop = append(drop, u.loop.ID)
+		}
+		for _, sl := range u.slots {
+			if !sl.queued {
+				drop = append(drop, sl.entry.ID)
+			}
+		}
+		for _, e := range drop {
+			snap.Pending[id] = without(snap.Pending[id], e)
 			if p != nil {
-				p.Deliver = without(p.Deliver, u.loop.ID)
+				p.Deliver = without(p.Deliver, e)
 			}
 		}
 		if !u.written {

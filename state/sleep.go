@@ -100,6 +100,9 @@ type ColonySettings struct {
 	// EgressAll ("", the default: anywhere outside the cluster, for
 	// package installs and git pushes) or EgressNone (serve alone).
 	Egress string `json:"egress,omitempty"`
+	// Schedules are the colony's scheduled prompts (schedule.go), in the
+	// order its file gives them; nil: none.
+	Schedules []Schedule `json:"schedules,omitempty"`
 }
 
 // Egress settings of a colony (ColonySettings.Egress).
@@ -110,13 +113,13 @@ const (
 
 // IsZero reports whether c sets nothing (WithColony drops such a colony).
 func (c ColonySettings) IsZero() bool {
-	return c.SleepAfter == 0 && !c.WakeOnMessage && c.Budget.IsZero() && c.IngestQuotaMiB == 0 && c.Pod.IsZero() && c.Egress == ""
+	return c.SleepAfter == 0 && !c.WakeOnMessage && c.Budget.IsZero() && c.IngestQuotaMiB == 0 && c.Pod.IsZero() && c.Egress == "" && len(c.Schedules) == 0
 }
 
 // Equal reports whether c and o say the same. Pod options compare by
 // what they set: none and an empty set are the same.
 func (c ColonySettings) Equal(o ColonySettings) bool {
-	if c.SleepAfter != o.SleepAfter || c.WakeOnMessage != o.WakeOnMessage || c.Budget != o.Budget || c.IngestQuotaMiB != o.IngestQuotaMiB || c.Egress != o.Egress {
+	if c.SleepAfter != o.SleepAfter || c.WakeOnMessage != o.WakeOnMessage || c.Budget != o.Budget || c.IngestQuotaMiB != o.IngestQuotaMiB || c.Egress != o.Egress || !slices.Equal(c.Schedules, o.Schedules) {
 		return false
 	}
 	if c.Pod.IsZero() || o.Pod.IsZero() {
@@ -184,6 +187,9 @@ func ValidateColonies(cs ColonyList) error {
 			return err
 		}
 		if err := ValidateEgress("colonies."+name+".egress", cs[name].Egress); err != nil {
+			return err
+		}
+		if err := ValidateSchedules("colonies."+name+".schedules", cs[name].Schedules); err != nil {
 			return err
 		}
 	}

@@ -236,11 +236,12 @@ type statusList struct {
 }
 
 // Table is the status table; wide adds kubectl's extra columns: restarts,
-// queued prompts, the Claude session, the image and the age.
+// queued prompts, the Claude session, the image and the age, and when
+// its next scheduled prompt is due (docs/schedules.md).
 func (l statusList) Table(wide bool) ([]string, [][]string) {
 	h := []string{"ID", "COLONY", "RANK", "DESIRED", "OBSERVED", "EFFECTIVE", "LAST-SEQ", "REASON"}
 	if wide {
-		h = append(h, "RESTARTS", "PENDING", "SESSION", "IMAGE", "AGE")
+		h = append(h, "RESTARTS", "PENDING", "SESSION", "IMAGE", "AGE", "NEXT")
 	}
 	rows := make([][]string, 0, len(l.Spores))
 	for _, s := range l.Spores {
@@ -250,7 +251,7 @@ func (l statusList) Table(wide bool) ([]string, [][]string) {
 		}
 		row := []string{s.ID, s.Colony, string(s.Rank), string(s.Desired), obs, string(s.Effective), strconv.FormatUint(s.LastSeq, 10), orDash(s.Reason)}
 		if wide {
-			row = append(row, strconv.Itoa(s.Observed.Restarts), strconv.Itoa(s.Pending), orDash(s.Observed.SessionID), orDash(s.Image), age(l.now, s.Created))
+			row = append(row, strconv.Itoa(s.Observed.Restarts), strconv.Itoa(s.Pending), orDash(s.Observed.SessionID), orDash(s.Image), age(l.now, s.Created), nextText(s.NextSchedule))
 		}
 		rows = append(rows, row)
 	}
@@ -270,4 +271,12 @@ func (l statusList) Names() []string {
 		out[i] = "spore/" + s.ID
 	}
 	return out
+}
+
+// nextText is a next scheduled prompt's time as the table shows it.
+func nextText(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02T15:04Z")
 }

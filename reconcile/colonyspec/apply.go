@@ -39,7 +39,7 @@ func Apply(ctx context.Context, tx state.Tx, p Plan, now time.Time) error {
 
 func apply(ctx context.Context, tx state.Tx, c Change, now time.Time) error {
 	if c.Settings != nil {
-		_, err := wish.SetColony(ctx, tx, c.Colony, *c.Settings)
+		_, err := wish.SetColony(ctx, tx, c.Colony, applied(*c.Settings, now))
 		return err
 	}
 	switch c.Action {

@@ -26,6 +26,7 @@ func Export(colony string, spores []state.Spore, settings state.Settings) Docume
 		if c.Egress != "" {
 			d.Spec.Egress = ptr(c.Egress)
 		}
+		d.Spec.Schedules = schedulesOf(c.Schedules)
 	}
 	for _, s := range spores {
 		if s.Colony != colony {

@@ -223,6 +223,9 @@ func planColony(d *Document, stored state.ColonySettings) (Change, bool) {
 			next.Egress = ""
 		}
 	}
+	if d.Spec.Schedules != nil {
+		next.Schedules = schedules(*d.Spec.Schedules, stored.Schedules)
+	}
 	if next.Equal(stored) {
 		return Change{}, false
 	}
@@ -234,6 +237,7 @@ func planColony(d *Document, stored state.ColonySettings) (Change, bool) {
 	if !next.Pod.Equal(stored.Pod) {
 		c.Diffs = append(c.Diffs, podDiff(stored.Pod, next.Pod))
 	}
+	c.Diffs = append(c.Diffs, scheduleDiffs(stored.Schedules, next.Schedules)...)
 	return c, true
 }
 

@@ -383,6 +383,7 @@ func (d *Document) validate() []error {
 			bad("spec.egress", "invalid value %s: want %q or %q", quote.Value(*v), state.EgressAll, state.EgressNone)
 		}
 	}
+	errs = append(errs, d.validateSchedules()...)
 	ids := map[string]string{}
 	for i, s := range d.Spec.Spores {
 		p := fmt.Sprintf("spec.spores[%d]", i)

@@ -143,6 +143,7 @@ func TestSchemaNamesEveryField(t *testing.T) {
 	require.Equal(t, goNames(Spore{}), props(defs["spore"]))
 	require.Equal(t, goNames(Pod{}), props(defs["pod"]))
 	require.Equal(t, goNames(Toleration{}), props(defs["toleration"]))
+	require.Equal(t, goNames(Schedule{}), props(defs["schedule"]))
 }
 
 // validate checks v against the schema node s (within root, for $ref):

@@ -56,6 +56,10 @@ type ColonySpec struct {
 	// what `colony set --egress` sets. A spore's pod gets it at its next
 	// start.
 	Egress *string `yaml:"egress,omitempty" json:"egress,omitempty"`
+	// Schedules are the colony's scheduled prompts (docs/schedules.md);
+	// given, the list replaces the stored one whole (`schedules: []`
+	// removes them all); left out, the stored ones are kept.
+	Schedules *[]Schedule `yaml:"schedules,omitempty" json:"schedules,omitempty"`
 	// Defaults apply to every spore that leaves a field out.
 	Defaults *Fields `yaml:"defaults,omitempty" json:"defaults,omitempty"`
 	Spores   []Spore `yaml:"spores" json:"spores"`

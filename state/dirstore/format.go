@@ -16,7 +16,7 @@ import (
 // The FORMAT file marks a directory as a store (format §1):
 //
 //	sporectl store
-//	format 7
+//	format 8
 const formatMagic = "sporectl store"
 
 func formatBytes() []byte {

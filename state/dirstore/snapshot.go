@@ -19,9 +19,10 @@ import (
 // how far it is committed, and consecutive transaction ids; version 4 the
 // spores' activity and incidents; version 5 split each row's spore record
 // into its wish and its status; version 6 dead letters in the outbox;
-// version 7 the model gateway's record in the status. Init upgrades a
-// store of versions 1 to 6 in place.
-const FormatVersion = 7
+// version 7 the model gateway's record in the status; version 8 a
+// colony's scheduled prompts and their claims in the settings. Init
+// upgrades a store of versions 1 to 7 in place.
+const FormatVersion = 8
 
 const (
 	formatVersion = FormatVersion

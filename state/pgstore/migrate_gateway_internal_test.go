@@ -41,7 +41,7 @@ func TestUpgradeFromVersion12(t *testing.T) {
 	require.NoError(t, err)
 	defer s.Close()
 	require.False(t, created)
-	require.Equal(t, 13, s.Info().FormatVersion)
+	require.Equal(t, latestVersion(), s.Info().FormatVersion)
 	require.True(t, columnExists(t, url, "spores", "model_usage"))
 	require.True(t, columnExists(t, url, "spores", "model_calls"))
 
@@ -67,7 +67,7 @@ func TestUpgradeFromVersion12(t *testing.T) {
 	_, err = Open(ctx, url, Options{})
 	restore()
 	require.ErrorAs(t, err, &inc)
-	require.Equal(t, 13, inc.Found)
+	require.Equal(t, latestVersion(), inc.Found)
 	require.Equal(t, 12, inc.Newest)
 	require.NotContains(t, err.Error(), "sporectl init", "a newer schema is not the older binary's to upgrade")
 }

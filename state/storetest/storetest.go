@@ -56,6 +56,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SwarmLoop", testSwarmLoop},
 		{"IdleSleep", testIdleSleep},
 		{"ColonySettings", testColonySettings},
+		{"Schedules", testSchedules},
+		{"ScheduleClaim", testScheduleClaim},
 		{"Budgets", testBudgets},
 		{"ActivityAndIncidents", testActivityAndIncidents},
 		{"ModelGateway", testModelGateway},
