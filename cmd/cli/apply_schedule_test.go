@@ -58,6 +58,12 @@ func TestApplyDiffExportSchedules(t *testing.T) {
 		require.Contains(t, wide.out, "2026-11-02T08:00Z")
 		js := r.run("", "status", "-o", "json")
 		require.Contains(t, js.out, `"next_schedule": "2026-11-02T08:00:00Z"`)
+		desc := r.run("", "describe", "red-1")
+		require.Equal(t, ExitOK, desc.code, desc.err)
+		require.Regexp(t, `Next schedule:\s+standup .*2026-11-02`, desc.out)
+		desc = r.run("", "describe", "red-1", "-o", "json")
+		require.Contains(t, desc.out, `"name": "standup"`)
+		require.Contains(t, desc.out, `"at": "2026-11-02T08:00:00Z"`)
 
 		removed := r.file("lab2.yaml", "apiVersion: sporectl/v1\nkind: Colony\nmetadata: {name: lab}\nspec:\n  schedules: []\n  spores: []\n")
 		d = r.run("", "diff", "-f", removed)

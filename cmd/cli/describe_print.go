@@ -121,10 +121,20 @@ type describeSchedule struct {
 	At   time.Time `json:"at"`
 }
 
-// nextSchedule is the slot for scheduled prompts (issue 38): the next
-// slot of a schedule that prompts this spore, nil when none. Scheduled
-// prompts fill it in with one call; describe prints and encodes the rest.
-func nextSchedule(in describeInput) *describeSchedule { return nil }
+// nextSchedule is the next slot of a schedule that prompts this spore,
+// nil when none. describe reads the named spore alone, so a SWARM/ROLE
+// target is resolved against it only (as `status ID` does): a role two
+// spores share shows here though the pass would skip it as ambiguous.
+func nextSchedule(in describeInput) *describeSchedule {
+	if in.plan == nil {
+		return nil
+	}
+	runs := reconcile.NextRuns(in.settings, []state.Spore{in.plan.Spore}, in.health.ID, in.now)
+	if len(runs) == 0 {
+		return nil
+	}
+	return &describeSchedule{Name: runs[0].Name, At: runs[0].Next}
+}
 
 // describeSpore gathers in into one description.
 func describeSpore(in describeInput) sporeDescription {
