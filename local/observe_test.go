@@ -63,8 +63,9 @@ func TestWakeKilledBeforeRecording(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
 	t.Cleanup(func() { _ = r.Delete(ctx, "cut", true) })
+	bin, open := gatedBridge(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), starterRootEnv+"="+r.cfg.Root, "LOCAL_TEST_STARTER_BIN="+slowBridge(t, 2*time.Second),
+	cmd.Env = append(os.Environ(), starterRootEnv+"="+r.cfg.Root, "LOCAL_TEST_STARTER_BIN="+bin,
 		"LOCAL_TEST_STARTER_ID=cut", "LOCAL_TEST_STARTER_DIE=spawned")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
@@ -96,6 +97,7 @@ func TestWakeKilledBeforeRecording(t *testing.T) {
 	require.Equal(t, reconcile.ReasonBridgeNotAnswer, v.Code)
 
 	// Answering: the spore's bridge, found where its command line says.
+	open()
 	require.NoError(t, r.WaitReady(ctx, "cut", 30*time.Second))
 	po, _ = observe(t, r, "cut")
 	require.Equal(t, reconcile.PodRunning, po.State)
