@@ -30,6 +30,7 @@ installers=(
 	- images.sh
 )
 
+began=$SECONDS
 pids=()
 for ((i = 0; i < ${#installers[@]}; i += 2)); do
 	script="${installers[i + 1]}"
@@ -39,7 +40,15 @@ for ((i = 0; i < ${#installers[@]}; i += 2)); do
 		pids+=("")
 		continue
 	fi
-	bash "$here/$script" >"$tmp/$i.out" &
+	# Each says how long it took, so a CI log shows where a cold run's
+	# time went (README gives the cold and warm figures).
+	(
+		start=$SECONDS
+		rc=0
+		bash "$here/$script" >"$tmp/$i.out" || rc=$?
+		echo "deps: $script took $((SECONDS - start))s" >&2
+		exit "$rc"
+	) &
 	pids+=("$!")
 done
 
@@ -58,6 +67,7 @@ for ((i = 0; i < ${#installers[@]}; i += 2)); do
 		printf 'export %s=%q\n' "$name" "$(cat "$tmp/$i.out")"
 	fi
 done
+echo "deps: all done in $((SECONDS - began))s" >&2
 if ((failed)) && [[ -n "${CI:-}" ]]; then
 	exit 1
 fi

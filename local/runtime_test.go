@@ -307,10 +307,16 @@ func script(t *testing.T, name, body string) string {
 	return p
 }
 
-// slowBridge is a Binary that takes a while before it runs the real
-// bridge (same pid, so the run file still describes it).
-func slowBridge(t *testing.T, delay time.Duration) string {
-	return script(t, "slow-sporectl", fmt.Sprintf("sleep %.1f\nexec %q \"$@\"\n", delay.Seconds(), sporectlBin))
+// gatedBridge is a Binary that runs the real bridge (same pid, so the run
+// file still describes it) only once open is called: until then it does
+// not answer, however slowly the machine gets to the test's next look (a
+// fixed delay here was outrun by a loaded machine, and a bridge meant to
+// be starting answered).
+func gatedBridge(t *testing.T) (bin string, open func()) {
+	t.Helper()
+	gate := filepath.Join(t.TempDir(), "open")
+	bin = script(t, "gated-sporectl", fmt.Sprintf("while [ ! -e %q ]; do sleep 0.05; done\nexec %q \"$@\"\n", gate, sporectlBin))
+	return bin, func() { require.NoError(t, os.WriteFile(gate, nil, 0o600)) }
 }
 
 // TestStartDoesNotWait: Start returns once the bridge is spawned and
@@ -319,12 +325,13 @@ func slowBridge(t *testing.T, delay time.Duration) string {
 func TestStartDoesNotWait(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
-	r.cfg.Binary = slowBridge(t, 2*time.Second)
+	bin, open := gatedBridge(t)
+	r.cfg.Binary = bin
 	t.Cleanup(func() { _ = r.Delete(ctx, "slow", true) })
 
-	began := time.Now()
+	// The bridge cannot answer until the gate opens: Start returning at
+	// all shows it did not wait for it.
 	require.NoError(t, r.Start(ctx, spore("slow"), reconcile.Launch{Creds: creds}))
-	require.Less(t, time.Since(began), time.Second, "Start waited for the bridge")
 	rf, err := readRunFile(r.runPath("slow", ".json"))
 	require.NoError(t, err)
 	require.True(t, rf.alive(), "the run file describes the spawned bridge")
@@ -350,6 +357,7 @@ func TestStartDoesNotWait(t *testing.T) {
 	require.NoError(t, r.Start(ctx, spore("slow"), reconcile.Launch{Creds: noCredentials{t}}))
 	require.Equal(t, before, leaders())
 
+	open()
 	require.NoError(t, r.WaitReady(ctx, "slow", 30*time.Second))
 	po, ok = observe(t, r, "slow")
 	require.True(t, ok)
@@ -371,7 +379,8 @@ func (n noCredentials) Credentials(context.Context) (reconcile.Credentials, erro
 func TestStartingExpires(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
-	r.cfg.Binary = slowBridge(t, 3*time.Second)
+	bin, open := gatedBridge(t)
+	r.cfg.Binary = bin
 	r.cfg.StartTimeout = 300 * time.Millisecond
 	t.Cleanup(func() { _ = r.Delete(ctx, "late", true) })
 	require.NoError(t, r.Start(ctx, spore("late"), reconcile.Launch{Creds: creds}))
@@ -391,6 +400,7 @@ func TestStartingExpires(t *testing.T) {
 	require.Equal(t, reconcile.PodRunning, po.State)
 	require.False(t, po.Ready)
 
+	open()
 	require.NoError(t, r.WaitReady(ctx, "late", 30*time.Second))
 	po, _ = observe(t, r, "late")
 	require.Equal(t, reconcile.PodRunning, po.State)
@@ -474,10 +484,12 @@ func TestBridgeOutlivesStarter(t *testing.T) {
 	ctx := context.Background()
 	r := newRuntime(t, "echo")
 	t.Cleanup(func() { _ = r.Delete(ctx, "orphan", true) })
+	bin, open := gatedBridge(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), starterRootEnv+"="+r.cfg.Root, "LOCAL_TEST_STARTER_BIN="+slowBridge(t, 500*time.Millisecond))
+	cmd.Env = append(os.Environ(), starterRootEnv+"="+r.cfg.Root, "LOCAL_TEST_STARTER_BIN="+bin)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	open() // the starter is gone before its bridge runs
 
 	require.NoError(t, r.WaitReady(ctx, "orphan", 30*time.Second))
 	po, ok := observe(t, r, "orphan")

@@ -99,12 +99,18 @@ func TestPassReadsABoundOfAHostileBridgesLongLineAndGoesOn(t *testing.T) {
 	pass := e.pass()
 	// The pass must meet the breach, not its deadlines: on a loaded
 	// machine under the race detector, 10 s were once too few to read the
-	// page's bound, and a fetch cut by the deadline is no breach.
+	// page's bound, and a fetch cut by the deadline is no breach. The
+	// bridge client's own per-call bound (bridge.DefaultTimeout, 10 s)
+	// too: the fake bridge writes the 40 MB line's page before the first
+	// byte reaches the client, which took longer under the same load.
 	pass.ObserveDeadline, pass.IngestDeadline = 5*time.Minute, 5*time.Minute
 	pass.Runtime = func(context.Context, state.Settings) (reconcile.Runtime, error) { return h.Runtime(), nil }
 	pass.Dial = func(ep reconcile.BridgeEndpoint) (reconcile.BridgeClient, error) {
-		ep.Client = &http.Client{Transport: countingTransport{ep.Client.Transport, &read}}
-		return reconcile.DialHTTP(ep)
+		c, err := bridge.NewClient(ep.BaseURL, ep.Token, &http.Client{Transport: countingTransport{ep.Client.Transport, &read}})
+		if err != nil {
+			return nil, err
+		}
+		return c.WithTimeout(5 * time.Minute), nil
 	}
 	const huge = 40 << 20
 	e.rt.BridgeOf("a").Write(`{"n":1}`, `"`+strings.Repeat("x", huge)+`"`, `{"n":3}`)

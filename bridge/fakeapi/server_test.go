@@ -135,6 +135,9 @@ func TestAnswersAreRecordedAsFarAsTheyWent(t *testing.T) {
 	require.Eventually(t, func() bool { return len(s.InFlight()) == 0 }, 5*time.Second, 5*time.Millisecond, "the answer ends with its client")
 
 	post(t, ts.URL, `{"messages":[{"role":"user","content":"whole"}]}`)
+	// The fake records a write once it has flushed it, which the client
+	// may see first: the record is read once the answer has ended.
+	require.Eventually(t, func() bool { return len(s.InFlight()) == 0 }, 5*time.Second, 5*time.Millisecond, "the whole answer ends")
 	got := s.Answered()
 	require.Len(t, got, 3)
 	require.Equal(t, Answer{ID: "msg_fake_000001", Prompt: "spend", Stream: true, APIKey: "k1", Usage: Usage{Input: 7, Output: 3, CacheCreation: 5, CacheRead: 11}},

@@ -245,7 +245,13 @@ func TestRecoveryIdleSleepReconcileKilled(t *testing.T) {
 		s := rep.spore(t, id)
 		require.Equal(t, "Paused", s.Desired, "%+v", s)
 		require.Empty(t, r.procs(id), "%s", id)
-		r.requireTruthful(id, s)
+		// The report's health is what the pass observed before it acted:
+		// when every round was killed (a loaded machine makes each pass
+		// outlast its slot), a spore left asleep with its processes
+		// running is Diverged there, and this pass ended them. What
+		// status says now must be true.
+		now, _ := r.status(id)
+		r.requireTruthful(id, now)
 	}
 	for _, id := range ids {
 		_, st := r.prompt(id, "wake up, "+id)

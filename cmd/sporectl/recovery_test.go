@@ -1313,7 +1313,10 @@ func TestRecoveryBridgeKilled(t *testing.T) {
 // "opened". After the home is repaired, `reset` lets it start again.
 func TestRecoveryCrashLoop(t *testing.T) {
 	const failures = 3
-	r := newRig(t, nil, "--agent", "echo", "--backoff-initial", "1s", "--backoff-max", "2s",
+	// Backoffs of 2s and 4s: a reconcile that finds a respawn not due yet
+	// must come inside them, and on a loaded machine one reconcile
+	// process (start, pass, exit) could outlast a 1s backoff.
+	r := newRig(t, nil, "--agent", "echo", "--backoff-initial", "2s", "--backoff-max", "4s",
 		"--breaker-failures", strconv.Itoa(failures), "--breaker-window", "15m")
 	id := "rec-loop"
 	r.wake(id)
@@ -1370,7 +1373,7 @@ func TestRecoveryCrashLoop(t *testing.T) {
 	evs := r.events(id)
 	require.Equal(t, failures-1, count(evs, state.KindLifecycle, "restart"), "restarts before the breaker opens")
 	require.Equal(t, 1, count(evs, state.KindBreaker, "opened"))
-	// Backoff: each respawn waited for its timer (1s, then 2s).
+	// Backoff: each respawn waited for its timer (2s, then 4s).
 	var restarts []time.Time
 	var opened time.Time
 	for _, e := range evs {
@@ -1381,11 +1384,11 @@ func TestRecoveryCrashLoop(t *testing.T) {
 			opened = e.At
 		}
 	}
-	require.GreaterOrEqual(t, restarts[1].Sub(restarts[0]), time.Second, "the second respawn waited for the first backoff")
-	require.GreaterOrEqual(t, opened.Sub(restarts[1]), 2*time.Second, "the third crash was judged after the second backoff")
+	require.GreaterOrEqual(t, restarts[1].Sub(restarts[0]), 2*time.Second, "the second respawn waited for the first backoff")
+	require.GreaterOrEqual(t, opened.Sub(restarts[1]), 4*time.Second, "the third crash was judged after the second backoff")
 
 	// Open: nothing more is started, however often reconcile runs.
-	time.Sleep(2500 * time.Millisecond) // past any backoff
+	time.Sleep(4500 * time.Millisecond) // past any backoff
 	for i := 0; i < 3; i++ {
 		rep, code := r.reconcile()
 		require.Equal(t, 3, code)

@@ -1,6 +1,7 @@
 package lazy
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -8,16 +9,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+var runs atomic.Int32
+
 // TestNewBuildsOnceOnFirstUse: nothing is built before the first call;
 // concurrent first calls build once and all get the one value.
 func TestNewBuildsOnceOnFirstUse(t *testing.T) {
+	// Built is the process's: a name of this run's own, so that a run
+	// after another (go test -count) does not find the last one's.
+	name := fmt.Sprintf("lazytest.value.%d", runs.Add(1))
 	var builds atomic.Int32
-	get := New("lazytest.value", func() *int {
+	get := New(name, func() *int {
 		builds.Add(1)
 		v := 42
 		return &v
 	})
-	require.NotContains(t, Built(), "lazytest.value")
+	require.NotContains(t, Built(), name)
 	require.Zero(t, builds.Load())
 
 	var wg sync.WaitGroup
@@ -34,5 +40,5 @@ func TestNewBuildsOnceOnFirstUse(t *testing.T) {
 	for _, p := range got {
 		require.Same(t, got[0], p)
 	}
-	require.Contains(t, Built(), "lazytest.value")
+	require.Contains(t, Built(), name)
 }

@@ -173,11 +173,20 @@ func TestCrashUnderLoad(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	time.Sleep(500 * time.Millisecond)
+	// The crash comes once writes are committing, and the writer stops
+	// once they commit again after the restart: counted, not timed, so a
+	// loaded machine cannot make either stretch empty.
+	committed := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ok)
+	}
+	require.Eventually(t, func() bool { return committed() > 0 }, time.Minute, 10*time.Millisecond, "writes commit before the crash")
 	require.NoError(t, srv.Stop("immediate"))
 	time.Sleep(300 * time.Millisecond)
 	require.NoError(t, srv.Start(ctx))
-	time.Sleep(500 * time.Millisecond)
+	before := committed()
+	require.Eventually(t, func() bool { return committed() > before }, time.Minute, 10*time.Millisecond, "writes commit again after the restart")
 	close(stop)
 	wg.Wait()
 
