@@ -31,16 +31,13 @@ var hugeLines = []string{
 	"set HUGE", "init --runtime HUGE", "init --agent HUGE", "init --cpu HUGE", "init --backoff-initial HUGE",
 	"init --model-gateway HUGE", "bridge --agent HUGE", "--store HUGE status", "-n HUGE status", "--context HUGE status",
 	"--kubeconfig HUGE status", "status --HUGE", "status -vHUGE", "--store /tmp/HUGE status",
+	"HUGE", "help HUGE",
 }
 
 // hugeBytes is the size of HUGE: far past every bound of a message
 // (internal/quote's own tests take 30 MB through them), small enough that
 // eighty commands each given one stay quick.
 const hugeBytes = 1 << 20
-
-// A huge unknown command ("sporectl HUGE") is left out: cobra's
-// suggestion ("did you mean") compares it with every command's name by
-// edit distance, 20 s for 1 MB; its message is bounded all the same.
 
 // maxFaultBytes is the most a command may write on stderr about one bad
 // value, however big the value.

@@ -32,6 +32,7 @@ func Run(ctx context.Context, args []string, io IOStreams) int {
 func RunWith(ctx context.Context, f *Factory, args []string) int {
 	root := NewRootCmd(f)
 	root.SetArgs(args)
+	quietSuggestions(root, args)
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
 	root.SetErr(f.IO.ErrOut)
@@ -115,6 +116,7 @@ decided in one transaction, and exits.`,
 	root.SetErr(f.IO.ErrOut)
 	root.InitDefaultCompletionCmd()
 	refuseUnknownSubcommands(root)
+	root.SetHelpCommand(helpCommand(root))
 	applyExamples(root)
 	return root
 }

@@ -76,6 +76,24 @@ func TestUnknownSubcommandSuggests(t *testing.T) {
 	require.Contains(t, r.out, "bash completion")
 }
 
+// TestHelpOfAnUnknownTopicIsAUsageError: `help bogus` is exit 2 as
+// `bogus` is; `help CMD…` prints that command's help.
+func TestHelpOfAnUnknownTopicIsAUsageError(t *testing.T) {
+	store := filepath.Join(t.TempDir(), "never")
+	for _, args := range [][]string{{"help", "bogus"}, {"help", "colony", "bogus"}} {
+		r := run(t, store, args...)
+		require.Equal(t, ExitUsage, r.code, "%v: %s", args, r.err)
+		require.Contains(t, r.err, "unknown help topic")
+		require.Empty(t, r.out)
+	}
+	r := run(t, store, "help", "colony", "set")
+	require.Equal(t, ExitOK, r.code, r.err)
+	require.Contains(t, r.out, "sporectl colony set NAME")
+	r = run(t, store, "help")
+	require.Equal(t, ExitOK, r.code, r.err)
+	require.Contains(t, r.out, "Available Commands")
+}
+
 // TestUsageErrorNamesItsCommandsHelp: a usage error says the help of the
 // command it is about, however deep; an unknown command of the root, the
 // root's.
