@@ -107,7 +107,7 @@ sleeping spores count too. Paths are relative to each spore's working directory.
 		Ranks: mycologists, Response: DeployList{},
 		Command: "mycologist deploys", Short: "Who pushed and deployed recently in your reach (tool calls and reports)",
 		Long: `List the pushes and deploys of the spores in your reach within --window: Bash
-calls matching git push or a deploy command (docs/mycologists.md), with FAILED
+calls matching git push or a deploy command (see "Mycologists and swarms" in the docs), with FAILED
 when the call's result was an error, and what spores reported with
 ` + "`mycologist report`.",
 		handle: (*Server).deploys}
