@@ -1,0 +1,197 @@
+package kube_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
+
+	"github.com/sporectl/sporectl/bridge"
+	"github.com/sporectl/sporectl/kube"
+	"github.com/sporectl/sporectl/kube/kubetest"
+	"github.com/sporectl/sporectl/reconcile"
+)
+
+// proxyFleetSize is the fleet whose bridges the proxy benchmarks ask: the
+// cost is per request, so a fleet smaller than compare.sh's 1,001 gives
+// the same per-bridge figure in less set-up.
+const proxyFleetSize = 500
+
+// proxyFleet is proxyFleetSize spores whose pods are Ready at one pod
+// host, where one test bridge answers every pod's status: each bridge
+// the pass asks from outside the cluster is one request through the API
+// server's pod proxy that the bridge answers, as in a healthy fleet.
+var proxyFleet struct {
+	once    sync.Once
+	env     *env
+	ids     []string
+	port    int
+	answers *atomic.Int64
+}
+
+func benchProxyFleet(b *testing.B) {
+	b.Helper()
+	proxyFleet.once.Do(func() {
+		host := kubetest.NewPodHost(b)
+		l, err := host.Listen(0)
+		require.NoError(b, err)
+		answers := &atomic.Int64{}
+		status, err := json.Marshal(bridge.Status{State: bridge.StateIdle, LastSeq: 7, Healthy: true, Agent: "echo"})
+		require.NoError(b, err)
+		fake := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/v1/status" || r.Header.Get(bridge.TokenHeader) == "" {
+				http.Error(w, `{"error":"unauthorized"}`, http.StatusUnauthorized)
+				return
+			}
+			answers.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(status)
+		}))
+		fake.Listener = l
+		fake.Start()
+		b.Cleanup(fake.Close)
+
+		e := newEnv(b)
+		e.kubelet.IP = host.IP
+		ctx := b.Context()
+		reqs := make([]startRequest, proxyFleetSize)
+		ids := make([]string, proxyFleetSize)
+		for i := range reqs {
+			ids[i] = fmt.Sprintf("p%04d", i)
+			reqs[i] = startRequest{Spore: spore(ids[i]), Creds: creds(ids[i])}
+		}
+		require.NoError(b, startAll(ctx, e.rt, reqs, 0))
+		parallel(b, proxyFleetSize, func(i int) error {
+			name := kube.ObjectName(ids[i])
+			if err := e.kubelet.Schedule(ctx, name); err != nil {
+				return err
+			}
+			return e.kubelet.Run(ctx, name, true)
+		})
+		proxyFleet.env, proxyFleet.ids, proxyFleet.answers = e, ids, answers
+		proxyFleet.port = l.Addr().(*net.TCPAddr).Port
+	})
+	if proxyFleet.env == nil {
+		b.Fatal("proxy fleet setup failed in an earlier benchmark")
+	}
+}
+
+// proxyRuntime is an operator's runtime on the proxy fleet (pods/proxy
+// is not in sporectl's Role; the admin's is), its config changed by edit.
+func proxyRuntime(b *testing.B, edit func(*rest.Config)) (*kube.Runtime, *kubetest.Counter) {
+	cfg := rest.CopyConfig(kubetest.Shared(b).Config)
+	if edit != nil {
+		edit(cfg)
+	}
+	cfg, counter := kubetest.Counting(cfg)
+	rt, err := kube.New(cfg, kube.Options{Namespace: proxyFleet.env.ns, BridgePort: proxyFleet.port})
+	require.NoError(b, err)
+	return rt, counter
+}
+
+// Asking every bridge of a Ready fleet from outside the cluster, as
+// status does: one observation (pods, claims), the endpoints (one LIST of
+// the Secrets), then each bridge's GET /v1/status through the API
+// server's pod proxy, at most par at once. "observe only" is the same
+// observation asking no bridge (what status costs when no pod is Ready),
+// the baseline of the ratio. The parallelism is the pass's bound
+// (reconcile's 64 workers) and others around it; h1 forces HTTP/1.1
+// against the API server instead of HTTP/2's one multiplexed connection.
+// ms/bridge is the marginal wall time of one proxied request.
+func BenchmarkBridgesThroughProxy(b *testing.B) {
+	benchProxyFleet(b)
+	ids := proxyFleet.ids
+	var baseline float64
+	b.Run("observe-only", func(b *testing.B) {
+		rt, counter := proxyRuntime(b, nil)
+		counter.Reset()
+		for b.Loop() {
+			obs, err := rt.Observe(b.Context(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(obs.Spores) != len(ids) {
+				b.Fatalf("observed %d spores, want %d", len(obs.Spores), len(ids))
+			}
+		}
+		baseline = float64(b.Elapsed().Milliseconds()) / float64(b.N)
+		b.ReportMetric(float64(counter.Requests())/float64(b.N), "requests/op")
+	})
+	for _, c := range []struct {
+		name string
+		par  int
+		edit func(*rest.Config)
+	}{
+		{"h2-par1", 1, nil},
+		{"h2-par16", 16, nil},
+		{"h2-par64", 64, nil},
+		{"h2-par256", 256, nil},
+		{"h1-par64", 64, func(c *rest.Config) { c.NextProtos = []string{"http/1.1"} }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rt, counter := proxyRuntime(b, c.edit)
+			counter.Reset()
+			answered := proxyFleet.answers.Load()
+			for b.Loop() {
+				askEveryBridge(b, rt, ids, c.par)
+			}
+			if got := proxyFleet.answers.Load() - answered; got != int64(len(ids)*b.N) {
+				b.Fatalf("the bridge answered %d status requests, want %d", got, len(ids)*b.N)
+			}
+			ms := float64(b.Elapsed().Milliseconds()) / float64(b.N)
+			b.ReportMetric(float64(counter.Requests())/float64(b.N), "requests/op")
+			b.ReportMetric(ms/float64(len(ids)), "ms/bridge")
+			if baseline > 0 {
+				b.ReportMetric((ms-baseline)/float64(len(ids)), "extra-ms/bridge")
+			}
+		})
+	}
+}
+
+// askEveryBridge is status's observation of a fleet whose pods are all
+// Ready: the runtime's, then every bridge's status, par at a time.
+func askEveryBridge(b *testing.B, rt *kube.Runtime, ids []string, par int) {
+	ctx := b.Context()
+	obs, err := rt.Observe(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	eps, err := rt.BridgeEndpoints(ctx, obs, ids)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(eps) != len(ids) {
+		b.Fatalf("%d endpoints, want %d", len(eps), len(ids))
+	}
+	next := make(chan reconcile.BridgeEndpoint)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for range par {
+		wg.Go(func() {
+			for ep := range next {
+				c, err := bridge.NewClient(ep.BaseURL, ep.Token, ep.Client)
+				if err == nil {
+					_, err = c.Status(ctx)
+				}
+				if err != nil {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	for _, id := range ids {
+		next <- eps[id]
+	}
+	close(next)
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d of %d bridges did not answer", n, len(ids))
+	}
+}
