@@ -35,7 +35,9 @@
 # `kubectl get pod spore-00007 -o json`. Beside each median wall time and
 # its ratio to kubectl's (the fleet's or the one pod's): the command's own CPU and what the API server and etcd spent
 # meanwhile (their /proc clock ticks, 10 ms steps), which is where the
-# time goes. Without SPORECTL_KUBE_BIN_DIR the script says the kube part
+# time goes, and the ratio of that CPU (the three summed, per run) to
+# kubectl's: on a machine loaded past its cores the wall times stretch
+# with the queue, the CPU each command costs does not. Without SPORECTL_KUBE_BIN_DIR the script says the kube part
 # is not run; it needs jq.
 #
 # PARTS (default "dir kube") picks the parts. Prints tables on stdout;
@@ -158,9 +160,10 @@ wait_env() {
 }
 
 # kube_run CMD…: one run of CMD against the fleet's server, printed as
-# "WALL_US OWN_US API_US ETCD_US": its wall time, its own CPU (user + sys,
-# from the subshell's `times`), and the CPU the API server and etcd spent
-# meanwhile (from /proc, in clock ticks: 10 ms steps).
+# "WALL_US OWN_US API_US ETCD_US CPU_US": its wall time, its own CPU
+# (user + sys, from the subshell's `times`), the CPU the API server and
+# etcd spent meanwhile (from /proc, in clock ticks: 10 ms steps), and
+# the three summed.
 kube_run() {
 	local a0 e0 out
 	a0=$(ticks "$APISERVER_PID")
@@ -176,7 +179,7 @@ kube_run() {
 		function sec(x, p) { split(x, p, "m"); sub("s", "", p[2]); return p[1] * 60 + p[2] }
 		NR == 1 { wall = $1 }
 		NR == 3 { own = (sec($1) + sec($2)) * 1e6 }
-		END { printf "%d %d %d %d\n", wall, own, api * 1e6 / hz, etcd * 1e6 / hz }' <<<"$out"
+		END { a = api * 1e6 / hz; e = etcd * 1e6 / hz; printf "%d %d %d %d %d\n", wall, own, a, e, own + a + e }' <<<"$out"
 }
 
 # ticks PID: the user + sys CPU of process PID so far, in clock ticks.
@@ -226,7 +229,7 @@ kube_part() {
 	kube_check "$kube_spores" BridgeNotAnswering
 
 	# kt[ROW,COL]: one number per run of each row, for COL in 1 (wall), 2
-	# (own CPU), 3 (API server), 4 (etcd).
+	# (own CPU), 3 (API server), 4 (etcd), 5 (the three CPUs summed).
 	local r c row line
 	local -A kt
 	local rows=("kubectl get pods -o json" "sporectl status -o json, Ready" "sporectl status -o json, not Ready"
@@ -266,18 +269,21 @@ kube_part() {
 		"$runs" "$PODS" "$(paste -sd, "$SPORECTL_KUBE_BIN_DIR/VERSIONS" 2>/dev/null | sed 's/,/, /g')" "$(date -u +%FT%TZ)" "$(nproc)" "$load"
 	printf '# fleet up (API server, init, create ID… --wake, pods Running) in %ss; Ready: every bridge asked through the pod proxy, each refused; not Ready: none asked\n' \
 		"$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')"
-	printf '%-34s %9s %7s %9s %9s %9s\n' command wall ratio "own CPU" "apiserver" etcd
-	local kubectl_wall
+	printf '%-34s %9s %7s %9s %9s %9s %9s %9s\n' command wall ratio "own CPU" "apiserver" etcd "CPU" "CPU ratio"
+	local kubectl_wall kubectl_cpu
 	kubectl_wall=$(tr ' ' '\n' <<<"${kt[${rows[0]},1]}" | grep . | median)
+	kubectl_cpu=$(tr ' ' '\n' <<<"${kt[${rows[0]},5]}" | grep . | median)
 	for row in "${rows[@]}"; do
 		if [[ $row == "${rows[3]}" ]]; then
 			# The one-spore rows are against kubectl's one pod.
 			kubectl_wall=$(tr ' ' '\n' <<<"${kt[${rows[3]},1]}" | grep . | median)
+			kubectl_cpu=$(tr ' ' '\n' <<<"${kt[${rows[3]},5]}" | grep . | median)
 		fi
 		line=()
-		for c in 1 2 3 4; do line+=("$(tr ' ' '\n' <<<"${kt[$row,$c]}" | grep . | median)"); done
-		printf '%-34s %9s %7s %9s %9s %9s\n' "$row" "${line[0]}" \
-			"$(awk -v a="${line[0]}" -v b="$kubectl_wall" 'BEGIN { printf "%.2fx", a / b }')" "${line[1]}" "${line[2]}" "${line[3]}"
+		for c in 1 2 3 4 5; do line+=("$(tr ' ' '\n' <<<"${kt[$row,$c]}" | grep . | median)"); done
+		printf '%-34s %9s %7s %9s %9s %9s %9s %9s\n' "$row" "${line[0]}" \
+			"$(awk -v a="${line[0]}" -v b="$kubectl_wall" 'BEGIN { printf "%.2fx", a / b }')" "${line[1]}" "${line[2]}" "${line[3]}" \
+			"${line[4]}" "$(awk -v a="${line[4]}" -v b="$kubectl_cpu" 'BEGIN { printf "%.2fx", a / b }')"
 	done
 }
 
