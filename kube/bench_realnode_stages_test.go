@@ -54,7 +54,7 @@ const (
 
 // singleWakes is how many times, per iteration and layout, the lone
 // spore is woken.
-const singleWakes = 3
+const singleWakes = 8
 
 // homeFiles is how many files the lone spore's home holds, as a home with
 // a checkout of a middling repository would: the kubelet walks them all
@@ -75,7 +75,10 @@ const homeFiles = 20000
 // reports p50/p95/p99 of the main stages and the ratio of wake to bridge
 // answering over plain create to Running, and logs every stage.
 //
-//	flock /work/notes/realnode.lock go test ./kube -run '^$' -bench RealNodeWakeStages -benchtime 1x -count 2 -v
+// "one" and "fleet" are sub-benchmarks: -bench RealNodeWakeStages/one
+// runs the lone spore's alone.
+//
+//	go test ./kube -run '^$' -bench RealNodeWakeStages -benchtime 1x -v
 func BenchmarkRealNodeWakeStages(b *testing.B) {
 	n := kubetest.NewNode(b, kubetest.NodeOptions{MaxPods: 2*wakeFleet + 10})
 	ns := n.Namespace(b)
@@ -113,59 +116,75 @@ func BenchmarkRealNodeWakeStages(b *testing.B) {
 	}
 	// Each spore's first start binds its claim and writes its Secret; the
 	// benchmark is of waking an asleep spore on a home it already has.
-	// (Apart: the lone spore's core and the fleet's do not fit together.)
 	w.wake([]state.Spore{lone}, probesNow, false)
-	w.wake(fleet, probesNow, false)
 	fillHome(b, n, ns, lone.ID, homeFiles)
 
-	samples := map[string]map[string][]time.Duration{} // "one now" -> stage -> times
-	add := func(key string, got map[string]map[string]time.Duration) {
-		if samples[key] == nil {
-			samples[key] = map[string][]time.Duration{}
-		}
-		for _, stages := range got {
-			for st, d := range stages {
-				samples[key][st] = append(samples[key][st], d)
-			}
-		}
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		// The layouts alternate, so a burst of load on the machine falls
-		// on both.
-		for _, probes := range []string{probesBefore, probesNow} {
-			for range singleWakes {
-				add("one "+probes, w.wake([]state.Spore{lone}, probes, true))
-			}
-			// The fleet before: only to Up (the reply's stages do not
-			// depend on the probes).
-			add("fleet "+probes, w.wake(fleet, probes, probes == probesNow))
-		}
-		for r := range singleWakes {
-			add("one plain", w.plainPods(fmt.Sprintf("p%d-%d", i, r), 1))
-		}
-		add("fleet plain", w.plainPods(fmt.Sprintf("f%d", i), wakeFleet))
-	}
-	b.StopTimer()
-
-	p := func(key, stage string, pct int) float64 {
-		return percentile(samples[key][stage], pct).Seconds()
-	}
-	for _, who := range []string{"one", "fleet"} {
-		now, before, plain := who+" "+probesNow, who+" "+probesBefore, who+" "+probesPlain
-		for _, st := range []string{stBridge, stUp, stReply} {
-			for _, pct := range []int{50, 95, 99} {
-				b.ReportMetric(p(now, st, pct), fmt.Sprintf("%s-%s-p%d-s", who, st, pct))
-			}
-		}
-		b.ReportMetric(p(before, stUp, 50), who+"-before-up-p50-s")
-		b.ReportMetric(p(plain, stRunning, 50), who+"-plain-p50-s")
-		b.ReportMetric(p(now, stBridge, 50)/p(plain, stRunning, 50), who+"-bridge/plain-p50")
-		for _, key := range []string{before, now, plain} {
-			for _, st := range slices.Concat(wakeStages, []string{stRunning}) {
-				if ds := samples[key][st]; len(ds) > 0 {
-					b.Logf("%-12s %-9s n=%-3d p50 %6.2fs  p95 %6.2fs  p99 %6.2fs", key, st, len(ds), p(key, st, 50), p(key, st, 95), p(key, st, 99))
+	// The layouts alternate, so a burst of load on the machine falls on
+	// both.
+	b.Run("one", func(b *testing.B) {
+		w.b = b
+		samples := stageSamples{}
+		for i := 0; i < b.N; i++ {
+			for r := range singleWakes {
+				for _, layout := range []string{probesBefore, probesNow} {
+					samples.add(layout, w.wake([]state.Spore{lone}, layout, true))
 				}
+				samples.add(probesPlain, w.plainPods(fmt.Sprintf("p%d-%d", i, r), 1))
+			}
+		}
+		samples.report(b, "one")
+	})
+	b.Run("fleet", func(b *testing.B) {
+		w.b = b
+		// (Apart from the lone spore: its core and the fleet's do not
+		// fit on the node together.)
+		w.wake(fleet, probesNow, false)
+		samples := stageSamples{}
+		for i := 0; i < b.N; i++ {
+			// Before only to Up: the reply's stages do not depend on the
+			// pod's spec.
+			samples.add(probesBefore, w.wake(fleet, probesBefore, false))
+			samples.add(probesNow, w.wake(fleet, probesNow, true))
+			samples.add(probesPlain, w.plainPods(fmt.Sprintf("f%d", i), wakeFleet))
+		}
+		samples.report(b, "fleet")
+	})
+}
+
+// stageSamples are, per layout, every time each stage was seen.
+type stageSamples map[string]map[string][]time.Duration
+
+func (s stageSamples) add(layout string, got map[string]map[string]time.Duration) {
+	if s[layout] == nil {
+		s[layout] = map[string][]time.Duration{}
+	}
+	for _, stages := range got {
+		for st, d := range stages {
+			s[layout][st] = append(s[layout][st], d)
+		}
+	}
+}
+
+func (s stageSamples) p(layout, stage string, pct int) float64 {
+	return percentile(s[layout][stage], pct).Seconds()
+}
+
+// report reports p50/p95/p99 of the main stages now, wake to up before,
+// plain create to Running and the ratio of the two, and logs every stage.
+func (s stageSamples) report(b *testing.B, who string) {
+	for _, st := range []string{stBridge, stUp, stReply} {
+		for _, pct := range []int{50, 95, 99} {
+			b.ReportMetric(s.p(probesNow, st, pct), fmt.Sprintf("%s-p%d-s", st, pct))
+		}
+	}
+	b.ReportMetric(s.p(probesBefore, stUp, 50), "before-up-p50-s")
+	b.ReportMetric(s.p(probesBefore, stUp, 95), "before-up-p95-s")
+	b.ReportMetric(s.p(probesPlain, stRunning, 50), "plain-p50-s")
+	b.ReportMetric(s.p(probesNow, stBridge, 50)/s.p(probesPlain, stRunning, 50), "bridge/plain-p50")
+	for _, layout := range []string{probesBefore, probesNow, probesPlain} {
+		for _, st := range slices.Concat(wakeStages, []string{stRunning}) {
+			if ds := s[layout][st]; len(ds) > 0 {
+				b.Logf("%-5s %-6s %-9s n=%-3d p50 %6.2fs  p95 %6.2fs  p99 %6.2fs", who, layout, st, len(ds), s.p(layout, st, 50), s.p(layout, st, 95), s.p(layout, st, 99))
 			}
 		}
 	}
