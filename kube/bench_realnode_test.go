@@ -32,6 +32,7 @@ const wakeFleet = 20
 // Ready, the bridge answering through the pod proxy). The baseline, in
 // the same iteration on the same node: 20 plain pods created at once,
 // Create to Running and Ready, with the spore's readiness probe period.
+// BenchmarkRealNodeWakeStages times the same wake by stage.
 // It reports p50 and p99 of both and their ratio; once, the spore
 // image's size and import time; and, with the 20 Healthy, `status`'s
 // observation (pods and every bridge) against `kubectl get pods -o json`.
@@ -148,7 +149,7 @@ func plainPodsReady(b *testing.B, n *kubetest.Node, ns string, round int) []time
 		pod := probePod(fmt.Sprintf("plain-%d-%02d", round, i), "serve")
 		pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}},
-			PeriodSeconds: 5, // the spore pod's (kube/objects.go)
+			PeriodSeconds: 1, // the spore pod's (kube/probes.go)
 		}
 		names[i] = pod.Name
 		_, err := n.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})

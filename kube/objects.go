@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sporectl/sporectl/bridge/sporeenv"
 	"github.com/sporectl/sporectl/reconcile"
@@ -128,6 +127,7 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 	}
 	uid, no, yes := int64(SporeUID), false, true
 	grace := int64(30)
+	onRootMismatch := corev1.FSGroupChangeOnRootMismatch
 	// A spore has no business with the Kubernetes API; it talks only to
 	// `serve`. The [arch] alone reads the cluster, with its own account's
 	// token (and the namespace's default account's token is never
@@ -145,11 +145,17 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			TerminationGracePeriodSeconds: &grace,
 			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:   &yes,
-				RunAsUser:      &uid,
-				RunAsGroup:     &uid,
-				FSGroup:        &uid,
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				RunAsNonRoot: &yes,
+				RunAsUser:    &uid,
+				RunAsGroup:   &uid,
+				FSGroup:      &uid,
+				// The kubelet gives a volume to the fsGroup as it mounts
+				// it: with Always (the default) by walking every file of
+				// the home on every wake, which grows with the home. The
+				// spore's own files are its group's already; the walk is
+				// done when the home's root is not (its first mount).
+				FSGroupChangePolicy: &onRootMismatch,
+				SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
 			Containers: []corev1.Container{{
 				Name:  containerName,
@@ -175,17 +181,8 @@ func (o Options) PodFor(s state.Spore, identity string) (*corev1.Pod, error) {
 					{Name: sporeenv.BridgeToken, ValueFrom: fromSecret(SecretKeyBridgeToken)},
 					{Name: sporeenv.APIToken, ValueFrom: fromSecret(SecretKeyAPIToken)},
 				}, o.modelEnv()...),
-				Resources: corev1.ResourceRequirements{Requests: res, Limits: res},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-						// /readyz, not /healthz: a bridge that cannot append
-						// to its log still serves, and the pass must reach it
-						// to learn that (BridgeUnhealthy).
-						Path: "/readyz", Port: intstr.FromInt32(BridgePort),
-					}},
-					PeriodSeconds:    5,
-					FailureThreshold: 3,
-				},
+				Resources:      corev1.ResourceRequirements{Requests: res, Limits: res},
+				ReadinessProbe: readinessProbe(),
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: &no,
 					ReadOnlyRootFilesystem:   &yes,
