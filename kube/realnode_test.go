@@ -122,8 +122,18 @@ func TestRealNode(t *testing.T) {
 			_, err := n.Client.CoreV1().Pods(ns).Create(t.Context(), homePod(), metav1.CreateOptions{})
 			require.NoError(t, err, "boot %d", boot+1)
 			waitPod(t, n, ns, "home", "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
-			logs, err := n.Client.CoreV1().Pods(ns).GetLogs("home", &corev1.PodLogOptions{}).DoRaw(t.Context())
-			require.NoError(t, err)
+			// Running is the container started, not its first write: wait
+			// for the log to hold as much as it should, then compare.
+			var logs []byte
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				logs, err = n.Client.CoreV1().Pods(ns).GetLogs("home", &corev1.PodLogOptions{}).DoRaw(t.Context())
+				require.NoError(t, err)
+				if len(logs) >= len(want) || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
 			assert.True(t, strings.HasPrefix(string(logs), want), "boot %d's log: %q", boot+1, logs)
 			deletePodAndWait(t, n, ns, "home")
 		}
