@@ -71,7 +71,11 @@ func TestStartInitCost(t *testing.T) {
 // applyconfigurations) brings client-go's testing fakes, discovery and the
 // OpenAPI packages with it. The kube runtime has a core/v1 client of its
 // own (kube/core.go); tests may link these, the binary must not.
+// goldmark's extension package compiles its autolink and typographer
+// regexps at init (264 KiB); the page's tables and strikethrough are
+// mycelia/ui/gfm's.
 var unlinked = []string{
+	"github.com/yuin/goldmark/extension",
 	"k8s.io/client-go/kubernetes",
 	"k8s.io/client-go/gentype",
 	"k8s.io/client-go/testing",
