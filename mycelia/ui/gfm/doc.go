@@ -11,8 +11,9 @@
 //
 // What it leaves out of the spec, on purpose: a pipe escaped inside a
 // code span in a cell (`\|`) stays as written (the spec would drop the
-// backslash); a table must have a pipe in its header and delimiter rows;
-// and a table starts only at the line before its delimiter row, the lines
-// above staying a paragraph. It never emits an attribute but align, with
-// one of four fixed values, so text in a cell cannot reach an attribute.
+// backslash), and a table must have a pipe in its header and delimiter
+// rows. A table starts at the line before its delimiter row; the lines of
+// the paragraph above it stay a paragraph, as GitHub renders them. It
+// emits no attribute but align, with one of three fixed values, so text
+// in a cell cannot reach an attribute.
 package gfm
