@@ -16,8 +16,12 @@ BENCHCOUNT ?= 5
 
 .PHONY: build test test-short bench compare fuzz fmt vet demo deps screenshots images
 
+# build makes the binary the image ships: without cgo, static, so that
+# every command starts without the dynamic loader and libc
+# (docs/performance.md, "Process start, again"); nothing in sporectl needs
+# cgo (net and os/user have Go implementations).
 build:
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sporectl
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/sporectl
 
 # images writes bin/images/sporectl.tar and bin/images/spore.tar, OCI
 # image archives, with no Docker and no registry (docs/runtimes.md,

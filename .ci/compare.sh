@@ -66,7 +66,7 @@ for part in $parts; do
 	esac
 done
 
-go build -o "$work/sporectl" "$top/cmd/sporectl"
+CGO_ENABLED=0 go build -o "$work/sporectl" "$top/cmd/sporectl" # as make build and the image build it
 mkdir -p "$work/hello"
 cat >"$work/hello/main.go" <<'GO'
 package main

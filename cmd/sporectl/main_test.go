@@ -29,7 +29,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binPath = filepath.Join(dir, "sporectl")
-	if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+	// Built as `make build` and the image build it: without cgo, a static
+	// binary that starts without the dynamic loader and libc
+	// (docs/performance.md, "Process start, again").
+	build := exec.Command("go", "build", "-o", binPath, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build sporectl: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -8,16 +8,18 @@ import (
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/renderer"
 	gtext "github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
 
 	"github.com/sporectl/sporectl/internal/lazy"
+	"github.com/sporectl/sporectl/mycelia/ui/gfm"
 )
 
 // md renders the agent's text. Agent text is hostile, so the renderer is
-// goldmark's CommonMark (tables and strikethrough added) with the nodes
+// goldmark's CommonMark (tables and strikethrough added by package gfm,
+// not goldmark's extension package, whose init costs every command of the
+// binary: docs/performance.md) with the nodes
 // that could reach outside the page replaced by safeRenderer:
 //
 //   - raw HTML, inline or as a block, is shown as the text it is (the
@@ -36,10 +38,7 @@ import (
 // It is built on first use: only the page renders markdown.
 var md = lazy.New("ui.markdown", func() goldmark.Markdown {
 	return goldmark.New(
-		goldmark.WithExtensions(
-			extension.NewTable(extension.WithTableCellAlignMethod(extension.TableCellAlignAttribute)),
-			extension.Strikethrough,
-		),
+		goldmark.WithExtensions(gfm.Extension),
 		goldmark.WithRendererOptions(
 			renderer.WithNodeRenderers(util.Prioritized(safeRenderer{}, 100)),
 		),
