@@ -160,12 +160,14 @@ func (i *issued) Credentials(ctx context.Context) (Credentials, error) {
 // still has (one read for all: a spore deleted since the snapshot gets
 // none and is not started, so no runtime makes a home for it). Nothing is
 // written here: each start commits its own hash when the runtime asks for
-// its credentials (see issued).
+// its credentials (see issued), in a transaction it shares with the
+// starts asking at the same time (tokenCommits).
 func (ps *Pass) issue(ctx context.Context, starts []*SporePlan) (map[string]*issued, error) {
 	if len(starts) == 0 {
 		return nil, nil
 	}
 	out := make(map[string]*issued, len(starts))
+	tokens := newTokenCommits(ps.Store)
 	for _, p := range starts {
 		c, h, err := NewCredentials()
 		if err != nil {
@@ -173,21 +175,7 @@ func (ps *Pass) issue(ctx context.Context, starts []*SporePlan) (map[string]*iss
 		}
 		id := p.Spore.ID
 		out[id] = &issued{creds: c, hash: h, commit: func(ctx context.Context, hash state.TokenHash) error {
-			err := ps.Store.Update(ctx, func(tx state.Tx) error {
-				sp, err := tx.Spore(ctx, id)
-				if err != nil {
-					return err
-				}
-				if sp.Desired != state.Running {
-					// Put to sleep since the snapshot: the newer wish wins.
-					return errWishChanged
-				}
-				return tx.SetTokenHash(ctx, id, hash)
-			})
-			if err != nil && !errors.Is(err, errWishChanged) && !errors.Is(err, state.ErrNotFound) {
-				return fmt.Errorf("record the token of %s: %w", id, err)
-			}
-			return err
+			return tokens.commit(ctx, id, hash)
 		}}
 	}
 	err := ps.Store.View(ctx, func(tx state.Tx) error {
