@@ -15,8 +15,8 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
-// Start creates what is missing of the spore's claim, secret and pod, in
-// that order, so a pod never waits on a claim or secret that is not there.
+// Start creates what is missing of the spore's claim, secret and pod, the
+// pod last, so a pod never waits on a claim or secret that is not there.
 // Each step is create-first: an object that exists already and is ours is
 // success, one that is not ours stops the start. Waking a sleeping spore
 // is the same call: the claim exists and the new pod names it.
@@ -45,12 +45,9 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) 
 	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
-	if err := r.ensureClaim(ctx, s.ID, claim); err != nil {
-		return fmt.Errorf("start spore %s: %w", s.ID, err)
-	}
-	creds, err := l.Creds.Credentials(ctx)
+	creds, err := r.claimAndCreds(ctx, s.ID, claim, l.Creds)
 	if err != nil {
-		return fmt.Errorf("start spore %s: credentials: %w", s.ID, err)
+		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
 	if err := r.ensureSecret(ctx, s.ID, r.opts.SecretFor(s, creds)); err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
@@ -59,6 +56,25 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) 
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
 	return nil
+}
+
+// claimAndCreds makes sure of the claim and asks for the credentials at
+// the same time: the pod is not running, so the start is about to make
+// one, and recording the token (a store transaction) need not wait for a
+// round trip to the API server. A claim that fails the start leaves the
+// store with the hash of a token no pod holds, which no running spore
+// depends on; the next start records another.
+func (r *Runtime) claimAndCreds(ctx context.Context, id string, claim *corev1.PersistentVolumeClaim, src reconcile.CredentialSource) (reconcile.Credentials, error) {
+	claimErr := make(chan error, 1)
+	go func() { claimErr <- r.ensureClaim(ctx, id, claim) }()
+	creds, err := src.Credentials(ctx)
+	if cerr := <-claimErr; cerr != nil {
+		return reconcile.Credentials{}, cerr
+	}
+	if err != nil {
+		return reconcile.Credentials{}, fmt.Errorf("credentials: %w", err)
+	}
+	return creds, nil
 }
 
 func (r *Runtime) ensureClaim(ctx context.Context, id string, want *corev1.PersistentVolumeClaim) error {
