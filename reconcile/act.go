@@ -141,7 +141,8 @@ type issued struct {
 	creds Credentials
 	hash  state.TokenHash
 	used  atomic.Bool
-	// commit records hash as the spore's token, in one transaction that
+	// commit records hash as the spore's token, in a transaction (shared
+	// with the starts asking at the same time: tokenCommits) that
 	// re-checks the spore first: a `delete` or `sleep` that committed
 	// meanwhile wins, and nothing starts for a spore that is gone or no
 	// longer wished running.
