@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/sporectl/sporectl/state"
@@ -17,56 +18,110 @@ import (
 // was bound by a hundred fsyncs in a row (docs/performance.md, the wake
 // throughput).
 //
-// Whoever asks while no transaction is running writes everything pending,
-// its own hash included; the others wait for that transaction, or write
-// the next one themselves. Each hash is re-checked against the spore in
-// the transaction that records it, as when each had its own.
+// One writer at a time takes everything pending and writes it; whoever
+// asks meanwhile waits for the next transaction. Each hash is re-checked
+// against the spore in the transaction that records it, as when each had
+// its own.
 type tokenCommits struct {
 	store state.Store
 
 	mu      sync.Mutex
-	cond    *sync.Cond
 	writing bool
 	pending []*tokenWrite
 }
 
-// tokenWrite is one start's hash and, once written, its outcome.
+// tokenWrite is one start's hash and, once done is closed, its outcome.
 type tokenWrite struct {
+	ctx  context.Context // the start's: the batch is written while one of them waits
 	id   string
 	hash state.TokenHash
-	done bool
+	done chan struct{}
 	err  error
 }
 
 func newTokenCommits(store state.Store) *tokenCommits {
-	c := &tokenCommits{store: store}
-	c.cond = sync.NewCond(&c.mu)
-	return c
+	return &tokenCommits{store: store}
 }
 
 // commit records hash as spore id's token and returns when a transaction
 // holding it has committed or failed. It fails with errWishChanged when
 // the spore is no longer wished running, and with state.ErrNotFound when
 // it is gone: a `sleep` or `delete` that committed meanwhile wins.
+//
+// When ctx ends first, commit returns its error at once. A hash not yet
+// taken into a transaction is then never written; one already taken may
+// still be, which leaves the store the hash of a token no process got:
+// harmless, as after any start that fails past its commit (docs/
+// architecture.md, "Which writes are apart, and why").
 func (c *tokenCommits) commit(ctx context.Context, id string, hash state.TokenHash) error {
-	w := &tokenWrite{id: id, hash: hash}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pending = append(c.pending, w)
-	for !w.done {
-		if c.writing {
-			c.cond.Wait()
-			continue
-		}
-		batch := c.pending
-		c.pending, c.writing = nil, true
-		c.mu.Unlock()
-		c.write(ctx, batch)
-		c.mu.Lock()
-		c.writing = false
-		c.cond.Broadcast()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("record the token of %s: %w", id, err)
 	}
-	return w.err
+	w := &tokenWrite{ctx: ctx, id: id, hash: hash, done: make(chan struct{})}
+	c.mu.Lock()
+	c.pending = append(c.pending, w)
+	if !c.writing {
+		c.writing = true
+		go c.flush()
+	}
+	c.mu.Unlock()
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		c.pending = slices.DeleteFunc(c.pending, func(p *tokenWrite) bool { return p == w })
+		c.mu.Unlock()
+		return fmt.Errorf("record the token of %s: %w", id, ctx.Err())
+	}
+}
+
+// flush writes what is pending, one transaction after another, until
+// nothing is. It runs in a goroutine of its own so that no start's
+// context, nor its wait, is another's: a start that gives up does not
+// fail the others in its transaction.
+func (c *tokenCommits) flush() {
+	for {
+		c.mu.Lock()
+		batch := c.pending
+		c.pending = nil
+		if len(batch) == 0 {
+			c.writing = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		ctx, cancel := whileAnyWaits(batch)
+		c.write(ctx, batch)
+		cancel()
+	}
+}
+
+// whileAnyWaits is a context for writing batch that ends when the last of
+// its starts' contexts has ended: one caller cancelled (a worker of a
+// pass that failed, a client gone) does not fail the others' writes, and
+// when all have gone the write stops. Its values are the first start's.
+func whileAnyWaits(batch []*tokenWrite) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(batch[0].ctx))
+	var mu sync.Mutex
+	left := len(batch)
+	stops := make([]func() bool, 0, len(batch))
+	for _, w := range batch {
+		wctx := w.ctx
+		stops = append(stops, context.AfterFunc(wctx, func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if left--; left == 0 {
+				cancel(context.Cause(wctx))
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel(context.Canceled)
+	}
 }
 
 // write commits batch in one transaction and sets each write's outcome.
@@ -95,15 +150,12 @@ func (c *tokenCommits) write(ctx context.Context, batch []*tokenWrite) {
 		}
 		return nil
 	})
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for i, w := range batch {
-		w.done = true
-		switch {
-		case err != nil:
+		if err != nil {
 			w.err = fmt.Errorf("record the token of %s: %w", w.id, err)
-		default:
+		} else {
 			w.err = results[i]
 		}
+		close(w.done)
 	}
 }

@@ -9,17 +9,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
 )
 
-// gatedStore counts Update calls, holds the first one until release is
-// closed, and fails the ones failAt says.
+// gatedStore counts Update calls, holds the ones gates names until their
+// channel is closed, fails the one failAt says, and keeps whether each
+// call's context had ended when it went on to the store.
 type gatedStore struct {
 	state.Store
 	updates atomic.Int64
-	release chan struct{}
+	release chan struct{} // the first Update's gate
+	gates   map[int64]chan struct{}
 	failAt  int64
+
+	mu      sync.Mutex
+	ctxErrs map[int64]error
+	ctxs    map[int64]context.Context
 }
 
 var errStoreDown = errors.New("store unavailable")
@@ -29,10 +38,31 @@ func (s *gatedStore) Update(ctx context.Context, fn func(state.Tx) error) error 
 	if n == 1 {
 		<-s.release
 	}
+	if g, ok := s.gates[n]; ok {
+		<-g
+	}
+	s.mu.Lock()
+	s.ctxErrs[n], s.ctxs[n] = ctx.Err(), ctx
+	s.mu.Unlock()
 	if n == s.failAt {
 		return errStoreDown
 	}
 	return s.Store.Update(ctx, fn)
+}
+
+// ctx is the context the nth Update ran under.
+func (s *gatedStore) ctx(n int64) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctxs[n]
+}
+
+// ctxErr is the error of the context the nth Update ran under, when it
+// went on to the store.
+func (s *gatedStore) ctxErr(n int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ctxErrs[n]
 }
 
 // tokenStore is a directory store of n spores wished running and one,
@@ -55,7 +85,7 @@ func tokenStore(t *testing.T, n int) (*gatedStore, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &gatedStore{Store: ds, release: make(chan struct{})}, ids
+	return &gatedStore{Store: ds, release: make(chan struct{}), gates: map[int64]chan struct{}{}, ctxErrs: map[int64]error{}, ctxs: map[int64]context.Context{}}, ids
 }
 
 // commitAll asks c to commit a fresh hash for each id at once, once the
@@ -91,18 +121,23 @@ func commitAll(t *testing.T, c *tokenCommits, s *gatedStore, ids []string) (map[
 		wg.Add(1)
 		go do(id)
 	}
-	for {
-		c.mu.Lock()
-		n := len(c.pending)
-		c.mu.Unlock()
-		if n == len(ids)-1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitPending(c, len(ids)-1)
 	close(s.release)
 	wg.Wait()
 	return hashes, errs
+}
+
+// waitPending returns once n starts wait for the next transaction.
+func waitPending(c *tokenCommits, n int) {
+	for {
+		c.mu.Lock()
+		got := len(c.pending)
+		c.mu.Unlock()
+		if got == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // Starts asking together share one transaction: 41 starts, two write
@@ -178,4 +213,142 @@ func TestTokenCommitsFailedTransactionFailsItsStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startCtx is a start and the context it asks under.
+type startCtx struct {
+	id  string
+	ctx context.Context
+}
+
+// startsInSecondBatch begins commits for first alone (its transaction
+// held at the store's first gate), then for each of the others with its
+// own context, in order, and returns once the others all wait for the second
+// transaction, which gate 2 holds; then the first is released. Each
+// outcome arrives on the returned channel of its id.
+func startsInSecondBatch(t *testing.T, c *tokenCommits, s *gatedStore, first string, others []startCtx) (map[string]state.TokenHash, map[string]chan error) {
+	t.Helper()
+	s.gates[2] = make(chan struct{})
+	hashes := map[string]state.TokenHash{}
+	outs := map[string]chan error{}
+	begin := func(ctx context.Context, id string) {
+		_, h, err := state.NewToken()
+		require.NoError(t, err)
+		out := make(chan error, 1)
+		hashes[id], outs[id] = h, out
+		go func() { out <- c.commit(ctx, id, h) }()
+	}
+	begin(t.Context(), first)
+	for s.updates.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i, o := range others {
+		begin(o.ctx, o.id)
+		waitPending(c, i+1)
+	}
+	close(s.release)
+	require.NoError(t, <-outs[first])
+	for s.updates.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	return hashes, outs
+}
+
+// A start whose context ends while its transaction is held returns at
+// once with that error, and the transaction it shared goes on under a
+// context that has not ended: the other start's hash is stored. The
+// cancelled start is the first of its transaction, so a batch written
+// under its first start's context would fail here.
+func TestTokenCommitsCancelledStartDoesNotFailOthers(t *testing.T) {
+	s, ids := tokenStore(t, 3)
+	c := newTokenCommits(s)
+	gone, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	hashes, outs := startsInSecondBatch(t, c, s, ids[0], []startCtx{{ids[1], gone}, {ids[2], t.Context()}})
+
+	cancel()
+	select {
+	case err := <-outs[ids[1]]:
+		require.ErrorIs(t, err, context.Canceled)
+		assert.ErrorContains(t, err, "record the token of "+ids[1]+":")
+	case <-time.After(10 * time.Second):
+		t.Fatal("a cancelled start still waits for its transaction")
+	}
+	close(s.gates[2])
+	require.NoError(t, <-outs[ids[2]])
+	assert.NoError(t, s.ctxErr(2), "the shared transaction ran under the cancelled start's context")
+	assert.Equal(t, hashes[ids[2]], storedHash(t, s, ids[2]))
+	assert.EqualValues(t, 2, s.updates.Load())
+}
+
+// When every start of a transaction has gone, its context ends: the
+// store is not kept writing for no one.
+func TestTokenCommitsAllCancelledStopsTheWrite(t *testing.T) {
+	s, ids := tokenStore(t, 3)
+	c := newTokenCommits(s)
+	ctx1, cancel1 := context.WithCancel(t.Context())
+	ctx2, cancel2 := context.WithCancel(t.Context())
+	defer cancel1()
+	defer cancel2()
+	_, outs := startsInSecondBatch(t, c, s, ids[0], []startCtx{{ids[1], ctx1}, {ids[2], ctx2}})
+
+	cancel1()
+	require.ErrorIs(t, <-outs[ids[1]], context.Canceled)
+	cancel2()
+	require.ErrorIs(t, <-outs[ids[2]], context.Canceled)
+	close(s.gates[2])
+	for s.ctx(2) == nil {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-s.ctx(2).Done():
+		assert.ErrorIs(t, context.Cause(s.ctx(2)), context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the transaction of starts that have all gone goes on")
+	}
+}
+
+// A start cancelled before any transaction took its hash is not written
+// at all; and a start whose context has ended asks for none.
+func TestTokenCommitsCancelledBeforeTakenIsNotWritten(t *testing.T) {
+	s, ids := tokenStore(t, 2)
+	c := newTokenCommits(s)
+	_, h0, err := state.NewToken()
+	require.NoError(t, err)
+	first := make(chan error, 1)
+	go func() { first <- c.commit(t.Context(), ids[0], h0) }()
+	for s.updates.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	_, h1, err := state.NewToken()
+	require.NoError(t, err)
+	out := make(chan error, 1)
+	go func() { out <- c.commit(ctx, ids[1], h1) }()
+	waitPending(c, 1)
+	cancel()
+	require.ErrorIs(t, <-out, context.Canceled)
+	waitPending(c, 0)
+	close(s.release)
+	require.NoError(t, <-first)
+
+	require.ErrorIs(t, c.commit(ctx, ids[1], h1), context.Canceled)
+	assert.EqualValues(t, 1, s.updates.Load(), "a transaction for a start that had gone")
+	assert.NotEqual(t, h1, storedHash(t, s, ids[1]))
+}
+
+// storedHash is the token hash the store holds for id, "" for none.
+func storedHash(t *testing.T, s state.Store, id string) state.TokenHash {
+	t.Helper()
+	var h state.TokenHash
+	err := s.View(t.Context(), func(tx state.Tx) error {
+		var err error
+		h, err = tx.TokenHash(t.Context(), id)
+		if errors.Is(err, state.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	require.NoError(t, err)
+	return h
 }
