@@ -50,12 +50,13 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) 
 	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
-	creds, err := r.claimAndCreds(ctx, s, claim, l.Creds)
+	asleep := likelyAsleep(l)
+	creds, err := r.claimAndCreds(ctx, s.ID, asleep, claim, l.Creds)
 	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
 	want := r.opts.SecretFor(s, creds)
-	if likelyAsleep(s) {
+	if asleep {
 		// Its Secret is most likely there, holding old tokens.
 		err = r.patchSecret(ctx, s.ID, want)
 	} else {
@@ -77,9 +78,9 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) 
 // store with the hash of a token no pod holds, which no running spore
 // depends on; the next start records another (docs/architecture.md,
 // "Which writes are apart, and why").
-func (r *Runtime) claimAndCreds(ctx context.Context, s state.Spore, claim *corev1.PersistentVolumeClaim, src reconcile.CredentialSource) (reconcile.Credentials, error) {
+func (r *Runtime) claimAndCreds(ctx context.Context, id string, asleep bool, claim *corev1.PersistentVolumeClaim, src reconcile.CredentialSource) (reconcile.Credentials, error) {
 	claimErr := make(chan error, 1)
-	go func() { claimErr <- r.ensureClaimFor(ctx, s, claim) }()
+	go func() { claimErr <- r.ensureClaimFor(ctx, id, asleep, claim) }()
 	creds, err := src.Credentials(ctx)
 	if cerr := <-claimErr; cerr != nil {
 		return reconcile.Credentials{}, cerr

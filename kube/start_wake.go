@@ -12,7 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/reconcile"
 )
 
 // A fleet wakes as fast as the API server answers, and its CPU is the
@@ -26,18 +26,26 @@ import (
 // never a different outcome: what is missing is still created, and what
 // is not ours still stops the start.
 
+// ranBefore is what a credential source may know of the spore's past:
+// the pass's (reconcile's issued) says whether a token was recorded for
+// it before this start.
+type ranBefore interface{ RanBefore() bool }
+
 // likelyAsleep says the spore has most likely run before, so its claim
-// and Secret are there: a pass has recorded what it observed of it. A
-// spore created asleep and never started guesses wrong, once (two
-// requests more); one that ran but has no such record (a store rebuilt)
-// costs three more, once.
-func likelyAsleep(s state.Spore) bool { return s.ObservedGeneration > 0 }
+// and Secret are there: its credential source says a token was recorded
+// for it before. A spore that ran but lost its objects since (deleted
+// with its home kept: no Secret) costs a request more; a source that
+// cannot say is taken for a first start.
+func likelyAsleep(l reconcile.Launch) bool {
+	rb, ok := l.Creds.(ranBefore)
+	return ok && rb.RanBefore()
+}
 
 // ensureClaimFor is ensureClaim, asked read-first when the spore has
 // most likely run before.
-func (r *Runtime) ensureClaimFor(ctx context.Context, s state.Spore, want *corev1.PersistentVolumeClaim) error {
-	if !likelyAsleep(s) {
-		return r.ensureClaim(ctx, s.ID, want)
+func (r *Runtime) ensureClaimFor(ctx context.Context, id string, asleep bool, want *corev1.PersistentVolumeClaim) error {
+	if !asleep {
+		return r.ensureClaim(ctx, id, want)
 	}
 	var got *corev1.PersistentVolumeClaim
 	err := retryTransient(ctx, func() (err error) {
@@ -46,11 +54,11 @@ func (r *Runtime) ensureClaimFor(ctx context.Context, s state.Spore, want *corev
 	})
 	switch {
 	case apierrors.IsNotFound(err):
-		return r.ensureClaim(ctx, s.ID, want)
+		return r.ensureClaim(ctx, id, want)
 	case err != nil:
 		return fmt.Errorf("read claim %s: %w", want.Name, err)
 	}
-	return claimUsable(got, s.ID)
+	return claimUsable(got, id)
 }
 
 // patchSecret brings the Secret of a spore that ran before up to date in

@@ -1,6 +1,7 @@
 package kube_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -13,15 +14,14 @@ import (
 	"github.com/sporectl/sporectl/kube"
 	"github.com/sporectl/sporectl/kube/kubetest"
 	"github.com/sporectl/sporectl/reconcile"
-	"github.com/sporectl/sporectl/state"
 )
 
-// ranBefore is spore id as the store has it once a pass has observed it.
-func ranBefore(id string) state.Spore {
-	s := spore(id)
-	s.ObservedGeneration = 1
-	return s
-}
+// asleepCreds are credentials whose source says the spore ran before, as
+// the pass's do for a spore with a recorded token.
+type asleepCreds struct{ c reconcile.Credentials }
+
+func (a asleepCreds) Credentials(context.Context) (reconcile.Credentials, error) { return a.c, nil }
+func (asleepCreds) RanBefore() bool                                              { return true }
 
 // A wake costs four requests (read the pod, read the claim, patch the
 // Secret, create the pod), down from seven create-first; a first start
@@ -42,7 +42,7 @@ func TestStartRequestsOfAWakeAndAFirstStart(t *testing.T) {
 
 	counter.Reset()
 	woken := reconcile.Credentials{APIToken: "spt_api_tau_2", BridgeToken: "brt_tau_2"}
-	require.NoError(t, rt.Start(ctx, ranBefore("tau"), reconcile.Launch{Creds: woken}))
+	require.NoError(t, rt.Start(ctx, spore("tau"), reconcile.Launch{Creds: asleepCreds{woken}}))
 	assert.EqualValues(t, 4, counter.Requests(), "requests of a wake")
 
 	sec, err := e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-tau", metav1.GetOptions{})
@@ -112,7 +112,7 @@ func TestStartOfASporeThatRanBefore(t *testing.T) {
 				secretBefore = sec.Data
 			}
 			woken := reconcile.Credentials{APIToken: "spt_api_woken", BridgeToken: "brt_woken"}
-			err := e.rt.Start(ctx, ranBefore(id), reconcile.Launch{Creds: woken})
+			err := e.rt.Start(ctx, spore(id), reconcile.Launch{Creds: asleepCreds{woken}})
 			_, podErr := e.admin.CoreV1().Pods(e.ns).Get(ctx, kube.ObjectName(id), metav1.GetOptions{})
 			sec, secErr := e.admin.CoreV1().Secrets(e.ns).Get(ctx, kube.ObjectName(id), metav1.GetOptions{})
 			if tc.notOurs != "" {
@@ -171,7 +171,7 @@ func TestWakeSecretPatchFaults(t *testing.T) {
 			require.NoError(t, e.rt.Stop(t.Context(), id))
 			rt := e.faultyRuntime(t, c.f)
 			woken := reconcile.Credentials{APIToken: "spt_api_" + id + "_2", BridgeToken: "brt_" + id + "_2"}
-			require.NoError(t, rt.Start(t.Context(), ranBefore(id), reconcile.Launch{Creds: woken}))
+			require.NoError(t, rt.Start(t.Context(), spore(id), reconcile.Launch{Creds: asleepCreds{woken}}))
 			assert.Equal(t, c.wantHits, c.f.hits, "requests that reached the fault")
 			sec, err := e.admin.CoreV1().Secrets(e.ns).Get(t.Context(), kube.ObjectName(id), metav1.GetOptions{})
 			require.NoError(t, err)

@@ -352,3 +352,24 @@ func storedHash(t *testing.T, s state.Store, id string) state.TokenHash {
 	require.NoError(t, err)
 	return h
 }
+
+// issue notes which spores had a token recorded already: those have run,
+// and a runtime may look for what it made for them (RanBefore). A spore
+// never started has none.
+func TestIssueSaysWhichSporesRanBefore(t *testing.T) {
+	s, ids := tokenStore(t, 2)
+	close(s.release)
+	_, h, err := state.NewToken()
+	require.NoError(t, err)
+	require.NoError(t, s.Update(t.Context(), func(tx state.Tx) error { return tx.SetTokenHash(t.Context(), ids[0], h) }))
+	ps := &Pass{Store: s}
+	var plans []*SporePlan
+	for _, id := range ids {
+		plans = append(plans, &SporePlan{Spore: state.Spore{Wish: state.Wish{ID: id}}})
+	}
+	out, err := ps.issue(t.Context(), plans)
+	require.NoError(t, err)
+	require.Len(t, out, 2)
+	assert.True(t, out[ids[0]].RanBefore(), "a spore with a recorded token")
+	assert.False(t, out[ids[1]].RanBefore(), "a spore never started")
+}
