@@ -3,6 +3,7 @@ package kube_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -46,17 +47,32 @@ func TestStartRefusedCredentialsMakeNoSecretOrPod(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// askedCreds gives its credentials and counts how often it was asked.
+type askedCreds struct {
+	c     reconcile.Credentials
+	asked atomic.Int32
+}
+
+func (a *askedCreds) Credentials(context.Context) (reconcile.Credentials, error) {
+	a.asked.Add(1)
+	return a.c, nil
+}
+
 // A claim that is not ours stops the start even though the credentials,
-// asked at the same time, were given: no Secret, no pod.
+// asked at the same time, were given (the store recorded their hash): no
+// Secret, no pod.
 func TestStartClaimNotOursFailsWithCredentialsGiven(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	foreign := foreignClaim("spore-sigma")
 	_, err := e.admin.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, foreign, metav1.CreateOptions{})
 	require.NoError(t, err)
-	err = e.rt.Start(ctx, spore("sigma"), reconcile.Launch{Creds: creds("sigma")})
+	src := &askedCreds{c: creds("sigma")}
+	err = e.rt.Start(ctx, spore("sigma"), reconcile.Launch{Creds: src})
 	var notOwned *kube.NotOwnedError
 	require.ErrorAs(t, err, &notOwned)
+	assert.Equal(t, "PersistentVolumeClaim", notOwned.Kind)
+	assert.EqualValues(t, 1, src.asked.Load(), "the credentials were asked while the claim was made")
 	_, err = e.admin.CoreV1().Secrets(e.ns).Get(ctx, "spore-sigma", metav1.GetOptions{})
 	assert.True(t, apierrors.IsNotFound(err), "no secret: %v", err)
 	_, err = e.admin.CoreV1().Pods(e.ns).Get(ctx, "spore-sigma", metav1.GetOptions{})
