@@ -15,11 +15,11 @@ import (
 	"github.com/sporectl/sporectl/state"
 )
 
-// Start creates what is missing of the spore's claim, secret and pod, in
-// that order, so a pod never waits on a claim or secret that is not there.
-// Each step is create-first: an object that exists already and is ours is
-// success, one that is not ours stops the start. Waking a sleeping spore
-// is the same call: the claim exists and the new pod names it.
+// Start creates what is missing of the spore's claim, secret and pod, the
+// pod last, so a pod never waits on a claim or secret that is not there.
+// Each step checks ownership: an object that exists already and is ours
+// is success, one that is not ours stops the start. Waking a sleeping
+// spore is the same call: the claim exists and the new pod names it.
 //
 // A spore whose pod runs already is left exactly as it is, Secret included:
 // the pod read its tokens when it started, so rotating them under it would
@@ -29,6 +29,11 @@ import (
 // ask l.Creds, and the Secret keeps the last one's tokens. A new pod
 // carries l.Identity in its environment; a running pod keeps the one it
 // started with.
+//
+// The API server's CPU bounds how fast a fleet wakes, so each step asks
+// first the request most likely to settle it (start_wake.go): a wake costs four
+// requests (pod read, claim read, Secret patch, pod create), as a first
+// start does (pod read, three creates).
 func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) error {
 	running, err := r.podRunning(ctx, s.ID)
 	if err != nil {
@@ -45,14 +50,19 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) 
 	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
-	if err := r.ensureClaim(ctx, s.ID, claim); err != nil {
+	asleep := likelyAsleep(l)
+	creds, err := r.claimAndCreds(ctx, s.ID, asleep, claim, l.Creds)
+	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
-	creds, err := l.Creds.Credentials(ctx)
-	if err != nil {
-		return fmt.Errorf("start spore %s: credentials: %w", s.ID, err)
+	want := r.opts.SecretFor(s, creds)
+	if asleep {
+		// Its Secret is most likely there, holding old tokens.
+		err = r.patchSecret(ctx, s.ID, want)
+	} else {
+		err = r.ensureSecret(ctx, s.ID, want)
 	}
-	if err := r.ensureSecret(ctx, s.ID, r.opts.SecretFor(s, creds)); err != nil {
+	if err != nil {
 		return fmt.Errorf("start spore %s: %w", s.ID, err)
 	}
 	if err := r.ensurePod(ctx, s.ID, pod); err != nil {
@@ -61,6 +71,28 @@ func (r *Runtime) Start(ctx context.Context, s state.Spore, l reconcile.Launch) 
 	return nil
 }
 
+// claimAndCreds makes sure of the claim and asks for the credentials at
+// the same time: the pod is not running, so the start is about to make
+// one, and recording the token (a store transaction) need not wait for a
+// round trip to the API server. A claim that fails the start leaves the
+// store with the hash of a token no pod holds, which no running spore
+// depends on; the next start records another (docs/architecture.md,
+// "Which writes are apart, and why").
+func (r *Runtime) claimAndCreds(ctx context.Context, id string, asleep bool, claim *corev1.PersistentVolumeClaim, src reconcile.CredentialSource) (reconcile.Credentials, error) {
+	claimErr := make(chan error, 1)
+	go func() { claimErr <- r.ensureClaimFor(ctx, id, asleep, claim) }()
+	creds, err := src.Credentials(ctx)
+	if cerr := <-claimErr; cerr != nil {
+		return reconcile.Credentials{}, cerr
+	}
+	if err != nil {
+		return reconcile.Credentials{}, fmt.Errorf("credentials: %w", err)
+	}
+	return creds, nil
+}
+
+// ensureClaim creates the claim, or checks that the existing one is ours
+// and not going away.
 func (r *Runtime) ensureClaim(ctx context.Context, id string, want *corev1.PersistentVolumeClaim) error {
 	claims := r.core.claims()
 	err := withRetry(ctx, transient, func() error {
@@ -78,6 +110,11 @@ func (r *Runtime) ensureClaim(ctx context.Context, id string, want *corev1.Persi
 	if err != nil {
 		return fmt.Errorf("read existing claim %s: %w", want.Name, err)
 	}
+	return claimUsable(got, id)
+}
+
+// claimUsable refuses a claim that is not ours or is going away.
+func claimUsable(got *corev1.PersistentVolumeClaim, id string) error {
 	if !Owned(got.ObjectMeta, id) {
 		return &NotOwnedError{Kind: "PersistentVolumeClaim", Namespace: got.Namespace, Name: got.Name}
 	}

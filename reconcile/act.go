@@ -141,12 +141,23 @@ type issued struct {
 	creds Credentials
 	hash  state.TokenHash
 	used  atomic.Bool
-	// commit records hash as the spore's token, in one transaction that
+	// ranBefore: the store held a token hash for the spore when the pass
+	// issued this one, so it has been started before (RanBefore).
+	ranBefore bool
+	// commit records hash as the spore's token, in a transaction (shared
+	// with the starts asking at the same time: tokenCommits) that
 	// re-checks the spore first: a `delete` or `sleep` that committed
 	// meanwhile wins, and nothing starts for a spore that is gone or no
 	// longer wished running.
 	commit func(ctx context.Context, hash state.TokenHash) error
 }
+
+// RanBefore says a token was recorded for the spore before this start:
+// it has run, so what a runtime made for it most likely exists still (a
+// sleeping spore keeps its home). A runtime may ask for those objects as
+// they most likely are (kube, start_wake.go); it is a hint, never a
+// reason to skip a check.
+func (i *issued) RanBefore() bool { return i.ranBefore }
 
 func (i *issued) Credentials(ctx context.Context) (Credentials, error) {
 	if err := i.commit(ctx, i.hash); err != nil {
@@ -158,14 +169,17 @@ func (i *issued) Credentials(ctx context.Context) (Credentials, error) {
 
 // issue makes credentials for every spore about to start that the store
 // still has (one read for all: a spore deleted since the snapshot gets
-// none and is not started, so no runtime makes a home for it). Nothing is
+// none and is not started, so no runtime makes a home for it), and notes
+// which had a token already (issued.RanBefore). Nothing is
 // written here: each start commits its own hash when the runtime asks for
-// its credentials (see issued).
+// its credentials (see issued), in a transaction it shares with the
+// starts asking at the same time (tokenCommits).
 func (ps *Pass) issue(ctx context.Context, starts []*SporePlan) (map[string]*issued, error) {
 	if len(starts) == 0 {
 		return nil, nil
 	}
 	out := make(map[string]*issued, len(starts))
+	tokens := newTokenCommits(ps.Store)
 	for _, p := range starts {
 		c, h, err := NewCredentials()
 		if err != nil {
@@ -173,31 +187,24 @@ func (ps *Pass) issue(ctx context.Context, starts []*SporePlan) (map[string]*iss
 		}
 		id := p.Spore.ID
 		out[id] = &issued{creds: c, hash: h, commit: func(ctx context.Context, hash state.TokenHash) error {
-			err := ps.Store.Update(ctx, func(tx state.Tx) error {
-				sp, err := tx.Spore(ctx, id)
-				if err != nil {
-					return err
-				}
-				if sp.Desired != state.Running {
-					// Put to sleep since the snapshot: the newer wish wins.
-					return errWishChanged
-				}
-				return tx.SetTokenHash(ctx, id, hash)
-			})
-			if err != nil && !errors.Is(err, errWishChanged) && !errors.Is(err, state.ErrNotFound) {
-				return fmt.Errorf("record the token of %s: %w", id, err)
-			}
-			return err
+			return tokens.commit(ctx, id, hash)
 		}}
 	}
 	err := ps.Store.View(ctx, func(tx state.Tx) error {
-		for id := range out {
+		for id, is := range out {
 			_, err := tx.Spore(ctx, id)
 			if errors.Is(err, state.ErrNotFound) {
 				delete(out, id)
 				continue
 			}
 			if err != nil {
+				return err
+			}
+			_, err = tx.TokenHash(ctx, id)
+			switch {
+			case err == nil:
+				is.ranBefore = true
+			case !errors.Is(err, state.ErrNotFound):
 				return err
 			}
 		}
