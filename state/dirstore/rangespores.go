@@ -39,16 +39,14 @@ func (t *tx) RangeSpores(ctx context.Context, fn func(*state.SporeRow) error) er
 			err = b.flush()
 		}
 		if err != nil && err != errRangeStopped {
+			// The rows before what ended it are handed on first.
 			select {
-			case blocks <- rangeBlock{err: err}:
+			case blocks <- rangeBlock{rows: b.rows, err: err}:
 			case <-stop:
 			}
 		}
 	}()
 	for b := range blocks {
-		if b.err != nil {
-			return b.err
-		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -57,6 +55,9 @@ func (t *tx) RangeSpores(ctx context.Context, fn func(*state.SporeRow) error) er
 			if err := fn(&sr); err != nil {
 				return err
 			}
+		}
+		if b.err != nil {
+			return b.err
 		}
 	}
 	return nil
