@@ -61,22 +61,9 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 	var toAsk []string
 	for _, id := range ask {
 		po, ok := fleet.Spores[id]
-		if !ok {
-			out.spores[id] = Observed{Pod: PodAbsent, Bridge: BridgeDown}
-			continue
-		}
-		o := Observed{Pod: po.State, Restarts: po.Restarts, Pods: po.Count, LastTermination: Reason(po.Reason),
-			Exited: po.Exited, Message: exitMessage(po.ExitLog)}
-		switch {
-		case po.Count > 1:
-			o.Bridge = BridgeUnknown
-		case po.State == PodRunning && po.Ready:
-			o.Bridge = BridgeUnknown // until it answers
+		o, asked := podObserved(po, ok)
+		if asked {
 			toAsk = append(toAsk, id)
-		case po.State == PodRunning, po.State == PodFailed, po.State == PodTerminating, po.State == PodAbsent:
-			o.Bridge = BridgeDown
-		default:
-			o.Bridge = BridgeUnknown
 		}
 		out.spores[id] = o
 	}
@@ -85,15 +72,7 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 		for _, id := range known {
 			isKnown[id] = true
 		}
-		for id, po := range fleet.Spores {
-			// Only something that runs (or tries to) is an orphan: a home
-			// kept after `delete` is not, and `create` of the same id
-			// adopts it.
-			if !isKnown[id] && po.State != PodAbsent {
-				out.orphans = append(out.orphans, id)
-			}
-		}
-		slices.Sort(out.orphans)
+		out.orphans = orphansIn(fleet, func(id string) bool { return isKnown[id] })
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, deadline)
@@ -130,6 +109,44 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 		out.spores[id] = o
 	}
 	return out, nil
+}
+
+// podObserved is what the runtime's look at a spore says of it (po; ok
+// false: it holds nothing of it), before its bridge is asked; ask says
+// its bridge is to be asked (a running, ready pod).
+func podObserved(po PodObservation, ok bool) (o Observed, ask bool) {
+	if !ok {
+		return Observed{Pod: PodAbsent, Bridge: BridgeDown}, false
+	}
+	o = Observed{Pod: po.State, Restarts: po.Restarts, Pods: po.Count, LastTermination: Reason(po.Reason),
+		Exited: po.Exited, Message: exitMessage(po.ExitLog)}
+	switch {
+	case po.Count > 1:
+		o.Bridge = BridgeUnknown
+	case po.State == PodRunning && po.Ready:
+		o.Bridge = BridgeUnknown // until it answers
+		ask = true
+	case po.State == PodRunning, po.State == PodFailed, po.State == PodTerminating, po.State == PodAbsent:
+		o.Bridge = BridgeDown
+	default:
+		o.Bridge = BridgeUnknown
+	}
+	return o, ask
+}
+
+// orphansIn are the ids of what fleet holds for no spore of the store
+// (known says which ids are), sorted. Only something that runs (or tries
+// to) is an orphan: a home kept after `delete` is not, and `create` of
+// the same id adopts it.
+func orphansIn(fleet FleetObservation, known func(id string) bool) []string {
+	var out []string
+	for id, po := range fleet.Spores {
+		if po.State != PodAbsent && !known(id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // exitMessage is the bridge's fatal error in the end of its stderr, one

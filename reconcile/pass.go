@@ -262,51 +262,59 @@ func result(snap *Snapshot, plans []*SporePlan, last map[string]uint64, spends p
 	var r Result
 	r.Spores = make([]SporeHealth, 0, len(plans))
 	for _, p := range plans {
-		sp := p.Spore
-		lastSeq, ok := last[sp.ID]
+		id := p.Spore.ID
+		lastSeq, ok := last[id]
 		if !ok {
-			lastSeq = snap.Heads[sp.ID].LastSeq
+			lastSeq = snap.Heads[id].LastSeq
 		}
-		var pending int
-		var since time.Time
-		dead := snap.Dead[sp.ID] + p.buried()
-		for _, e := range snap.Pending[sp.ID] {
-			if !p.delivered(e.ID) && !p.isBuried(e.ID) {
-				if pending == 0 {
-					since = e.At
-				}
-				pending++
-			}
-		}
-		v := p.Verdict
-		if p.OpenBreaker {
-			// Committed in this pass: the spore is Error from now on.
-			v = Health(sp.Desired, p.Observed, true)
-		}
-		h := SporeHealth{
-			ID: sp.ID, Colony: sp.Colony, Rank: sp.Rank, Swarm: sp.Swarm, Role: sp.Role, Desired: sp.Desired,
-			Observed: p.Observed, Effective: v.Effective, Reason: v.Text, Code: v.Code,
-			LastSeq: lastSeq, Pending: pending, PendingSince: since, Held: held(snap.Pending[sp.ID], p.OverBudget),
-			Image: sp.Spec.Image, Created: sp.Created,
-		}
-		h.SleptBy, h.Reason = sleptBy(sp, snap.Settings, v, p.OverText)
-		if s, ok := spends.Spore[sp.ID]; ok {
-			b := sp.Budget
-			h.Spend, h.Budget, h.OverBudget = &s, &b, p.OverText
-			if r, ok := spends.Reported[sp.ID]; ok {
-				h.ReportedSpend = &r
-			}
-			if h.Reason == "" && p.OverBudget {
-				h.Reason = "over budget (" + p.OverText + ")"
-			}
-		}
-		if h.DeadLetters = dead; dead > 0 && h.Reason == "" {
-			// Healthy, but not plainly: something sent to it never will be.
-			h.Reason = deadLettersText(sp.ID, dead)
-		}
-		r.Spores = append(r.Spores, h)
+		r.Spores = append(r.Spores, sporeHealth(p, lastSeq, snap.Pending[id], snap.Dead[id], snap.Settings, spends))
 	}
 	return r
+}
+
+// sporeHealth is one spore's row of the result: p as planned and acted
+// on, lastSeq its log's last event after the commit, pending its outbox
+// as the snapshot read it, dead its dead letters before the pass.
+func sporeHealth(p *SporePlan, lastSeq uint64, pending []state.OutboxEntry, dead int, settings state.Settings, spends policy.Spends) SporeHealth {
+	sp := &p.Spore
+	var n int
+	var since time.Time
+	dead += p.buried()
+	for _, e := range pending {
+		if !p.delivered(e.ID) && !p.isBuried(e.ID) {
+			if n == 0 {
+				since = e.At
+			}
+			n++
+		}
+	}
+	v := p.Verdict
+	if p.OpenBreaker {
+		// Committed in this pass: the spore is Error from now on.
+		v = Health(sp.Desired, p.Observed, true)
+	}
+	h := SporeHealth{
+		ID: sp.ID, Colony: sp.Colony, Rank: sp.Rank, Swarm: sp.Swarm, Role: sp.Role, Desired: sp.Desired,
+		Observed: p.Observed, Effective: v.Effective, Reason: v.Text, Code: v.Code,
+		LastSeq: lastSeq, Pending: n, PendingSince: since, Held: held(pending, p.OverBudget),
+		Image: sp.Spec.Image, Created: sp.Created,
+	}
+	h.SleptBy, h.Reason = sleptBy(*sp, settings, v, p.OverText)
+	if s, ok := spends.Spore[sp.ID]; ok {
+		b := sp.Budget
+		h.Spend, h.Budget, h.OverBudget = &s, &b, p.OverText
+		if r, ok := spends.Reported[sp.ID]; ok {
+			h.ReportedSpend = &r
+		}
+		if h.Reason == "" && p.OverBudget {
+			h.Reason = "over budget (" + p.OverText + ")"
+		}
+	}
+	if h.DeadLetters = dead; dead > 0 && h.Reason == "" {
+		// Healthy, but not plainly: something sent to it never will be.
+		h.Reason = deadLettersText(sp.ID, dead)
+	}
+	return h
 }
 
 // delivered reports whether this pass delivered entry id (a pass

@@ -103,33 +103,39 @@ func Plan(in PlanInput) []*SporePlan {
 	plans := make([]SporePlan, len(in.Spores))
 	out := make([]*SporePlan, len(in.Spores))
 	for i := range in.Spores {
-		p := &plans[i]
-		out[i] = p
-		// Copied once, into the plan: a record is large (its activity,
-		// the gateway's count), and a range variable would copy it again.
-		p.Spore, p.Observed, p.recovery = in.Spores[i], in.Observed[in.Spores[i].ID], in.Policy
-		sp := &p.Spore
-		p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
-		if p.Observed.Damage != "" {
-			// Quarantined: shown, never acted on (its record may be all
-			// that is damaged, or what it holds may be wrong).
-			_, p.Unreadable = in.Unreadable[sp.ID]
-			continue
-		}
-		p.OverBudget, p.OverColony, p.OverText = overBudget(*sp, in)
-		if in.Heal {
-			heal(p, in)
-			sleepIdle(p, in)
-			planBudget(p, in)
-		}
-		if p.Verdict.Effective == policy.Healthy && policy.ForgetFailures(sp.Failures, in.Policy, in.Now) {
-			p.ClearFailures = true
-		}
-		if in.Deliver && !p.Start && !p.Stop && !p.SleepIdle && !p.SleepBudget && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
-			p.Deliver = policy.Deliverable(in.Pending[sp.ID], p.OverBudget)
-		}
+		out[i] = &plans[i]
+		planSpore(out[i], &in.Spores[i], in.Observed[in.Spores[i].ID], in)
 	}
 	return out
+}
+
+// planSpore is Plan's decision for one spore, sp observed as o, into p
+// (zero): a pass that streams the fleet (stream.go) plans each spore as
+// it reads it. in.Spores is not read.
+func planSpore(p *SporePlan, sp *state.Spore, o Observed, in PlanInput) {
+	// Copied once, into the plan: a record is large (its activity, the
+	// gateway's count), and a range variable would copy it again.
+	p.Spore, p.Observed, p.recovery = *sp, o, in.Policy
+	sp = &p.Spore
+	p.Verdict = Health(sp.Desired, p.Observed, sp.BreakerOpen)
+	if p.Observed.Damage != "" {
+		// Quarantined: shown, never acted on (its record may be all that
+		// is damaged, or what it holds may be wrong).
+		_, p.Unreadable = in.Unreadable[sp.ID]
+		return
+	}
+	p.OverBudget, p.OverColony, p.OverText = overBudget(*sp, in)
+	if in.Heal {
+		heal(p, in)
+		sleepIdle(p, in)
+		planBudget(p, in)
+	}
+	if p.Verdict.Effective == policy.Healthy && policy.ForgetFailures(sp.Failures, in.Policy, in.Now) {
+		p.ClearFailures = true
+	}
+	if in.Deliver && !p.Start && !p.Stop && !p.SleepIdle && !p.SleepBudget && p.Observed.Bridge == BridgeUp && p.Observed.BridgeProblem != ReasonBridgeUnhealthy {
+		p.Deliver = policy.Deliverable(in.Pending[sp.ID], p.OverBudget)
+	}
 }
 
 func heal(p *SporePlan, in PlanInput) {

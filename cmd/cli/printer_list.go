@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -23,31 +24,19 @@ type listJSON interface {
 // writeListJSON writes v as printTo's JSON does: json.MarshalIndent with
 // two-space indents, escapeJSON, a newline. The document without its list
 // is encoded whole and the list's elements are put where its null stands
-// (`\n  "KEY": null`: at the top level's indent, which nothing inside a
-// string can spell, a newline being escaped there). An empty list goes
+// (splitListJSON). An empty list goes
 // through the whole value, which knows whether it prints [] or null.
 func writeListJSON(w io.Writer, v listJSON) error {
 	doc, key, n, elem := v.jsonList()
 	if n == 0 {
 		return writeWholeJSON(w, v)
 	}
-	d, err := json.MarshalIndent(doc, "", "  ")
+	head, tail, err := splitListJSON(doc, key)
 	if err != nil {
-		return fmt.Errorf("encode json: %w", err)
+		return err
 	}
-	k, err := json.Marshal(key)
-	if err != nil {
-		return fmt.Errorf("encode json: %w", err)
-	}
-	mark := append(append([]byte("\n  "), k...), ": null"...)
-	at := bytes.Index(d, mark)
-	if at < 0 || bytes.Contains(d[at+1:], mark) {
-		return fmt.Errorf("encode json: key %s is not the document's once", k)
-	}
-	head, tail := d[:at+len(mark)-len("null")], d[at+len(mark):]
 	bw := bufio.NewWriterSize(w, 64<<10)
-	bw.Write(escapeJSON(head))
-	bw.WriteString("[\n    ")
+	bw.Write(head)
 	// Blocks of elements are encoded on every core at once, and written
 	// in order: encoding is most of the printing, and a round holds a few
 	// blocks' bytes, not the list's.
@@ -77,35 +66,77 @@ func writeListJSON(w io.Writer, v listJSON) error {
 			bw.Write(bufs[k].Bytes())
 		}
 	}
-	bw.WriteString("\n  ]")
-	bw.Write(escapeJSON(tail))
-	bw.WriteByte('\n')
+	bw.Write(tail)
 	return bw.Flush()
 }
 
 // listBlock is how many elements of a list one worker encodes at a time.
 const listBlock = 256
 
+// splitListJSON encodes doc, whose list key holds null, indented and
+// escaped, and returns what stands before the list's first element (up to
+// its `[` and the first element's indent) and after its last (from its
+// `]` to the document's final newline). The list's null is found by its
+// `\n  "KEY": null`: at the top level's indent, which nothing inside a
+// string can spell, a newline being escaped there.
+func splitListJSON(doc any, key string) (head, tail []byte, err error) {
+	d, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode json: %w", err)
+	}
+	k, err := json.Marshal(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode json: %w", err)
+	}
+	mark := append(append([]byte("\n  "), k...), ": null"...)
+	at := bytes.Index(d, mark)
+	if at < 0 || bytes.Contains(d[at+1:], mark) {
+		return nil, nil, fmt.Errorf("encode json: key %s is not the document's once", k)
+	}
+	// Clipped: escapeJSON may return its input, which an append must not
+	// extend over the tail.
+	head = append(escapeJSON(slices.Clip(d[:at+len(mark)-len("null")])), "[\n    "...)
+	tail = append(append([]byte("\n  ]"), escapeJSON(d[at+len(mark):])...), '\n')
+	return head, tail, nil
+}
+
 // encodeElems appends elements lo…hi-1 to dst as they stand in the
 // indented list, escaped, each after a comma but the list's first.
 func encodeElems(dst *bytes.Buffer, lo, hi int, elem func(int) any) error {
-	var e, ind bytes.Buffer
-	enc := json.NewEncoder(&e)
+	var e elemEncoder
 	for i := lo; i < hi; i++ {
-		e.Reset()
-		ind.Reset()
-		if err := enc.Encode(elem(i)); err != nil {
-			return fmt.Errorf("encode json: %w", err)
+		if err := e.add(dst, i == 0, elem(i)); err != nil {
+			return err
 		}
-		// Encode ends with a newline; MarshalIndent has none there.
-		if err := json.Indent(&ind, bytes.TrimSuffix(e.Bytes(), []byte("\n")), "    ", "  "); err != nil {
-			return fmt.Errorf("encode json: %w", err)
-		}
-		if i > 0 {
-			dst.WriteString(",\n    ")
-		}
-		dst.Write(escapeJSON(ind.Bytes()))
 	}
+	return nil
+}
+
+// elemEncoder encodes a list's elements as they stand in the indented
+// document, reusing its buffers from one to the next.
+type elemEncoder struct {
+	e, ind bytes.Buffer
+	enc    *json.Encoder
+}
+
+// add appends v to dst, after a comma unless it is the list's first.
+func (x *elemEncoder) add(dst *bytes.Buffer, first bool, v any) error {
+	if x.enc == nil {
+		x.enc = json.NewEncoder(&x.e)
+	}
+	x.e.Reset()
+	x.ind.Reset()
+	if err := x.enc.Encode(v); err != nil {
+		return fmt.Errorf("encode json: %w", err)
+	}
+	// Encode ends with a newline; MarshalIndent has none there.
+	if err := json.Indent(&x.ind, bytes.TrimSuffix(x.e.Bytes(), []byte("\n")), "    ", "  "); err != nil {
+		return fmt.Errorf("encode json: %w", err)
+	}
+	if !first {
+		dst.WriteString(",\n    ")
+	}
+	dst.Write(escapeJSON(x.ind.Bytes()))
 	return nil
 }
 

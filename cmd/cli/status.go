@@ -90,6 +90,12 @@ func (o *statusOptions) run(ctx context.Context) error {
 	} else if !ok {
 		return o.printNone()
 	}
+	if len(o.IDs) == 0 && o.f.Global.Output == "json" {
+		// The fleet's document, spore by spore (status_stream.go).
+		if done, err := o.stream(ctx, st); done {
+			return err
+		}
+	}
 	out, err := o.f.Pass(st).Run(ctx, reconcile.Options{IDs: o.IDs})
 	if err != nil {
 		return err
@@ -206,10 +212,7 @@ func (w statusWatch) Names() []string {
 // error that gives the documented exit code: missing ids (4), a failed
 // observation or spores needing attention (3).
 func healthReport(f *Factory, verb string, out *reconcile.Outcome) error {
-	if len(out.Orphans) > 0 {
-		fmt.Fprintf(f.IO.ErrOut, "warning: %d runtime object(s) carry sporectl's marks but no spore in the store has their id: %s (remove with 'sporectl delete --orphan ID')\n",
-			len(out.Orphans), strings.Join(out.Orphans, ", "))
-	}
+	warnOrphans(f, out.Orphans)
 	if out.Missing != nil {
 		return fmt.Errorf("%s: %w", verb, out.Missing)
 	}
@@ -222,8 +225,22 @@ func healthReport(f *Factory, verb string, out *reconcile.Outcome) error {
 			bad++
 		}
 	}
-	if bad > 0 || len(out.Orphans) > 0 {
-		return &UnhealthyError{Msg: fmt.Sprintf("%d of %d spores need attention, %d orphan(s)", bad, len(out.Spores), len(out.Orphans))}
+	return attention(bad, len(out.Spores), out.Orphans)
+}
+
+// warnOrphans says on stderr which runtime objects are orphans.
+func warnOrphans(f *Factory, orphans []string) {
+	if len(orphans) > 0 {
+		fmt.Fprintf(f.IO.ErrOut, "warning: %d runtime object(s) carry sporectl's marks but no spore in the store has their id: %s (remove with 'sporectl delete --orphan ID')\n",
+			len(orphans), strings.Join(orphans, ", "))
+	}
+}
+
+// attention is the exit-3 error of bad spores of n needing attention,
+// or of orphans; nil when there are neither.
+func attention(bad, n int, orphans []string) error {
+	if bad > 0 || len(orphans) > 0 {
+		return &UnhealthyError{Msg: fmt.Sprintf("%d of %d spores need attention, %d orphan(s)", bad, n, len(orphans))}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/sporectl/sporectl/reconcile"
 	"github.com/sporectl/sporectl/reconcile/policy"
 	"github.com/sporectl/sporectl/state"
+	"github.com/sporectl/sporectl/state/dirstore"
 )
 
 // statusFleet is a status result of n spores with every field the JSON
@@ -86,12 +88,57 @@ func FuzzStatusJSON(f *testing.F) {
 }
 
 // TestStatusJSONOfAStore: a fleet's status -o json through the command,
-// against the whole document of the same pass's result.
+// against the whole document of the same pass's result: the first, whose
+// pass records each spore's health (the whole pass), and the next, of a
+// fleet with nothing to record (the streamed pass, status_stream.go), in
+// a fleet whose snapshot is read whole at open and one large enough to be
+// read line by line; with a spore needing attention, whose exit code (3)
+// and message are the whole pass's.
 func TestStatusJSONOfAStore(t *testing.T) {
-	root := t.TempDir()
-	buildFleet(t, root, 30)
-	var out bytes.Buffer
-	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &bytes.Buffer{}})
+	for _, n := range []int{30, 400} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			ctx := t.Context()
+			root := t.TempDir()
+			buildFleet(t, root, n)
+			breakerOpen(t, root, "spore-00007")
+			f, out, errOut := statusFactory(root)
+			st, err := f.Store(ctx)
+			require.NoError(t, err)
+			defer st.Close()
+			o := &statusOptions{f: f}
+			done, err := o.stream(ctx, st)
+			require.NoError(t, err)
+			require.False(t, done, "health not recorded yet: the whole pass")
+			require.Zero(t, out.Len())
+
+			for _, pass := range []string{"whole", "streamed"} {
+				out.Reset()
+				errOut.Reset()
+				require.Equal(t, ExitUnhealthy, RunWith(ctx, f, []string{"status", "-o", "json"}), pass)
+				require.Contains(t, out.String(), fmt.Sprintf(`"id": "spore-%05d"`, n-1))
+				require.Contains(t, errOut.String(), fmt.Sprintf("1 of %d spores need attention, 0 orphan(s)", n))
+
+				res, err := f.Pass(st).Run(ctx, reconcile.Options{})
+				require.NoError(t, err)
+				var want bytes.Buffer
+				require.NoError(t, writeWholeJSON(&want, statusList{Result: res.Result}))
+				require.Equal(t, want.String(), out.String(), pass)
+			}
+			out.Reset()
+			done, err = o.stream(ctx, st)
+			require.True(t, done, "a quiet fleet: the streamed pass")
+			var unh *UnhealthyError
+			require.ErrorAs(t, err, &unh)
+			require.Contains(t, out.String(), `"id": "spore-00000"`)
+		})
+	}
+}
+
+// statusFactory is a factory of commands on the store at root, its
+// output and its errors.
+func statusFactory(root string) (*Factory, *bytes.Buffer, *bytes.Buffer) {
+	var out, errOut bytes.Buffer
+	f := NewFactory(IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 	f.Getenv = func(k string) string {
 		if k == EnvStore {
 			return root
@@ -99,15 +146,51 @@ func TestStatusJSONOfAStore(t *testing.T) {
 		return ""
 	}
 	f.Now = func() time.Time { return time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC) }
-	RunWith(t.Context(), f, []string{"status", "-o", "json"})
-	require.Contains(t, out.String(), `"id": "spore-00029"`)
+	return f, &out, &errOut
+}
 
-	st, err := f.Store(t.Context())
+// breakerOpen opens id's circuit breaker in the store at root: it is
+// Error, and needs attention.
+func breakerOpen(t *testing.T, root, id string) {
+	t.Helper()
+	ctx := t.Context()
+	st, err := dirstore.Open(ctx, root, dirstore.Options{})
 	require.NoError(t, err)
 	defer st.Close()
-	res, err := f.Pass(st).Run(t.Context(), reconcile.Options{})
-	require.NoError(t, err)
-	var want bytes.Buffer
-	require.NoError(t, writeWholeJSON(&want, statusList{Result: res.Result}))
-	require.Equal(t, want.String(), out.String())
+	require.NoError(t, st.Update(ctx, func(tx state.Tx) error {
+		sp, err := tx.Spore(ctx, id)
+		if err != nil {
+			return err
+		}
+		sp.BreakerOpen = true
+		return tx.PutStatus(ctx, id, sp.StatusAtWish())
+	}))
+}
+
+// The streamed document's bytes are the whole document's: its spores
+// encoded one by one into blocks (chunked) and written between the
+// document's head and tail, for the fleets TestStatusJSONAsWholeDocument
+// prints.
+func TestStatusJSONStreamedAsWholeDocument(t *testing.T) {
+	for _, n := range []int{1, 3, 101, 5*listBlock + 7} {
+		for _, text := range []string{"text", "esc \x1b[2J bidi \u202e <&> \" \\ \u2028 \n", "\n  \"spores\": null"} {
+			l := statusFleet(n, text)
+			if n == 3 {
+				l.Orphans = []string{"x", text}
+			}
+			var want, got bytes.Buffer
+			require.NoError(t, writeWholeJSON(&want, l))
+			var rows chunked
+			var enc elemEncoder
+			var row bytes.Buffer
+			for i := range l.Spores {
+				row.Reset()
+				require.NoError(t, enc.add(&row, i == 0, &l.Spores[i]))
+				rows.n++
+				rows.Write(row.Bytes())
+			}
+			require.NoError(t, writeStreamed(&got, statusList{Result: reconcile.Result{Orphans: l.Orphans}}, &rows))
+			require.Equal(t, want.String(), got.String(), "%d spores, %q", n, text)
+		}
+	}
 }
