@@ -127,6 +127,9 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 		}
 		return v(policy.Suspect, ReasonBridgeNotAnswer, "bridge not answering")
 	}
+	if o.BridgeProblem == ReasonBridgeNotAsked {
+		return v(policy.Suspect, ReasonBridgeNotAsked, "bridge not asked: the pass's time for asking bridges ran out before its turn")
+	}
 	return v(policy.Suspect, ReasonBridgeUnknown, "bridge state unknown")
 }
 

@@ -13,8 +13,9 @@ import (
 )
 
 // DefaultObserveDeadline bounds the asking of every bridge in a pass,
-// whatever their number and however many hang: a bridge that has not
-// answered by then is Down (BridgeNotAnswering). docs/health.md.
+// whatever their number and however many hang: a bridge asked that has
+// not answered by then is Down (BridgeNotAnswering), one whose turn came
+// after it is Unknown (BridgeNotAsked). docs/health.md.
 const DefaultObserveDeadline = 3 * time.Second
 
 // bridgeWorkers bounds concurrent bridge calls. Each waits mostly on the
@@ -80,6 +81,18 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 	eps := bridgeEndpoints(ctx, rt, fleet, toAsk)
 	var mu sync.Mutex
 	forEach(ctx, toAsk, bridgeWorkers, func(id string) {
+		if ctx.Err() != nil {
+			// Its turn came after the deadline: it was never asked, so
+			// nothing is known of it. Down would say it failed to answer,
+			// which a slow way to many bridges (the API server's proxy
+			// under load) would claim of bridges that answer.
+			mu.Lock()
+			defer mu.Unlock()
+			o := out.spores[id]
+			o.BridgeProblem = ReasonBridgeNotAsked
+			out.spores[id] = o
+			return
+		}
 		c, st, err := askBridge(ctx, rt, dial, eps, id)
 		if err == nil {
 			err = bridge.CheckStatus(st)

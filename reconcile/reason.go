@@ -17,6 +17,10 @@ const (
 	ReasonBridgeRefused     Reason = "BridgeRefused"   // the way to the bridge refused the call (API server proxy 400/403)
 	ReasonBridgeUnhealthy   Reason = "BridgeUnhealthy" // the bridge answers but cannot append to its log
 	ReasonNoEndpoint        Reason = "NoBridgeEndpoint"
+	// ReasonBridgeNotAsked: the pass's deadline for asking bridges ran
+	// out before this one's turn (many bridges behind a slow way to
+	// them): its state is unknown, not down.
+	ReasonBridgeNotAsked Reason = "BridgeNotAsked"
 	// ReasonContractBreach: the bridge's answer broke its contract (too
 	// long, not JSON, a state none of the five, numbers that go back, a
 	// usage no turn can spend); the bridge is the agent's, so nothing
