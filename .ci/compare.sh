@@ -15,6 +15,7 @@
 #                  queued — the store is opened and the spore read
 #   status ID      one spore, observed through the local runtime
 #   chat ID        one spore's conversation (a pass over it first)
+#   events ID      one spore's events (its row and its event log)
 #   status -o json every spore
 #   reconcile      a pass with nothing to do (every spore asleep)
 #   version        against the hello-world binary
@@ -101,12 +102,13 @@ dir_part() {
 		build[$n]=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
 	done
 
-	names=(create prompt "status ID" "chat ID" "status -o json" reconcile version)
+	names=(create prompt "status ID" "events ID" "chat ID" "status -o json" reconcile version)
 	run_one() { # run_one NAME STORE
 		case $1 in
 		create) ms "$s" --store "$2" create extra-spore; "$s" --store "$2" delete extra-spore >/dev/null 2>&1 ;;
 		prompt) ms "$s" --store "$2" prompt spore-00007 "hello" ;;
 		"status ID") ms "$s" --store "$2" status spore-00007 ;;
+		"events ID") ms "$s" --store "$2" events spore-00007 ;;
 		"chat ID") ms "$s" --store "$2" chat spore-00007 ;;
 		"status -o json") ms "$s" --store "$2" status -o json ;;
 		reconcile) ms "$s" --store "$2" reconcile ;;
