@@ -450,11 +450,12 @@ func (s *Store) sweepLogs(m *model) {
 // it names of the snapshot (format §9). A log that grew to the snapshot's
 // size cost a command about one spore at 10,000 spores ten times what it
 // cost at 1,000; bounded, it costs the same at any size. The price is a
-// compaction every maxCompactBytes of log however large the snapshot:
-// rewriting a snapshot costs less a byte than decoding a record (no JSON
-// is decoded; the rows' lines are written back as read), so the writers
-// pay less than the readers save. Variables so that tests can compact
-// small stores.
+// compaction every maxCompactBytes of log however large the snapshot,
+// which at 10,000 spores costs about what one command paid to decode a
+// log grown to the snapshot's size (no row is decoded; the lines are
+// written back as read): once per several hundred commits of one row,
+// against every command. Variables so that tests can compact small
+// stores.
 var (
 	minCompactBytes int64 = 64 << 10
 	maxCompactBytes int64 = 256 << 10
