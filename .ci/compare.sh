@@ -15,6 +15,7 @@
 #                  queued — the store is opened and the spore read
 #   status ID      one spore, observed through the local runtime
 #   chat ID        one spore's conversation (a pass over it first)
+#   events ID      one spore's events (its row and its event log)
 #   status -o json every spore
 #   reconcile      a pass with nothing to do (every spore asleep)
 #   version        against the hello-world binary
@@ -39,6 +40,12 @@
 # kubectl's: on a machine loaded past its cores the wall times stretch
 # with the queue, the CPU each command costs does not. Without SPORECTL_KUBE_BIN_DIR the script says the kube part
 # is not run; it needs jq.
+#
+# HISTORY=1 times the dir part on used stores: after the fleet's create,
+# a create and a delete of half as many ids again, which leave the commit
+# log that every command decodes as it loads the state (a store just
+# built has none; docs/performance.md, "Commands about one spore at
+# 10,000").
 #
 # PARTS (default "dir kube") picks the parts. Prints tables on stdout;
 # the machine's load is in each one's first line (on a shared machine,
@@ -101,14 +108,22 @@ dir_part() {
 		"$s" --store "$st" create "${ids[@]}" >/dev/null
 		end=$(date +%s.%N)
 		build[$n]=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+		if [[ ${HISTORY:-} == 1 ]]; then
+			ids=()
+			for ((i = 0; i < n / 2; i++)); do ids+=("$(printf 'used-%05d' "$i")"); done
+			"$s" --store "$st" create "${ids[@]}" >/dev/null
+			"$s" --store "$st" delete "${ids[@]}" >/dev/null
+			used[$n]=$(cat "$st"/txlog.* | wc -c)
+		fi
 	done
 
-	names=(create prompt "status ID" "chat ID" "status -o json" reconcile version)
+	names=(create prompt "status ID" "events ID" "chat ID" "status -o json" reconcile version)
 	run_one() { # run_one NAME STORE
 		case $1 in
 		create) ms "$s" --store "$2" create extra-spore; "$s" --store "$2" delete extra-spore >/dev/null 2>&1 ;;
 		prompt) ms "$s" --store "$2" prompt spore-00007 "hello" ;;
 		"status ID") ms "$s" --store "$2" status spore-00007 ;;
+		"events ID") ms "$s" --store "$2" events spore-00007 ;;
 		"chat ID") ms "$s" --store "$2" chat spore-00007 ;;
 		"status -o json") ms "$s" --store "$2" status -o json ;;
 		reconcile) ms "$s" --store "$2" reconcile ;;
@@ -129,6 +144,9 @@ dir_part() {
 	printf '# sporectl, whole processes, median of %d runs (ms); directory store; %s, %s cores, load %s\n' \
 		"$runs" "$(date -u +%FT%TZ)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 	printf '# building each store with one create ID…: 1,000 in %ss, 10,000 in %ss\n' "${build[1000]}" "${build[10000]}"
+	if [[ ${HISTORY:-} == 1 ]]; then
+		printf '# used stores (HISTORY=1): commit log of %s bytes at 1,000, %s at 10,000\n' "${used[1000]}" "${used[10000]}"
+	fi
 	printf '%-16s %10s %10s %8s\n' command 1k 10k 10k/1k
 	for name in "${names[@]}"; do
 		a=$(tr ' ' '\n' <<<"${t[$name,1000]}" | grep . | median)

@@ -23,6 +23,12 @@ import (
 //	status ID      a pass over one spore (local runtime: nothing runs)
 //	prompt ID T    to an asleep spore: refused (exit 10), nothing written
 //	events ID      its log
+//
+// dir+log is the directory store with a history: after the fleet's create,
+// half as many spores again created and deleted (two commands), which
+// leaves a commit log that every command decodes as it loads the state;
+// before the log was bounded (format §7) it grew with the fleet, to ten
+// times as much at 10,000 as at 1,000.
 func BenchmarkNamedCommands(b *testing.B) {
 	commands := map[string][]string{
 		"status":  {"status", "old-00042", "-o", "json"},
@@ -30,22 +36,30 @@ func BenchmarkNamedCommands(b *testing.B) {
 		"events":  {"events", "old-00042"},
 		"version": {"version"},
 	}
-	for _, kind := range []string{"dir", "pg"} {
+	for _, kind := range []string{"dir", "dir+log", "pg"} {
 		b.Run(kind, func(b *testing.B) {
 			locs, home := map[int]string{}, b.TempDir()
 			for _, n := range []int{1000, 10000} {
 				var loc string
-				if kind == "dir" {
+				if kind == "pg" {
+					_, loc = statetest.Postgres(b, applySettings)
+				} else {
 					loc = filepath.Join(b.TempDir(), "store")
 					statetest.DirAt(b, loc, applySettings)
-				} else {
-					_, loc = statetest.Postgres(b, applySettings)
 				}
 				args := []string{"create"}
 				for i := range n {
 					args = append(args, fmt.Sprintf("old-%05d", i))
 				}
 				benchRun(b, loc, args...)
+				if kind == "dir+log" {
+					var ids []string
+					for i := range n / 2 {
+						ids = append(ids, fmt.Sprintf("tmp-%05d", i))
+					}
+					benchRun(b, loc, append([]string{"create"}, ids...)...)
+					benchRun(b, loc, append([]string{"delete"}, ids...)...)
+				}
 				locs[n] = loc
 			}
 			for _, name := range []string{"status", "prompt", "events", "version"} {

@@ -441,14 +441,37 @@ func (s *Store) sweepLogs(m *model) {
 	s.swept = ok
 }
 
+// The commit log is compacted once it is larger than the snapshot, but
+// at least minCompactBytes and at most maxCompactBytes (format §7).
+//
 // minCompactBytes keeps small stores from compacting at every commit.
-const minCompactBytes = 64 << 10
+// maxCompactBytes bounds what every command pays to load the state: it
+// decodes the whole log, record by record, while it reads only the rows
+// it names of the snapshot (format §9). A log that grew to the snapshot's
+// size cost a command about one spore at 10,000 spores ten times what it
+// cost at 1,000; bounded, it costs the same at any size. The price is a
+// compaction every maxCompactBytes of log however large the snapshot,
+// which at 10,000 spores costs about what one command paid to decode a
+// log grown to the snapshot's size (no row is decoded; the lines are
+// written back as read): once per several hundred commits of one row,
+// against every command. Variables so that tests can compact small
+// stores.
+var (
+	minCompactBytes int64 = 64 << 10
+	maxCompactBytes int64 = 256 << 10
+)
 
 func (s *Store) compactThreshold(l *loaded) int64 {
-	if s.opts.CompactBytes > 0 {
-		return s.opts.CompactBytes
+	return compactAt(s.opts.CompactBytes, l.snapInfo.Size())
+}
+
+// compactAt is the commit-log size at which a store whose snapshot has
+// snap bytes is compacted; set, when not zero, is Options.CompactBytes.
+func compactAt(set, snap int64) int64 {
+	if set > 0 {
+		return set
 	}
-	return max(minCompactBytes, l.snapInfo.Size())
+	return min(maxCompactBytes, max(minCompactBytes, snap))
 }
 
 // appendCommit writes the transaction's record at off, the end of the last

@@ -21,9 +21,10 @@ type Options struct {
 	LockTimeout time.Duration
 	// CompactBytes, when set, is the commit-log size past which a writer
 	// folds it into a new snapshot. Zero means the default policy of
-	// format §7: once the log is larger than both 64 KiB and the snapshot,
-	// so that reading the state never costs more than about twice reading
-	// the snapshot, however many transactions came before.
+	// format §7: once the log is larger than the snapshot and than 64 KiB,
+	// or than 256 KiB whatever the snapshot, so that loading the state
+	// costs the same however many transactions came before and however
+	// many spores the store holds.
 	CompactBytes int64
 	// Now is the clock used to stamp events; tests fix it.
 	Now func() time.Time
