@@ -119,15 +119,11 @@ func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
 	if err := t.orderRow(ctx, "read spore "+id, id); err != nil {
 		return state.Spore{}, err
 	}
-	// Inside a View the head comes along: the pass reads a spore's
-	// record and then its head, and the snapshot keeps both still.
+	// The head comes along: the pass reads a spore's record and then its
+	// head, and the snapshot (in a View) or the row lock (in an Update)
+	// keeps both still.
 	last := int64(-1)
-	var row pgx.Row
-	if t.readOnly {
-		row = withLast{t.tx.QueryRow(ctx, `SELECT `+sporeColumns+`, last_seq FROM sporectl.spores WHERE id = $1`, id), &last}
-	} else {
-		row = t.tx.QueryRow(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores WHERE id = $1`+t.lockClause(), id)
-	}
+	row := withLast{t.tx.QueryRow(ctx, `SELECT `+sporeColumns+`, last_seq FROM sporectl.spores WHERE id = $1`+t.lockClause(), id), &last}
 	sp, err := scanSpore(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return sp, state.SporeNotFound(id)
@@ -392,6 +388,8 @@ func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 		return state.SporeNotFound(id)
 	}
 	delete(t.held.rows, id)
+	delete(t.seen, id)
+	delete(t.outboxes, id)
 	_, err = t.tx.Exec(ctx, `DELETE FROM sporectl.events WHERE spore_id = $1`, id)
 	if err != nil {
 		return classify(op, err)
