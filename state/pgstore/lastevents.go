@@ -35,7 +35,7 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 	}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	if !t.readOnly {
-		if err := t.lockIDs(ctx, op, ids); err != nil {
+		if err := t.lockIDs(ctx, op, ids, false); err != nil {
 			return nil, err
 		}
 	}
@@ -75,15 +75,24 @@ func (t *tx) LockSpores(ctx context.Context, ids []string) error {
 	if t.readOnly || len(ids) == 0 {
 		return nil
 	}
-	return t.lockIDs(ctx, "lock spores", slices.Compact(slices.Sorted(slices.Values(ids))))
+	return t.lockIDs(ctx, "lock spores", slices.Compact(slices.Sorted(slices.Values(ids))), true)
 }
+
+// lockRecordsQuery is lastEventsLockQuery bringing each locked row's
+// record and head: a writer locks the spores it writes and then reads
+// the record of the one it writes to (outbox.SendOnce), and the lock it
+// now holds keeps that record true, so the read needs no statement of
+// its own (tx.prefetched).
+const lockRecordsQuery = `SELECT ` + sporeColumns + `, last_seq FROM sporectl.spores WHERE id = ANY($1) ORDER BY id FOR UPDATE`
 
 // lockIDs locks, in one statement and in id order, the rows of the
 // spores in sorted ids that the transaction does not hold yet; ids with
 // no row lock nothing. With a row held already some may come out of
 // order, so the statement only tries (rowsNowait), and a taken row
-// restarts the transaction with them all taken first.
-func (t *tx) lockIDs(ctx context.Context, op string, ids []string) error {
+// restarts the transaction with them all taken first. With records, the
+// statement brings each row's record too, kept for the transaction's
+// next read of it.
+func (t *tx) lockIDs(ctx context.Context, op string, ids []string, records bool) error {
 	want := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if !t.held.ids[id] {
@@ -98,18 +107,37 @@ func (t *tx) lockIDs(ctx context.Context, op string, ids []string) error {
 			w.addID(id)
 		}
 	}
-	rows, err := t.tx.Query(ctx, lastEventsLockQuery+t.rowsNowait(), want)
+	query := lastEventsLockQuery
+	if records {
+		query = lockRecordsQuery
+	}
+	rows, err := t.tx.Query(ctx, query+t.rowsNowait(), want)
 	if err != nil {
 		return t.refuseRows(op, err, add)
 	}
 	defer rows.Close()
 	var got []string
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return classify(op, err)
+		if !records {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return classify(op, err)
+			}
+			got = append(got, id)
+			continue
 		}
-		got = append(got, id)
+		last := int64(-1)
+		sp, err := scanSpore(withLast{rows, &last, nil})
+		if _, damaged := state.SporeDamage(err); damaged && sp.ID != "" {
+			// Locked all the same; its read will say what is wrong.
+			got = append(got, sp.ID)
+			continue
+		}
+		if err != nil {
+			return sporeErr(op, err)
+		}
+		got = append(got, sp.ID)
+		t.prefetch(sp, last)
 	}
 	if err := rows.Err(); err != nil {
 		return t.refuseRows(op, err, add)

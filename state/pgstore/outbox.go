@@ -228,7 +228,6 @@ func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
 	if err := t.lockSpore(ctx, op, e.Spore); err != nil {
 		return false, err
 	}
-	t.wroteOutbox(e.Spore)
 	// Like Append, a zero time is stamped with the transaction's time.
 	if e.At.IsZero() {
 		now, err := t.txTime(ctx)
@@ -241,9 +240,28 @@ func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (spore_id, id) DO NOTHING`,
 		e.Spore, e.ID, []byte(e.From), []byte(e.Text), e.At, e.Wake, e.OverBudget)
 	if err != nil {
+		t.wroteOutbox(e.Spore)
 		return false, classify(op, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	if tag.RowsAffected() != 1 {
+		return false, nil // queued already: the outbox is as it was
+	}
+	t.enqueued(e)
+	return true, nil
+}
+
+// enqueued adds e, just inserted, to what the transaction read of its
+// spore's outbox, as a read would now find it: last in the queue (its
+// pos is the greatest: the spore's row lock keeps other writers out),
+// its time as stored, to the microsecond.
+func (t *tx) enqueued(e state.OutboxEntry) {
+	got, ok := t.outboxes[e.Spore]
+	if !ok {
+		return
+	}
+	e.At = e.At.Truncate(time.Microsecond).UTC()
+	got.queued = append(slices.Clip(got.queued), e)
+	t.outboxes[e.Spore] = got
 }
 
 func (t *tx) Dequeue(ctx context.Context, spore, entryID string) error {
@@ -290,6 +308,12 @@ func (t *tx) Bury(ctx context.Context, spore, entryID string, d state.DeadLetter
 }
 
 func (t *tx) TokenHash(ctx context.Context, id string) (state.TokenHash, error) {
+	if h, ok := t.tokens[id]; ok { // a View's read of its record brought it
+		if h == nil {
+			return "", fmt.Errorf("token of %s: %w", id, state.ErrNotFound)
+		}
+		return state.TokenHash(*h), nil
+	}
 	if err := t.lockInUpdate(ctx, "read token hash of "+id, id); err != nil {
 		return "", err
 	}

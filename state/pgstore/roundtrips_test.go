@@ -284,18 +284,26 @@ func TestAnUpdateAsksOnceWhatItHolds(t *testing.T) {
 	require.Equal(t, []string{"begin+select", "select", "select", "commit"}, sent.take(),
 		"the settings, the record with its head, the outbox with its dead letters: each once")
 
-	// The transaction's own writes are read back.
+	// The transaction's own writes are read back, as a read after its
+	// commit finds them.
+	var inTx []state.OutboxEntry
 	require.NoError(t, traced.Update(ctx, func(tx state.Tx) error {
 		if _, err := tx.Outbox(ctx, "a"); err != nil {
 			return err
 		}
-		if _, err := tx.Enqueue(ctx, state.OutboxEntry{Spore: "a", ID: "m-1", From: "user:x", Text: "hello", At: time.Now()}); err != nil {
+		// A time with nanoseconds, in a zone: kept as stored.
+		at := time.Date(2026, 12, 7, 13, 1, 2, 345678912, time.FixedZone("x", 3600))
+		if _, err := tx.Enqueue(ctx, state.OutboxEntry{Spore: "a", ID: "m-1", From: "user:x", Text: "hello", At: at, Wake: true}); err != nil {
 			return err
+		}
+		if again, err := tx.Enqueue(ctx, state.OutboxEntry{Spore: "a", ID: "m-1", From: "user:y", Text: "other", At: at}); err != nil || again {
+			t.Errorf("m-1 again: %v, %v; want not queued", again, err)
 		}
 		queued, err := tx.Outbox(ctx, "a")
 		if err != nil || len(queued) != 1 || queued[0].ID != "m-1" {
 			t.Errorf("outbox of a after Enqueue: %+v, %v; want m-1", queued, err)
 		}
+		inTx = queued
 		if _, err := tx.Append(ctx, "a", prompts("q", 2)); err != nil {
 			return err
 		}
@@ -315,6 +323,122 @@ func TestAnUpdateAsksOnceWhatItHolds(t *testing.T) {
 		}
 		return nil
 	}))
-	require.Equal(t, []string{"begin+select", "select", "insert", "select", "with", "select", "select", "insert", "select", "commit"}, sent.take(),
-		"the row lock, outbox; enqueue, outbox again; append (its head with it); settings, its lock to write, put, settings again")
+	require.Equal(t, []string{"begin+select", "select", "insert", "insert", "with", "select", "select", "insert", "select", "commit"}, sent.take(),
+		"the row lock, outbox; enqueue (twice), the outbox known; append (its head with it); settings, its lock to write, put, settings again")
+	require.NoError(t, s.View(ctx, func(tx state.Tx) error {
+		stored, err := tx.Outbox(ctx, "a")
+		require.Equal(t, stored, inTx, "the outbox as the transaction knew it is the outbox as stored")
+		return err
+	}))
+}
+
+// TestLockSporesBringsTheRecords: the statement that locks a writer's
+// spores brings their records, so the Spore read after it sends nothing;
+// a record is given once, and read afresh after the transaction writes
+// its row.
+func TestLockSporesBringsTheRecords(t *testing.T) {
+	ctx := context.Background()
+	s, url := newStoreURL(t)
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		for _, id := range []string{"a", "b"} {
+			if err := tx.CreateSpore(ctx, storetest.Spore(id)); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Append(ctx, "b", prompts("p", 2))
+		return err
+	}))
+	var sent statements
+	traced, err := pgstore.Open(ctx, url, pgstore.Options{Tracer: &sent})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = traced.Close() })
+	sent.take() // Open's own
+
+	require.NoError(t, traced.Update(ctx, func(tx state.Tx) error {
+		if err := tx.LockSpores(ctx, []string{"b", "a", "missing"}); err != nil {
+			return err
+		}
+		sp, err := tx.Spore(ctx, "b")
+		if err != nil || sp.ID != "b" {
+			t.Errorf("spore b after its lock: %+v, %v", sp.ID, err)
+		}
+		if h, err := tx.Head(ctx, "b"); err != nil || h.LastSeq != 2 {
+			t.Errorf("head of b after its lock: %+v, %v; want 2", h, err)
+		}
+		if _, err := tx.Spore(ctx, "missing"); !errors.Is(err, state.ErrNotFound) {
+			t.Errorf("spore missing: %v, want not found", err)
+		}
+		return nil
+	}))
+	require.Equal(t, []string{"begin+select", "select", "commit"}, sent.take(),
+		"the lock with the records; the missing spore asked about")
+
+	require.NoError(t, traced.Update(ctx, func(tx state.Tx) error {
+		if err := tx.LockSpores(ctx, []string{"a"}); err != nil {
+			return err
+		}
+		sp, err := tx.Spore(ctx, "a")
+		if err != nil {
+			return err
+		}
+		st := sp.Status
+		st.Restarts++
+		if err := tx.PutStatus(ctx, "a", st); err != nil {
+			return err
+		}
+		again, err := tx.Spore(ctx, "a")
+		if err != nil || again.Restarts != st.Restarts {
+			t.Errorf("spore a after PutStatus: restarts %d, %v; want %d", again.Restarts, err, st.Restarts)
+		}
+		return nil
+	}))
+	require.Equal(t, []string{"begin+select", "update", "select", "commit"}, sent.take(),
+		"the lock with the record, the status, the record read again after it")
+}
+
+// TestAViewReadsARecordWithItsToken: inside a View a spore's record
+// brings its token's hash, so the caller's authentication (its record,
+// then its hash) is one statement; a spore with no token has none, and a
+// hash set since is seen by the next View.
+func TestAViewReadsARecordWithItsToken(t *testing.T) {
+	ctx := context.Background()
+	s, url := newStoreURL(t)
+	_, hash, err := state.NewToken()
+	require.NoError(t, err)
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error {
+		for _, id := range []string{"a", "b"} {
+			if err := tx.CreateSpore(ctx, storetest.Spore(id)); err != nil {
+				return err
+			}
+		}
+		return tx.SetTokenHash(ctx, "a", hash)
+	}))
+	var sent statements
+	traced, err := pgstore.Open(ctx, url, pgstore.Options{Tracer: &sent})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = traced.Close() })
+	sent.take() // Open's own
+
+	read := func(id string) (got state.TokenHash, err error) {
+		err = traced.View(ctx, func(tx state.Tx) error {
+			if _, err := tx.Spore(ctx, id); err != nil {
+				return err
+			}
+			got, err = tx.TokenHash(ctx, id)
+			return err
+		})
+		return got, err
+	}
+	got, err := read("a")
+	require.NoError(t, err)
+	require.Equal(t, hash, got)
+	require.Equal(t, []string{"begin+select", "rollback"}, sent.take(), "the record brings the hash")
+	_, err = read("b")
+	require.ErrorIs(t, err, state.ErrNotFound, "b has no token")
+	sent.take()
+
+	require.NoError(t, s.Update(ctx, func(tx state.Tx) error { return tx.SetTokenHash(ctx, "b", hash) }))
+	got, err = read("b")
+	require.NoError(t, err)
+	require.Equal(t, hash, got, "set since")
 }

@@ -46,6 +46,14 @@ type tx struct {
 	// outboxes are the spores' outbox rows as read, queued and dead
 	// together (outbox.go), until the transaction writes one of them.
 	outboxes map[string]outboxRows
+	// prefetched are records an Update's lock statement brought
+	// (LockSpores), each given once to the next Spore of its id unless
+	// the transaction writes the row first. Given once, so no two
+	// callers share a record's slices.
+	prefetched map[string]state.Spore
+	// tokens are, inside a View, the token hashes its reads of spore
+	// records brought (nil: the spore has none), for TokenHash.
+	tokens map[string]*string
 	// want is what the next attempt takes first, set when a lock out of
 	// order was refused (restart); shared by the attempts of one Update.
 	want       *lockSet
@@ -235,3 +243,20 @@ func (t *tx) found(id string, last int64) {
 		t.seen[id] = last
 	}
 }
+
+// prefetch keeps sp, whose row this Update has just locked, for the next
+// Spore of its id; last is its head.
+func (t *tx) prefetch(sp state.Spore, last int64) {
+	if t.prefetched == nil {
+		t.prefetched = map[string]state.Spore{}
+	}
+	t.prefetched[sp.ID] = sp
+	if t.seen == nil {
+		t.seen = map[string]int64{}
+	}
+	t.seen[sp.ID] = last
+}
+
+// wroteSpore forgets a record kept of spore id: the transaction is
+// changing its row.
+func (t *tx) wroteSpore(id string) { delete(t.prefetched, id) }
