@@ -35,7 +35,7 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 	}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	if !t.readOnly {
-		if err := t.lockIDs(ctx, op, ids, false); err != nil {
+		if err := t.lockIDs(ctx, op, ids); err != nil {
 			return nil, err
 		}
 	}
@@ -69,79 +69,52 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 	return out, dmg.OrNil()
 }
 
-// LockSpores locks the rows of ids not held yet, in id order, in one
-// statement (lockIDs).
-func (t *tx) LockSpores(ctx context.Context, ids []string) error {
-	if t.readOnly || len(ids) == 0 {
-		return nil
-	}
-	return t.lockIDs(ctx, "lock spores", slices.Compact(slices.Sorted(slices.Values(ids))), true)
-}
-
-// lockRecordsQuery is lastEventsLockQuery bringing each locked row's
-// record and head: a writer locks the spores it writes and then reads
-// the record of the one it writes to (outbox.SendOnce), and the lock it
-// now holds keeps that record true, so the read needs no statement of
-// its own (tx.prefetched).
-const lockRecordsQuery = `SELECT ` + sporeColumns + `, last_seq FROM sporectl.spores WHERE id = ANY($1) ORDER BY id FOR UPDATE`
-
 // lockIDs locks, in one statement and in id order, the rows of the
 // spores in sorted ids that the transaction does not hold yet; ids with
 // no row lock nothing. With a row held already some may come out of
 // order, so the statement only tries (rowsNowait), and a taken row
-// restarts the transaction with them all taken first. With records, the
-// statement brings each row's record too, kept for the transaction's
-// next read of it.
-func (t *tx) lockIDs(ctx context.Context, op string, ids []string, records bool) error {
+// restarts the transaction with them all taken first.
+func (t *tx) lockIDs(ctx context.Context, op string, ids []string) error {
+	want := t.notHeld(ids)
+	if len(want) == 0 {
+		return nil
+	}
+	rows, err := t.tx.Query(ctx, lastEventsLockQuery+t.rowsNowait(), want)
+	if err != nil {
+		return t.refuseRows(op, err, refuseIDs(want))
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return classify(op, err)
+		}
+		got = append(got, id)
+	}
+	if err := rows.Err(); err != nil {
+		return t.refuseRows(op, err, refuseIDs(want))
+	}
+	t.tookAll(" FOR UPDATE", len(got), func(i int) string { return got[i] })
+	return nil
+}
+
+// notHeld are the ids whose rows the transaction does not hold yet.
+func (t *tx) notHeld(ids []string) []string {
 	want := make([]string, 0, len(ids))
 	for _, id := range ids {
 		if !t.held.ids[id] {
 			want = append(want, id)
 		}
 	}
-	if len(want) == 0 {
-		return nil
-	}
-	add := func(w *lockSet) {
-		for _, id := range want {
+	return want
+}
+
+// refuseIDs is what a restart takes first when a lock of ids was refused.
+func refuseIDs(ids []string) func(*lockSet) {
+	return func(w *lockSet) {
+		for _, id := range ids {
 			w.addID(id)
 		}
 	}
-	query := lastEventsLockQuery
-	if records {
-		query = lockRecordsQuery
-	}
-	rows, err := t.tx.Query(ctx, query+t.rowsNowait(), want)
-	if err != nil {
-		return t.refuseRows(op, err, add)
-	}
-	defer rows.Close()
-	var got []string
-	for rows.Next() {
-		if !records {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				return classify(op, err)
-			}
-			got = append(got, id)
-			continue
-		}
-		last := int64(-1)
-		sp, err := scanSpore(withLast{rows, &last, nil})
-		if _, damaged := state.SporeDamage(err); damaged && sp.ID != "" {
-			// Locked all the same; its read will say what is wrong.
-			got = append(got, sp.ID)
-			continue
-		}
-		if err != nil {
-			return sporeErr(op, err)
-		}
-		got = append(got, sp.ID)
-		t.prefetch(sp, last)
-	}
-	if err := rows.Err(); err != nil {
-		return t.refuseRows(op, err, add)
-	}
-	t.tookAll(" FOR UPDATE", len(got), func(i int) string { return got[i] })
-	return nil
 }

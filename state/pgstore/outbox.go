@@ -103,36 +103,19 @@ func (t *tx) readOutbox(ctx context.Context, op, id string) (outboxRows, error) 
 	)
 	for rows.Next() {
 		found = true
-		var (
-			entryID, reason *string
-			sender, body    []byte
-			at, deadAt      *time.Time
-			wake, over      *bool
-		)
-		if err := rows.Scan(&last, &entryID, &sender, &body, &at, &wake, &over, &deadAt, &reason); err != nil {
+		e, dead, ok, err := scanEntry(rows, &last)
+		if err != nil {
 			return outboxRows{}, classify(op, err)
 		}
-		if entryID == nil {
+		if !ok {
 			continue // the spore's row alone: an empty outbox
 		}
-		e := state.OutboxEntry{Spore: id, ID: *entryID, From: string(sender), Text: string(body)}
-		if at != nil {
-			e.At = at.UTC()
-		}
-		if wake != nil {
-			e.Wake = *wake
-		}
-		if over != nil {
-			e.OverBudget = *over
-		}
-		if deadAt != nil {
-			if reason != nil {
-				e.Dead = &state.DeadLetter{Reason: *reason, At: deadAt.UTC()}
-			}
+		e.Spore = id
+		if dead {
 			out.dead = append(out.dead, e)
-			continue
+		} else {
+			out.queued = append(out.queued, e)
 		}
-		out.queued = append(out.queued, e)
 	}
 	if err := rows.Err(); err != nil {
 		return outboxRows{}, classify(op, err)
@@ -144,6 +127,38 @@ func (t *tx) readOutbox(ctx context.Context, op, id string) (outboxRows, error) 
 	// as sure as in a View's snapshot.
 	t.found(id, last)
 	return out, nil
+}
+
+// scanEntry scans lead, then an outbox row's id, sender, body, at, wake,
+// over_budget, dead_at and dead_reason; ok is false for a row of NULLs
+// (outboxQuery's empty outbox), dead for a dead letter.
+func scanEntry(row pgx.Row, lead ...any) (e state.OutboxEntry, dead, ok bool, err error) {
+	var (
+		entryID, reason *string
+		sender, body    []byte
+		at, deadAt      *time.Time
+		wake, over      *bool
+	)
+	if err := row.Scan(append(lead, &entryID, &sender, &body, &at, &wake, &over, &deadAt, &reason)...); err != nil {
+		return e, false, false, err
+	}
+	if entryID == nil {
+		return e, false, false, nil
+	}
+	e = state.OutboxEntry{ID: *entryID, From: string(sender), Text: string(body)}
+	if at != nil {
+		e.At = at.UTC()
+	}
+	if wake != nil {
+		e.Wake = *wake
+	}
+	if over != nil {
+		e.OverBudget = *over
+	}
+	if deadAt != nil && reason != nil {
+		e.Dead = &state.DeadLetter{Reason: *reason, At: deadAt.UTC()}
+	}
+	return e, deadAt != nil, true, nil
 }
 
 // wroteOutbox forgets what was read of spore id's outbox: the transaction

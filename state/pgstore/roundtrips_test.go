@@ -332,10 +332,10 @@ func TestAnUpdateAsksOnceWhatItHolds(t *testing.T) {
 	}))
 }
 
-// TestLockSporesBringsTheRecords: the statement that locks a writer's
-// spores brings their records, so the Spore read after it sends nothing;
-// a record is given once, and read afresh after the transaction writes
-// its row.
+// TestLockSporesBringsTheRecords: the round trip that locks a writer's
+// spores brings the settings and their records, heads and outboxes, so
+// the reads after it send nothing; a record is given once, and read
+// afresh after the transaction writes its row.
 func TestLockSporesBringsTheRecords(t *testing.T) {
 	ctx := context.Background()
 	s, url := newStoreURL(t)
@@ -344,6 +344,9 @@ func TestLockSporesBringsTheRecords(t *testing.T) {
 			if err := tx.CreateSpore(ctx, storetest.Spore(id)); err != nil {
 				return err
 			}
+		}
+		if _, err := tx.Enqueue(ctx, state.OutboxEntry{Spore: "a", ID: "m-a", From: "user:x", Text: "queued for a"}); err != nil {
+			return err
 		}
 		_, err := tx.Append(ctx, "b", prompts("p", 2))
 		return err
@@ -365,13 +368,22 @@ func TestLockSporesBringsTheRecords(t *testing.T) {
 		if h, err := tx.Head(ctx, "b"); err != nil || h.LastSeq != 2 {
 			t.Errorf("head of b after its lock: %+v, %v; want 2", h, err)
 		}
+		if q, err := tx.Outbox(ctx, "a"); err != nil || len(q) != 1 || q[0].ID != "m-a" || q[0].Text != "queued for a" {
+			t.Errorf("outbox of a after its lock: %+v, %v; want m-a", q, err)
+		}
+		if q, err := tx.Outbox(ctx, "b"); err != nil || len(q) != 0 {
+			t.Errorf("outbox of b after its lock: %+v, %v; want empty", q, err)
+		}
+		if st, err := tx.Settings(ctx); err != nil || st.Runtime == "" {
+			t.Errorf("settings after the lock: %+v, %v", st, err)
+		}
 		if _, err := tx.Spore(ctx, "missing"); !errors.Is(err, state.ErrNotFound) {
 			t.Errorf("spore missing: %v, want not found", err)
 		}
 		return nil
 	}))
-	require.Equal(t, []string{"begin+select", "select", "commit"}, sent.take(),
-		"the lock with the records; the missing spore asked about")
+	require.Equal(t, []string{"begin+select+select+select", "select", "commit"}, sent.take(),
+		"the settings, the locks with the records, the outboxes in one round trip; the missing spore asked about")
 
 	require.NoError(t, traced.Update(ctx, func(tx state.Tx) error {
 		if err := tx.LockSpores(ctx, []string{"a"}); err != nil {
@@ -392,7 +404,7 @@ func TestLockSporesBringsTheRecords(t *testing.T) {
 		}
 		return nil
 	}))
-	require.Equal(t, []string{"begin+select", "update", "select", "commit"}, sent.take(),
+	require.Equal(t, []string{"begin+select+select+select", "update", "select", "commit"}, sent.take(),
 		"the lock with the record, the status, the record read again after it")
 }
 
