@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -12,23 +10,21 @@ import (
 )
 
 // LockSpores is a writer's opening (outbox.SendOnce locks the target it
-// writes to and the sender it logs to): it takes the locks a send needs,
-// in the store's order, and brings what the send reads next under them,
-// in one round trip (a batch, with BEGIN when it is the transaction's
-// first statement):
+// writes to and the sender it logs to): it takes the rows of ids not
+// held yet, in id order, and brings what the send reads next under those
+// locks, in one round trip (a batch, with BEGIN when it is the
+// transaction's first statement): each row's record and head
+// (lockRecordsQuery) and those spores' outboxes, queued and dead. The
+// locks keep them true until the transaction ends, so the Spore, Head,
+// Outbox and DeadLetters that follow send nothing. Ids with no row lock
+// and bring nothing. With a row held already some may come out of
+// order: the statement only tries (rowsNowait), and a taken row restarts
+// the transaction with them all taken first.
 //
-//  1. the settings row FOR SHARE, when nothing that comes after it in
-//     the lock order is held yet (lockorder.go) and it was not read;
-//  2. the rows of ids not held yet, in id order (lockRecordsQuery), with
-//     their records and heads;
-//  3. those spores' outboxes, queued and dead.
-//
-// The locks keep all three true until the transaction ends, so the
-// reads that follow (Settings, Spore, Head, Outbox, DeadLetters) send
-// nothing. Ids with no row lock and bring nothing. With a row held
-// already some may come out of order: the statement only tries
-// (rowsNowait), and a taken row restarts the transaction with them all
-// taken first.
+// The settings are not taken here, though a send reads them: taken
+// first, every send waiting for its sender's row lock would wait holding
+// the settings row's share, and the tells of one sender ran slower so
+// (docs/performance.md, "tell on PostgreSQL").
 func (t *tx) LockSpores(ctx context.Context, ids []string) error {
 	if t.readOnly || len(ids) == 0 {
 		return nil
@@ -38,31 +34,11 @@ func (t *tx) LockSpores(ctx context.Context, ids []string) error {
 	if len(want) == 0 {
 		return nil
 	}
-	settings := t.settings == nil && !t.held.settings && !t.held.settingsRead && !t.held.anyRow()
 	b := &pgx.Batch{}
-	if settings {
-		b.Queue(`SELECT doc::text FROM sporectl.settings FOR SHARE`)
-	}
 	b.Queue(lockRecordsQuery+t.rowsNowait(), want)
 	b.Queue(outboxesQuery, want)
 	br := t.tx.SendBatch(ctx, b)
 	defer br.Close()
-
-	if settings {
-		var doc []byte
-		err := br.QueryRow().Scan(&doc)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return corrupt("sporectl.settings", "singleton", "the settings row is missing")
-		}
-		if err != nil {
-			return classify(op, err)
-		}
-		t.held.settingsRead = true
-		var st state.Settings
-		if json.Unmarshal(doc, &st) == nil {
-			t.settings = &st // else Settings reads it again and says what is wrong
-		}
-	}
 	got, err := t.lockRecords(br, op, want)
 	if err != nil {
 		return err
