@@ -458,10 +458,11 @@ func concurrently(b *testing.B, op func(i int) error) {
 
 // tells runs b.N tells through concurrently, call i from and to what
 // pick says, each delivered at once; on PostgreSQL it reports the round
-// trips a tell sent.
+// trips a tell sent and the server's CPU per tell (pg-cpu-ms/op).
 func (f *benchFleet) tells(b *testing.B, variant string, force bool, pick func(i int) (from benchSender, to string)) {
 	body, _ := json.Marshal(TellRequest{Text: benchText, Force: force})
 	sent := benchRoundTrips.n.Load()
+	pgCPU := serverCPU(b, variant)
 	concurrently(b, func(i int) error {
 		from, to := pick(i)
 		var res SendResponse
@@ -475,7 +476,23 @@ func (f *benchFleet) tells(b *testing.B, variant string, force bool, pick func(i
 	})
 	if variant == "postgres" {
 		b.ReportMetric(float64(benchRoundTrips.n.Load()-sent)/float64(b.N), "roundtrips/op")
+		b.ReportMetric(float64(serverCPU(b, variant)-pgCPU)/float64(time.Millisecond)/float64(b.N), "pg-cpu-ms/op")
 	}
+}
+
+// serverCPU is the CPU the PostgreSQL server of the benchmarks has spent
+// so far (pgtest.Server.CPU), 0 for the directory store: with cpu-ms/op,
+// what a call costs the whole machine.
+func serverCPU(b *testing.B, variant string) time.Duration {
+	if variant != "postgres" {
+		return 0
+	}
+	srv := pgtest.Lazy(b)
+	d, err := srv.CPU()
+	if err != nil {
+		b.Fatalf("the server's CPU: %v", err)
+	}
+	return d
 }
 
 // processCPU is the CPU time this process has spent so far.

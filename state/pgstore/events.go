@@ -108,7 +108,7 @@ func (t *tx) Append(ctx context.Context, id string, evs []state.Event) ([]state.
 		return nil, err
 	}
 	out := stampEvents(evs, uint64(last), now)
-	t.held.found(id)
+	t.found(id, last)
 	if err := t.copyEvents(ctx, id, out); err != nil {
 		return nil, classify(op, err)
 	}
@@ -166,7 +166,7 @@ func (t *tx) appendSmall(ctx context.Context, op, id string, evs []state.Event) 
 	if t.now.IsZero() {
 		t.now = now.UTC()
 	}
-	t.held.found(id)
+	t.found(id, last) // the row is held: its head stays last until COMMIT
 	if n == 0 {
 		return nil, nil
 	}

@@ -69,38 +69,19 @@ func (t *tx) LastEvents(ctx context.Context, ids []string) (map[string]state.Eve
 	return out, dmg.OrNil()
 }
 
-// LockSpores locks the rows of ids not held yet, in id order, in one
-// statement (lockIDs).
-func (t *tx) LockSpores(ctx context.Context, ids []string) error {
-	if t.readOnly || len(ids) == 0 {
-		return nil
-	}
-	return t.lockIDs(ctx, "lock spores", slices.Compact(slices.Sorted(slices.Values(ids))))
-}
-
 // lockIDs locks, in one statement and in id order, the rows of the
 // spores in sorted ids that the transaction does not hold yet; ids with
 // no row lock nothing. With a row held already some may come out of
 // order, so the statement only tries (rowsNowait), and a taken row
 // restarts the transaction with them all taken first.
 func (t *tx) lockIDs(ctx context.Context, op string, ids []string) error {
-	want := make([]string, 0, len(ids))
-	for _, id := range ids {
-		if !t.held.ids[id] {
-			want = append(want, id)
-		}
-	}
+	want := t.notHeld(ids)
 	if len(want) == 0 {
 		return nil
 	}
-	add := func(w *lockSet) {
-		for _, id := range want {
-			w.addID(id)
-		}
-	}
 	rows, err := t.tx.Query(ctx, lastEventsLockQuery+t.rowsNowait(), want)
 	if err != nil {
-		return t.refuseRows(op, err, add)
+		return t.refuseRows(op, err, refuseIDs(want))
 	}
 	defer rows.Close()
 	var got []string
@@ -112,8 +93,28 @@ func (t *tx) lockIDs(ctx context.Context, op string, ids []string) error {
 		got = append(got, id)
 	}
 	if err := rows.Err(); err != nil {
-		return t.refuseRows(op, err, add)
+		return t.refuseRows(op, err, refuseIDs(want))
 	}
 	t.tookAll(" FOR UPDATE", len(got), func(i int) string { return got[i] })
 	return nil
+}
+
+// notHeld are the ids whose rows the transaction does not hold yet.
+func (t *tx) notHeld(ids []string) []string {
+	want := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !t.held.ids[id] {
+			want = append(want, id)
+		}
+	}
+	return want
+}
+
+// refuseIDs is what a restart takes first when a lock of ids was refused.
+func refuseIDs(ids []string) func(*lockSet) {
+	return func(w *lockSet) {
+		for _, id := range ids {
+			w.addID(id)
+		}
+	}
 }

@@ -16,6 +16,7 @@ type queryer interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 // lazyTx is a transaction whose BEGIN goes with its first statement, in
@@ -134,6 +135,34 @@ func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 	rows, err := t.Query(ctx, sql, args...)
 	return &firstRow{rows: rows, err: err}
 }
+
+// SendBatch sends b's statements in one round trip (with BEGIN, when
+// they are the transaction's first); the caller reads each one's result
+// in order and closes them.
+func (t *lazyTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if t.begun && !t.ended {
+		return t.conn.SendBatch(ctx, b)
+	}
+	br, err := t.start(ctx, func(out *pgx.Batch) {
+		for _, q := range b.QueuedQueries {
+			out.Queue(q.SQL, q.Arguments...)
+		}
+	})
+	if err != nil {
+		return failedBatch{err}
+	}
+	return br
+}
+
+// failedBatch answers every result of a batch that was never sent with
+// the reason.
+type failedBatch struct{ err error }
+
+func (f failedBatch) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, f.err }
+func (f failedBatch) Query() (pgx.Rows, error)         { return nil, f.err }
+func (f failedBatch) QueryRow() pgx.Row                { return &firstRow{err: f.err} }
+func (f failedBatch) Close() error                     { return f.err }
+func (f failedBatch) Tx() pgx.Tx                       { return nil }
 
 // CopyFrom cannot share a batch: BEGIN goes first, on its own.
 func (t *lazyTx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -49,40 +50,120 @@ func (t *tx) DeadLetterCounts(ctx context.Context) (map[string]int, error) {
 	return out, classify(op, rows.Err())
 }
 
+// outboxRows are one spore's outbox as a transaction read it: its queued
+// entries and its dead letters, each in the order queued.
+type outboxRows struct{ queued, dead []state.OutboxEntry }
+
+// outboxQuery reads a spore's whole outbox, queued and dead, with its
+// head, in one statement: the spore's row joined to its outbox rows (one
+// row of NULLs when the outbox is empty, none when there is no such
+// spore), so an empty outbox needs no existence check of its own, and a
+// pass that reads the queued entries and then the dead letters (LoadIn)
+// reads once.
+const outboxQuery = `SELECT s.last_seq, o.id, o.sender, o.body, o.at, o.wake, o.over_budget, o.dead_at, o.dead_reason
+	FROM sporectl.spores s LEFT JOIN sporectl.outbox o ON o.spore_id = s.id
+	WHERE s.id = $1 ORDER BY o.pos`
+
 // entries reads the spore's queued entries or its dead letters, in the
-// order queued.
+// order queued. Both are read at once and kept (t.outboxes) until the
+// transaction writes the spore's outbox: the snapshot, or in an Update the
+// spore's row lock every writer of its outbox takes first, holds them
+// still.
 func (t *tx) entries(ctx context.Context, op, id string, dead bool) ([]state.OutboxEntry, error) {
-	rows, err := t.tx.Query(ctx, `SELECT id, sender, body, at, wake, over_budget, dead_at, dead_reason FROM sporectl.outbox
-		WHERE spore_id = $1 AND (dead_at IS NOT NULL) = $2 ORDER BY pos`, id, dead)
-	if err != nil {
-		return nil, classify(op, err)
-	}
-	defer rows.Close()
-	var out []state.OutboxEntry
-	for rows.Next() {
-		e := state.OutboxEntry{Spore: id}
-		var sender, body []byte
-		var deadAt *time.Time
-		var reason *string
-		if err := rows.Scan(&e.ID, &sender, &body, &e.At, &e.Wake, &e.OverBudget, &deadAt, &reason); err != nil {
-			return nil, classify(op, err)
-		}
-		e.From, e.Text, e.At = string(sender), string(body), e.At.UTC()
-		if deadAt != nil && reason != nil {
-			e.Dead = &state.DeadLetter{Reason: *reason, At: deadAt.UTC()}
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(op, err)
-	}
-	if len(out) == 0 {
-		if err := t.sporeExists(ctx, op, id); err != nil {
+	got, ok := t.outboxes[id]
+	if !ok {
+		var err error
+		if got, err = t.readOutbox(ctx, op, id); err != nil {
 			return nil, err
 		}
+		if t.outboxes == nil {
+			t.outboxes = map[string]outboxRows{}
+		}
+		t.outboxes[id] = got
 	}
+	if dead {
+		return slices.Clone(got.dead), nil
+	}
+	return slices.Clone(got.queued), nil
+}
+
+func (t *tx) readOutbox(ctx context.Context, op, id string) (outboxRows, error) {
+	if err := t.orderRow(ctx, op, id); err != nil {
+		return outboxRows{}, err
+	}
+	rows, err := t.tx.Query(ctx, outboxQuery, id)
+	if err != nil {
+		return outboxRows{}, classify(op, err)
+	}
+	defer rows.Close()
+	var (
+		out   outboxRows
+		last  int64
+		found bool
+	)
+	for rows.Next() {
+		found = true
+		e, dead, ok, err := scanEntry(rows, &last)
+		if err != nil {
+			return outboxRows{}, classify(op, err)
+		}
+		if !ok {
+			continue // the spore's row alone: an empty outbox
+		}
+		e.Spore = id
+		if dead {
+			out.dead = append(out.dead, e)
+		} else {
+			out.queued = append(out.queued, e)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return outboxRows{}, classify(op, err)
+	}
+	if !found {
+		return outboxRows{}, state.SporeNotFound(id)
+	}
+	// Inside an Update the row is held (lockInUpdate), so its head is
+	// as sure as in a View's snapshot.
+	t.found(id, last)
 	return out, nil
 }
+
+// scanEntry scans lead, then an outbox row's id, sender, body, at, wake,
+// over_budget, dead_at and dead_reason; ok is false for a row of NULLs
+// (outboxQuery's empty outbox), dead for a dead letter.
+func scanEntry(row pgx.Row, lead ...any) (e state.OutboxEntry, dead, ok bool, err error) {
+	var (
+		entryID, reason *string
+		sender, body    []byte
+		at, deadAt      *time.Time
+		wake, over      *bool
+	)
+	if err := row.Scan(append(lead, &entryID, &sender, &body, &at, &wake, &over, &deadAt, &reason)...); err != nil {
+		return e, false, false, err
+	}
+	if entryID == nil {
+		return e, false, false, nil
+	}
+	e = state.OutboxEntry{ID: *entryID, From: string(sender), Text: string(body)}
+	if at != nil {
+		e.At = at.UTC()
+	}
+	if wake != nil {
+		e.Wake = *wake
+	}
+	if over != nil {
+		e.OverBudget = *over
+	}
+	if deadAt != nil && reason != nil {
+		e.Dead = &state.DeadLetter{Reason: *reason, At: deadAt.UTC()}
+	}
+	return e, deadAt != nil, true, nil
+}
+
+// wroteOutbox forgets what was read of spore id's outbox: the transaction
+// has just changed it.
+func (t *tx) wroteOutbox(id string) { delete(t.outboxes, id) }
 
 const (
 	pendingLockQuery = `SELECT s.id FROM sporectl.spores s
@@ -174,9 +255,28 @@ func (t *tx) Enqueue(ctx context.Context, e state.OutboxEntry) (bool, error) {
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (spore_id, id) DO NOTHING`,
 		e.Spore, e.ID, []byte(e.From), []byte(e.Text), e.At, e.Wake, e.OverBudget)
 	if err != nil {
+		t.wroteOutbox(e.Spore)
 		return false, classify(op, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	if tag.RowsAffected() != 1 {
+		return false, nil // queued already: the outbox is as it was
+	}
+	t.enqueued(e)
+	return true, nil
+}
+
+// enqueued adds e, just inserted, to what the transaction read of its
+// spore's outbox, as a read would now find it: last in the queue (its
+// pos is the greatest: the spore's row lock keeps other writers out),
+// its time as stored, to the microsecond.
+func (t *tx) enqueued(e state.OutboxEntry) {
+	got, ok := t.outboxes[e.Spore]
+	if !ok {
+		return
+	}
+	e.At = e.At.Truncate(time.Microsecond).UTC()
+	got.queued = append(slices.Clip(got.queued), e)
+	t.outboxes[e.Spore] = got
 }
 
 func (t *tx) Dequeue(ctx context.Context, spore, entryID string) error {
@@ -187,6 +287,7 @@ func (t *tx) Dequeue(ctx context.Context, spore, entryID string) error {
 	if err := t.lockSpore(ctx, op, spore); err != nil {
 		return err
 	}
+	t.wroteOutbox(spore)
 	tag, err := t.tx.Exec(ctx, `DELETE FROM sporectl.outbox WHERE spore_id = $1 AND id = $2`, spore, entryID)
 	if err != nil {
 		return classify(op, err)
@@ -209,6 +310,7 @@ func (t *tx) Bury(ctx context.Context, spore, entryID string, d state.DeadLetter
 	if err := t.lockSpore(ctx, op, spore); err != nil {
 		return err
 	}
+	t.wroteOutbox(spore)
 	tag, err := t.tx.Exec(ctx, `UPDATE sporectl.outbox SET dead_at = $3, dead_reason = $4
 		WHERE spore_id = $1 AND id = $2 AND dead_at IS NULL`, spore, entryID, d.At, d.Reason)
 	if err != nil {
@@ -221,6 +323,12 @@ func (t *tx) Bury(ctx context.Context, spore, entryID string, d state.DeadLetter
 }
 
 func (t *tx) TokenHash(ctx context.Context, id string) (state.TokenHash, error) {
+	if h, ok := t.tokens[id]; ok { // a View's read of its record brought it
+		if h == nil {
+			return "", fmt.Errorf("token of %s: %w", id, state.ErrNotFound)
+		}
+		return state.TokenHash(*h), nil
+	}
 	if err := t.lockInUpdate(ctx, "read token hash of "+id, id); err != nil {
 		return "", err
 	}

@@ -116,17 +116,26 @@ func scanSpore(row pgx.Row) (state.Spore, error) {
 }
 
 func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
+	if sp, ok := t.prefetched[id]; ok {
+		delete(t.prefetched, id)
+		return sp, nil
+	}
 	if err := t.orderRow(ctx, "read spore "+id, id); err != nil {
 		return state.Spore{}, err
 	}
-	// Inside a View the head comes along: the pass reads a spore's
-	// record and then its head, and the snapshot keeps both still.
+	// The head comes along: the pass reads a spore's record and then its
+	// head, and the snapshot (in a View) or the row lock (in an Update)
+	// keeps both still.
 	last := int64(-1)
 	var row pgx.Row
+	var hash *string
 	if t.readOnly {
-		row = withLast{t.tx.QueryRow(ctx, `SELECT `+sporeColumns+`, last_seq FROM sporectl.spores WHERE id = $1`, id), &last}
+		// So does its token's hash: a caller is read to be
+		// authenticated (mycelia/auth), its record and then its hash.
+		row = withLast{t.tx.QueryRow(ctx, `SELECT `+sporeColumns+`, last_seq,
+			(SELECT hash FROM sporectl.tokens WHERE spore_id = $1) FROM sporectl.spores WHERE id = $1`, id), &last, &hash}
 	} else {
-		row = t.tx.QueryRow(ctx, `SELECT `+sporeColumns+` FROM sporectl.spores WHERE id = $1`+t.lockClause(), id)
+		row = withLast{t.tx.QueryRow(ctx, `SELECT `+sporeColumns+`, last_seq FROM sporectl.spores WHERE id = $1`+t.lockClause(), id), &last, nil}
 	}
 	sp, err := scanSpore(row)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -136,16 +145,30 @@ func (t *tx) Spore(ctx context.Context, id string) (state.Spore, error) {
 		return sp, sporeErr("read spore "+id, err)
 	}
 	t.found(id, last)
+	if t.readOnly {
+		if t.tokens == nil {
+			t.tokens = map[string]*string{}
+		}
+		t.tokens[id] = hash
+	}
 	return sp, nil
 }
 
-// withLast scans a spore row followed by its last_seq.
+// withLast scans a spore row followed by its last_seq and, when hash is
+// set, its token's hash (NULL for none).
 type withLast struct {
 	pgx.Row
 	last *int64
+	hash **string
 }
 
-func (r withLast) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.last)...) }
+func (r withLast) Scan(dest ...any) error {
+	dest = append(dest, r.last)
+	if r.hash != nil {
+		dest = append(dest, r.hash)
+	}
+	return r.Row.Scan(dest...)
+}
 
 func (t *tx) Spores(ctx context.Context) ([]state.Spore, error) {
 	if err := t.lockSporeSet(ctx); err != nil {
@@ -340,6 +363,7 @@ func (t *tx) PutStatus(ctx context.Context, id string, st state.Status) error {
 // lock a row it does not match); now that it is held, the UPDATE runs once
 // more and sees what judge saw.
 func (t *tx) guardedUpdate(ctx context.Context, op, id, update string, args []any, judge func(stored uint64) error) error {
+	t.wroteSpore(id)
 	if err := t.orderRow(ctx, op, id); err != nil {
 		return err
 	}
@@ -392,6 +416,9 @@ func (t *tx) DeleteSpore(ctx context.Context, id string) error {
 		return state.SporeNotFound(id)
 	}
 	delete(t.held.rows, id)
+	delete(t.seen, id)
+	t.wroteSpore(id)
+	delete(t.outboxes, id)
 	_, err = t.tx.Exec(ctx, `DELETE FROM sporectl.events WHERE spore_id = $1`, id)
 	if err != nil {
 		return classify(op, err)

@@ -31,11 +31,29 @@ type tx struct {
 	readOnly bool
 	now      time.Time // transaction time, fetched on first need
 	held     heldLocks // what the transaction has locked
-	// seen is, inside a View, each spore the snapshot has found, with
-	// its last_seq where a read brought it (else -1). One snapshot
-	// cannot see a row appear, go or change, so a later existence check
-	// or Head of the same spore needs no statement.
+	// seen is each spore the transaction has found, with its last_seq
+	// where a read or an append brought it (else -1): inside a View the
+	// snapshot, inside an Update the row lock, holds it still (no other
+	// transaction can append to a row this one holds), so a later
+	// existence check or Head of the same spore needs no statement.
 	seen map[string]int64
+	// settings is the settings document as the transaction read it:
+	// inside a View the snapshot, inside an Update the row's FOR SHARE
+	// (or FOR UPDATE) lock, keeps it true until the transaction's own
+	// PutSettings, so it is read once (a tell's send and its delivery
+	// pass's snapshot both ask).
+	settings *state.Settings
+	// outboxes are the spores' outbox rows as read, queued and dead
+	// together (outbox.go), until the transaction writes one of them.
+	outboxes map[string]outboxRows
+	// prefetched are records an Update's lock statement brought
+	// (LockSpores), each given once to the next Spore of its id unless
+	// the transaction writes the row first. Given once, so no two
+	// callers share a record's slices.
+	prefetched map[string]state.Spore
+	// tokens are, inside a View, the token hashes its reads of spore
+	// records brought (nil: the spore has none), for TokenHash.
+	tokens map[string]*string
 	// want is what the next attempt takes first, set when a lock out of
 	// order was refused (restart); shared by the attempts of one Update.
 	want       *lockSet
@@ -104,6 +122,9 @@ func (t *tx) txTime(ctx context.Context) (time.Time, error) {
 // lock is only tried (NOWAIT), and a writer holding it restarts the
 // transaction, which then takes it first, FOR UPDATE.
 func (t *tx) Settings(ctx context.Context) (state.Settings, error) {
+	if t.settings != nil {
+		return *t.settings, nil
+	}
 	lock := ""
 	switch {
 	case t.readOnly, t.held.settings, t.held.settingsRead:
@@ -130,6 +151,11 @@ func (t *tx) Settings(ctx context.Context) (state.Settings, error) {
 	if err := json.Unmarshal(doc, &st); err != nil {
 		return state.Settings{}, corrupt("sporectl.settings", "singleton", "not a settings document: "+err.Error())
 	}
+	// Kept only where what holds it still is sure: a View's snapshot,
+	// or an Update's lock on the row.
+	if t.readOnly || t.held.settings || t.held.settingsRead {
+		t.settings = &st
+	}
 	return st, nil
 }
 
@@ -144,6 +170,7 @@ func (t *tx) PutSettings(ctx context.Context, st state.Settings) error {
 	if err := t.orderSettings(ctx); err != nil {
 		return err
 	}
+	t.settings = nil // read again: the row holds what was written
 	_, err = t.tx.Exec(ctx, `INSERT INTO sporectl.settings (singleton, doc) VALUES (true, $1)
 		ON CONFLICT (singleton) DO UPDATE SET doc = excluded.doc`, doc)
 	return classify("put settings", err)
@@ -208,7 +235,6 @@ func (t *tx) sporeExists(ctx context.Context, op, id string) error {
 func (t *tx) found(id string, last int64) {
 	if !t.readOnly {
 		t.held.found(id)
-		return
 	}
 	if t.seen == nil {
 		t.seen = map[string]int64{}
@@ -217,3 +243,20 @@ func (t *tx) found(id string, last int64) {
 		t.seen[id] = last
 	}
 }
+
+// prefetch keeps sp, whose row this Update has just locked, for the next
+// Spore of its id; last is its head.
+func (t *tx) prefetch(sp state.Spore, last int64) {
+	if t.prefetched == nil {
+		t.prefetched = map[string]state.Spore{}
+	}
+	t.prefetched[sp.ID] = sp
+	if t.seen == nil {
+		t.seen = map[string]int64{}
+	}
+	t.seen[sp.ID] = last
+}
+
+// wroteSpore forgets a record kept of spore id: the transaction is
+// changing its row.
+func (t *tx) wroteSpore(id string) { delete(t.prefetched, id) }
