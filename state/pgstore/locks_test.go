@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/state"
@@ -18,6 +19,13 @@ import (
 // second; first holds its transaction a moment so second would interleave
 // if locking let it.
 func racePair(t *testing.T, s state.Store, first, second func(state.Tx) error) {
+	t.Helper()
+	racePairHolding(t, s, func() { time.Sleep(300 * time.Millisecond) }, first, second)
+}
+
+// racePairHolding is racePair with first holding its transaction until
+// hold returns.
+func racePairHolding(t *testing.T, s state.Store, hold func(), first, second func(state.Tx) error) {
 	t.Helper()
 	ctx := context.Background()
 	inside := make(chan struct{})
@@ -31,7 +39,7 @@ func racePair(t *testing.T, s state.Store, first, second func(state.Tx) error) {
 				return err
 			}
 			close(inside)
-			time.Sleep(300 * time.Millisecond)
+			hold()
 			return nil
 		})
 	}()
@@ -226,12 +234,16 @@ func TestLockSporesTakesThemInOrder(t *testing.T) {
 	ctx := context.Background()
 	for _, lockFirst := range []bool{true, false} {
 		t.Run(fmt.Sprintf("LockSpores=%v", lockFirst), func(t *testing.T) {
-			s, _, logs := newLoggedStore(t, "a", "z")
+			s, url, logs := newLoggedStore(t, "a", "z")
 			appendTo := func(tx state.Tx, id string) error {
 				_, err := tx.Append(ctx, id, []state.Event{{Kind: state.KindLifecycle, Text: "x"}})
 				return err
 			}
-			racePair(t, s, func(tx state.Tx) error { return appendTo(tx, "a") }, func(tx state.Tx) error {
+			// First holds "a" until second waits for a lock: second
+			// reaches "a" only after its own start and its append to "z",
+			// which a loaded machine can stretch past any fixed pause.
+			untilWaiting := func() { waitForALockWait(t, url) }
+			racePairHolding(t, s, untilWaiting, func(tx state.Tx) error { return appendTo(tx, "a") }, func(tx state.Tx) error {
 				if lockFirst {
 					if err := tx.LockSpores(ctx, []string{"z", "a", "missing", "z"}); err != nil {
 						return err
@@ -250,5 +262,27 @@ func TestLockSporesTakesThemInOrder(t *testing.T) {
 				require.Equal(t, uint64(n), h.LastSeq, id)
 			}
 		})
+	}
+}
+
+// waitForALockWait returns once a backend of url's database waits for a
+// lock (pg_stat_activity), or after 20 s, when the test's own assertions
+// say what went wrong.
+func waitForALockWait(t *testing.T, url string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		var waiting int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		require.NoError(t, err)
+		if waiting > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
