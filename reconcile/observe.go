@@ -35,7 +35,7 @@ type observation struct {
 // deadline. ids are the spores the store knows; runtime objects of other
 // ids are returned as orphans. Nothing observed is ever stored.
 func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed, []string, error) {
-	obs, err := observe(ctx, rt, DialHTTP, ids, ids, false, DefaultObserveDeadline)
+	obs, err := observe(ctx, rt, DialHTTP, nil, ids, ids, false, DefaultObserveDeadline)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -45,8 +45,10 @@ func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed
 // observe is Observe for a pass: known are every id in the store (to tell
 // orphans), ask the ids whose bridges are asked. A pass over named spores
 // (named) looks at those alone: the runtime is asked about ask, not the
-// fleet, and no orphan is told (a pass over none asks nothing).
-func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, named bool, deadline time.Duration) (observation, error) {
+// fleet, and no orphan is told (a pass over none asks nothing). looked,
+// when set, is the fleet's look already made, taken instead of another
+// (not for a named pass).
+func observe(ctx context.Context, rt Runtime, dial Dialer, looked *FleetObservation, known, ask []string, named bool, deadline time.Duration) (observation, error) {
 	var scope []string
 	if named {
 		if len(ask) == 0 {
@@ -54,9 +56,14 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, known, ask []string, 
 		}
 		scope = ask
 	}
-	fleet, err := rt.Observe(ctx, scope)
-	if err != nil {
-		return observation{}, err
+	var fleet FleetObservation
+	if looked != nil && !named {
+		fleet = *looked
+	} else {
+		var err error
+		if fleet, err = rt.Observe(ctx, scope); err != nil {
+			return observation{}, err
+		}
 	}
 	out := observation{spores: make(map[string]Observed, len(ask)), clients: map[string]BridgeClient{}}
 	var toAsk []string

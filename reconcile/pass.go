@@ -70,6 +70,10 @@ type Options struct {
 	DryRun bool
 	// Project writes views (reconcile).
 	Project bool
+	// Looked is a look at the whole fleet this command made a moment
+	// ago (a streamed pass that found something to record: Streamed.Fleet),
+	// taken instead of looking again; ignored by a pass over named spores.
+	Looked *FleetObservation
 }
 
 // Outcome is what a Run saw, decided and did.
@@ -126,7 +130,7 @@ func (ps *Pass) run(ctx context.Context, opt Options, snap *Snapshot) (*Outcome,
 	obs := observation{spores: map[string]Observed{}}
 	rt, err := ps.Runtime(ctx, snap.Settings)
 	if err == nil {
-		obs, err = observe(ctx, rt, ps.dial(), snap.Known, snap.IDs(), snap.Named, orDefault(ps.ObserveDeadline, DefaultObserveDeadline))
+		obs, err = observe(ctx, rt, ps.dial(), opt.Looked, snap.Known, snap.IDs(), snap.Named, orDefault(ps.ObserveDeadline, DefaultObserveDeadline))
 	}
 	for _, id := range snap.IDs() {
 		if o := obs.spores[id]; o.BridgeErr != nil {

@@ -31,6 +31,10 @@ type Streamed struct {
 	// Spores counts the rows handed on, Attention those of them whose
 	// effective health needs attention (not policy.OK).
 	Spores, Attention int
+	// Fleet is the runtime's look at the fleet, when one was made: with
+	// ErrNotQuiet, the whole pass takes it (Options.Looked) instead of
+	// asking the runtime again.
+	Fleet *FleetObservation
 }
 
 // sporeRanger is a transaction that reads the fleet's rows one at a
@@ -61,7 +65,10 @@ func (ps *Pass) Stream(ctx context.Context, emit func(*SporeHealth) error) (Stre
 		// Observed inside the read: the directory store's View is a
 		// snapshot that holds nothing; on PostgreSQL it is a read
 		// transaction held open for the runtime's one look.
-		fleet, err := ps.lookQuietly(ctx, settings)
+		fleet, looked, err := ps.lookQuietly(ctx, settings)
+		if looked {
+			out.Fleet = &fleet
+		}
 		if err != nil {
 			return err
 		}
@@ -109,27 +116,28 @@ func (ps *Pass) Stream(ctx context.Context, emit func(*SporeHealth) error) (Stre
 }
 
 // lookQuietly is the runtime's one look at the fleet, for a streamed
-// pass: ErrNotQuiet when the runtime cannot be built or observed (Run
-// judges every spore Suspect then) or holds a running, ready spore whose
-// bridge a pass asks, and whose lines it ingests.
-func (ps *Pass) lookQuietly(ctx context.Context, settings state.Settings) (FleetObservation, error) {
+// pass (looked: it was made): ErrNotQuiet when the runtime cannot be
+// built or observed (Run judges every spore Suspect then) or holds a
+// running, ready spore whose bridge a pass asks, and whose lines it
+// ingests.
+func (ps *Pass) lookQuietly(ctx context.Context, settings state.Settings) (fleet FleetObservation, looked bool, err error) {
 	rt, err := ps.Runtime(ctx, settings)
 	if err != nil {
-		return FleetObservation{}, ErrNotQuiet
+		return FleetObservation{}, false, ErrNotQuiet
 	}
-	fleet, err := rt.Observe(ctx, nil)
+	fleet, err = rt.Observe(ctx, nil)
 	if err != nil {
 		if ctx.Err() != nil {
-			return FleetObservation{}, ctx.Err()
+			return FleetObservation{}, false, ctx.Err()
 		}
-		return FleetObservation{}, ErrNotQuiet
+		return FleetObservation{}, false, ErrNotQuiet
 	}
 	for _, po := range fleet.Spores {
 		if _, ask := podObserved(po, true); ask {
-			return FleetObservation{}, ErrNotQuiet
+			return fleet, true, ErrNotQuiet
 		}
 	}
-	return fleet, nil
+	return fleet, true, nil
 }
 
 // fleetFacts are what judging one spore needs of the others: its

@@ -140,3 +140,31 @@ func TestStreamLeavesWhatAPassRecordsToThePass(t *testing.T) {
 		})
 	}
 }
+
+// TestAPassTakesTheStreamedLook: a streamed pass that finds something to
+// record hands on its look at the runtime, and the whole pass that
+// follows takes it instead of observing again: one look per command,
+// and the same result as a pass that looked itself.
+func TestAPassTakesTheStreamedLook(t *testing.T) {
+	e := newEnv(t, "a", "b", "c")
+	e.run(reconcile.Options{})
+	e.rt.Set(reconcile.PodObservation{ID: "b", State: reconcile.PodRunning, Ready: true})
+	_, got, err := e.stream()
+	require.ErrorIs(t, err, reconcile.ErrNotQuiet)
+	require.NotNil(t, got.Fleet, "the look was made")
+	require.Contains(t, got.Fleet.Spores, "b")
+
+	looks := e.rt.Calls("Observe")
+	taken, err := e.pass().Run(context.Background(), reconcile.Options{Looked: got.Fleet})
+	require.NoError(t, err)
+	require.Equal(t, looks, e.rt.Calls("Observe"), "the runtime is not asked again")
+	own, err := e.pass().Run(context.Background(), reconcile.Options{})
+	require.NoError(t, err)
+	require.Equal(t, looks+1, e.rt.Calls("Observe"))
+	require.Equal(t, own.Result.Spores, taken.Result.Spores)
+
+	// A pass over named spores looks at those alone, whatever it is given.
+	_, err = e.pass().Run(context.Background(), reconcile.Options{IDs: []string{"b"}, Looked: got.Fleet})
+	require.NoError(t, err)
+	require.Equal(t, looks+2, e.rt.Calls("Observe"))
+}

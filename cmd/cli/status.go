@@ -90,13 +90,16 @@ func (o *statusOptions) run(ctx context.Context) error {
 	} else if !ok {
 		return o.printNone()
 	}
+	var looked *reconcile.FleetObservation
 	if len(o.IDs) == 0 && o.f.Global.Output == "json" {
-		// The fleet's document, spore by spore (status_stream.go).
-		if done, err := o.stream(ctx, st); done {
+		// The fleet's document, spore by spore (status_stream.go); when
+		// it has something to record, the whole pass takes its look.
+		var done bool
+		if done, looked, err = o.stream(ctx, st); done {
 			return err
 		}
 	}
-	out, err := o.f.Pass(st).Run(ctx, reconcile.Options{IDs: o.IDs})
+	out, err := o.f.Pass(st).Run(ctx, reconcile.Options{IDs: o.IDs, Looked: looked})
 	if err != nil {
 		return err
 	}

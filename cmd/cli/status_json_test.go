@@ -106,9 +106,11 @@ func TestStatusJSONOfAStore(t *testing.T) {
 			require.NoError(t, err)
 			defer st.Close()
 			o := &statusOptions{f: f}
-			done, err := o.stream(ctx, st)
+			done, looked, err := o.stream(ctx, st)
 			require.NoError(t, err)
 			require.False(t, done, "health not recorded yet: the whole pass")
+			require.NotNil(t, looked, "the streamed pass's look, for the whole pass to take")
+			require.Len(t, looked.Spores, 0, "every spore asleep: nothing running")
 			require.Zero(t, out.Len())
 
 			for _, pass := range []string{"whole", "streamed"} {
@@ -125,8 +127,9 @@ func TestStatusJSONOfAStore(t *testing.T) {
 				require.Equal(t, want.String(), out.String(), pass)
 			}
 			out.Reset()
-			done, err = o.stream(ctx, st)
+			done, looked, err = o.stream(ctx, st)
 			require.True(t, done, "a quiet fleet: the streamed pass")
+			require.Nil(t, looked, "nothing for a whole pass to take")
 			var unh *UnhealthyError
 			require.ErrorAs(t, err, &unh)
 			require.Contains(t, out.String(), `"id": "spore-00000"`)

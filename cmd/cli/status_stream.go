@@ -15,10 +15,11 @@ import (
 // it, so the fleet's records, plans and rows are never held at once, only
 // the document's bytes. They are printed once the pass has judged every
 // spore: a fleet with something to record (reconcile.ErrNotQuiet) is
-// then printed by the whole pass instead (done false), nothing of the
-// streamed one shown. The document is, byte for byte, what the whole pass
+// then printed by the whole pass instead (done false, with the look at
+// the runtime the streamed pass made, for the whole pass to take),
+// nothing of the streamed one shown. The document is, byte for byte, what the whole pass
 // prints (writeListJSON of statusList), and the exit code its rule's.
-func (o *statusOptions) stream(ctx context.Context, st state.Store) (done bool, err error) {
+func (o *statusOptions) stream(ctx context.Context, st state.Store) (done bool, looked *reconcile.FleetObservation, err error) {
 	var rows chunked
 	var enc elemEncoder
 	var row bytes.Buffer
@@ -32,10 +33,10 @@ func (o *statusOptions) stream(ctx context.Context, st state.Store) (done bool, 
 		return nil
 	})
 	if errors.Is(err, reconcile.ErrNotQuiet) {
-		return false, nil
+		return false, got.Fleet, nil
 	}
 	if err != nil {
-		return true, err
+		return true, nil, err
 	}
 	doc := statusList{Result: reconcile.Result{Orphans: got.Orphans}, now: o.f.Now()}
 	if rows.n == 0 {
@@ -45,10 +46,10 @@ func (o *statusOptions) stream(ctx context.Context, st state.Store) (done bool, 
 		err = writeStreamed(o.f.IO.Out, doc, &rows)
 	}
 	if err != nil {
-		return true, err
+		return true, nil, err
 	}
 	warnOrphans(o.f, got.Orphans)
-	return true, attention(got.Attention, got.Spores, got.Orphans)
+	return true, nil, attention(got.Attention, got.Spores, got.Orphans)
 }
 
 // writeStreamed writes doc (its spores left out) with rows, its spores'
