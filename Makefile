@@ -13,6 +13,10 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -X github.com/sporectl/sporectl/cmd/cli.version=$(VERSION)
 BENCHTIME ?= 1s
 BENCHCOUNT ?= 5
+# BENCH and PKGS narrow `make bench`: BENCH=RealNodeWakeStages/one PKGS=./kube
+# runs the real node's wake by stage alone (docs/performance.md).
+BENCH    ?= .
+PKGS     ?= ./...
 
 .PHONY: build test test-short bench compare fuzz fmt vet demo deps screenshots images
 
@@ -54,7 +58,7 @@ test-short:
 
 bench:
 	@set -e; deps="$$(bash .ci/deps.sh)"; eval "$$deps"; \
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m ./...
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) -timeout 60m $(PKGS)
 
 # compare times whole sporectl processes on stores of 1,000 and 10,000
 # spores and prints the medians and the 10k/1k ratios; with
