@@ -3,6 +3,7 @@ package mycelia
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -53,6 +54,8 @@ type groupedSend struct {
 	done chan struct{} // closed: sent and err are its answer
 	sent outbox.Sent
 	err  error
+	// answered: done is closed (read and written by the leader alone).
+	answered bool
 }
 
 // sendOnce records m as outbox.SendOnce does, in a transaction it may
@@ -89,15 +92,27 @@ func (s *Server) leadGroup() {
 	g.queue = g.queue[n:]
 	g.mu.Unlock()
 
+	defer func() {
+		// A panic (the server answers it 500) must neither leave a send
+		// of the batch waiting nor the group without a leader.
+		r := recover()
+		for _, p := range batch {
+			if !p.answered {
+				p.answer(outbox.Sent{}, fmt.Errorf("record the message to %s: %v", p.m.To, r))
+			}
+		}
+		g.mu.Lock()
+		if len(g.queue) == 0 {
+			g.busy = false
+		} else {
+			close(g.queue[0].lead)
+		}
+		g.mu.Unlock()
+		if r != nil {
+			panic(r)
+		}
+	}()
 	s.recordGroup(batch)
-
-	g.mu.Lock()
-	if len(g.queue) == 0 {
-		g.busy = false
-	} else {
-		close(g.queue[0].lead)
-	}
-	g.mu.Unlock()
 }
 
 // recordGroup records batch and answers each of its sends.
@@ -171,7 +186,7 @@ func (s *Server) recordTogether(ctx context.Context, ps []*groupedSend, tries in
 
 // answer hands p its answer.
 func (p *groupedSend) answer(sent outbox.Sent, err error) {
-	p.sent, p.err = sent, err
+	p.sent, p.err, p.answered = sent, err, true
 	close(p.done)
 }
 

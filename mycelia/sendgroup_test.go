@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sporectl/sporectl/reconcile"
+	"github.com/sporectl/sporectl/reconcile/outbox"
 	"github.com/sporectl/sporectl/reconcile/reconciletest"
 	"github.com/sporectl/sporectl/state"
 	"github.com/sporectl/sporectl/state/statetest"
@@ -207,5 +208,64 @@ func TestSendsQueuedMeanwhileShareATransaction(t *testing.T) {
 				require.Equal(t, len(landed), sent, "one sent event per acknowledged tell")
 			})
 		}
+	}
+}
+
+// panicStore's Update panics, the first only once open is closed.
+type panicStore struct {
+	state.Store
+	entered, open chan struct{}
+	once          sync.Once
+}
+
+func (p *panicStore) Update(ctx context.Context, fn func(state.Tx) error) error {
+	p.once.Do(func() {
+		close(p.entered)
+		<-p.open
+	})
+	panic("the store gave up")
+}
+
+// TestAPanicWhileRecordingHangsNoSend: a panic while a group is recorded
+// (the server answers it 500) answers every send of the group with an
+// error and leaves the next send a leader: none waits forever.
+func TestAPanicWhileRecordingHangsNoSend(t *testing.T) {
+	st := &panicStore{entered: make(chan struct{}), open: make(chan struct{})}
+	s := &Server{Store: st}
+	send := func(id string) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+		_, err = s.sendOnce(context.Background(), outbox.Message{To: "t-0", Kind: state.KindMessage, Text: "hi"}, outbox.Once{ID: id, Sender: "arch"})
+		return err
+	}
+	errs := make(chan error, 3)
+	go func() { errs <- send("first") }()
+	<-st.entered
+	for i := range 2 {
+		go func() { errs <- send(fmt.Sprint("queued-", i)) }()
+		require.Eventually(t, func() bool {
+			s.sends.mu.Lock()
+			defer s.sends.mu.Unlock()
+			return len(s.sends.queue) == i+1
+		}, 10*time.Second, time.Millisecond)
+	}
+	close(st.open)
+	for range 3 {
+		select {
+		case err := <-errs:
+			require.ErrorContains(t, err, "the store gave up")
+		case <-time.After(10 * time.Second):
+			t.Fatal("a send of the group was never answered")
+		}
+	}
+	go func() { errs <- send("later") }()
+	select {
+	case err := <-errs:
+		require.ErrorContains(t, err, "the store gave up")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the send after the panic found no leader")
 	}
 }
