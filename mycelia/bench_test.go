@@ -463,6 +463,7 @@ func (f *benchFleet) tells(b *testing.B, variant string, force bool, pick func(i
 	body, _ := json.Marshal(TellRequest{Text: benchText, Force: force})
 	sent := benchRoundTrips.n.Load()
 	pgCPU := serverCPU(b, variant)
+	together := f.srv.sends.together.Load()
 	concurrently(b, func(i int) error {
 		from, to := pick(i)
 		var res SendResponse
@@ -474,6 +475,9 @@ func (f *benchFleet) tells(b *testing.B, variant string, force bool, pick func(i
 		}
 		return nil
 	})
+	// grouped/op: the share of the tells recorded in a transaction
+	// shared with another (sendgroup.go).
+	b.ReportMetric(float64(f.srv.sends.together.Load()-together)/float64(b.N), "grouped/op")
 	if variant == "postgres" {
 		b.ReportMetric(float64(benchRoundTrips.n.Load()-sent)/float64(b.N), "roundtrips/op")
 		b.ReportMetric(float64(serverCPU(b, variant)-pgCPU)/float64(time.Millisecond)/float64(b.N), "pg-cpu-ms/op")

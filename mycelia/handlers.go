@@ -328,12 +328,14 @@ func (s *Server) send(c *call, to string, l letter, text string, wake bool, chec
 	// the record the send read: that pass reads the target's record only
 	// in its commit.
 	var snap *reconcile.Snapshot
-	sent, err := outbox.SendOnce(c.ctx(), s.Store, m, outbox.Once{ID: id, Window: DedupWindow, KeepStopped: true,
+	// It may share its transaction with the sends arriving meanwhile
+	// (sendgroup.go).
+	sent, err := s.sendOnce(c.ctx(), m, outbox.Once{ID: id, Window: DedupWindow, KeepStopped: true,
 		Sender: c.caller.ID, Limit: s.RateLimit, Per: s.ratePer(), Check: check,
 		Then: func(ctx context.Context, tx state.Tx, sp state.Spore) (err error) {
 			snap, err = reconcile.LoadIn(ctx, tx, sp)
 			return err
-		}}, s.now())
+		}})
 	if err != nil {
 		return 0, nil, err
 	}

@@ -25,7 +25,8 @@ import (
 // fields are dependencies, never state: every request starts from the
 // store, but for GET /api/spores, whose fleet read is shared by the lists
 // asked within SporesShare of it (a copy of what the store and the fleet
-// said, never written back).
+// said, never written back), and the sends waiting for the transaction
+// in flight, which the next records together (sendgroup.go).
 type Server struct {
 	Store state.Store
 	// Auth decides who a caller is (nil: one over Store); serve hands the
@@ -67,6 +68,10 @@ type Server struct {
 	// records is the spore records the address check names its
 	// candidates from, shared for SporesShare as the fleet is (address.go).
 	records share.Value[[]state.Spore]
+
+	// sends is the queue of the sends waiting for the transaction in
+	// flight, recorded together when it ends (sendgroup.go).
+	sends sendGroup
 
 	followers sync.WaitGroup
 	followMu  sync.Mutex

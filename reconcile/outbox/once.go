@@ -26,68 +26,81 @@ import (
 // Either way nothing is written and Sent.Duplicate is set. Once.Check
 // comes before both.
 func SendOnce(ctx context.Context, st state.Store, m Message, o Once, now time.Time) (Sent, error) {
+	var out Sent
+	err := st.Update(ctx, func(tx state.Tx) (err error) {
+		out, err = SendOnceIn(ctx, tx, m, o, now)
+		return err
+	})
+	if err != nil {
+		return Sent{}, err
+	}
+	return out, nil
+}
+
+// SendOnceIn is SendOnce inside the caller's Update, for a caller that
+// records several messages in one transaction (serve's group commit:
+// the sends that arrive while one is being recorded share the next
+// transaction). Each is judged and recorded as SendOnce would, in the
+// order called, each seeing what the ones before it wrote. Its error
+// may leave some of its writes in tx: the caller then rolls the whole
+// transaction back, and nothing it recorded may be acknowledged.
+// A caller that takes every message's locks first (tx.LockSpores of
+// all their targets and senders, in one call) makes SendOnceIn's own
+// call of it a no-op.
+func SendOnceIn(ctx context.Context, tx state.Tx, m Message, o Once, now time.Time) (Sent, error) {
 	now = now.UTC()
 	entryID, window := o.ID, o.Window
 	if entryID == "" {
 		return Sent{}, fmt.Errorf("send to %s: the idempotency key is empty", m.To)
 	}
 	entry := m.entry(entryID, now)
-	var out Sent
-	err := st.Update(ctx, func(tx state.Tx) error {
-		if o.Sender != "" {
-			// The target's outbox and the sender's log are both
-			// written: their locks first, in the store's order.
-			if err := tx.LockSpores(ctx, []string{m.To, o.Sender}); err != nil {
-				return err
-			}
+	if o.Sender != "" {
+		// The target's outbox and the sender's log are both
+		// written: their locks first, in the store's order.
+		if err := tx.LockSpores(ctx, []string{m.To, o.Sender}); err != nil {
+			return Sent{}, err
 		}
-		sp, err := tx.Spore(ctx, m.To)
-		if o.Check != nil && (err == nil || errors.Is(err, state.ErrNotFound)) {
-			if err := o.Check(sp, err == nil); err != nil {
-				return err
-			}
+	}
+	sp, err := tx.Spore(ctx, m.To)
+	if o.Check != nil && (err == nil || errors.Is(err, state.ErrNotFound)) {
+		if err := o.Check(sp, err == nil); err != nil {
+			return Sent{}, err
 		}
-		if err != nil {
-			return err
-		}
-		queued, err := tx.Outbox(ctx, m.To)
-		if err != nil {
-			return err
-		}
-		for _, e := range queued {
-			if e.ID == entryID {
-				out = Sent{Entry: e, Duplicate: true, Pending: true}
-				return o.then(ctx, tx, sp)
-			}
-		}
-		if ev, ok, err := tx.FindAction(ctx, m.To, m.kind(), entryID, now.Add(-window)); err != nil {
-			return err
-		} else if ok {
-			e := entry
-			e.At = ev.At
-			out = Sent{Entry: e, Duplicate: true}
-			return nil
-		}
-		r, err := record(ctx, tx, sp, m, &entry, how{once: o, action: entryID, report: true}, now)
-		if err != nil {
-			return err
-		}
-		out = Sent{Entry: entry, Pending: true, Woke: r.woke, Held: r.held}
-		if r.held != "" {
-			return nil // it waits for the budget: nothing to deliver
-		}
-		if r.woke && o.Then != nil {
-			// The wake wrote a new wish: the record as it stands now.
-			if sp, err = tx.Spore(ctx, m.To); err != nil {
-				return err
-			}
-		}
-		return o.then(ctx, tx, sp)
-	})
+	}
 	if err != nil {
 		return Sent{}, err
 	}
-	return out, nil
+	queued, err := tx.Outbox(ctx, m.To)
+	if err != nil {
+		return Sent{}, err
+	}
+	for _, e := range queued {
+		if e.ID == entryID {
+			return Sent{Entry: e, Duplicate: true, Pending: true}, o.then(ctx, tx, sp)
+		}
+	}
+	if ev, ok, err := tx.FindAction(ctx, m.To, m.kind(), entryID, now.Add(-window)); err != nil {
+		return Sent{}, err
+	} else if ok {
+		e := entry
+		e.At = ev.At
+		return Sent{Entry: e, Duplicate: true}, nil
+	}
+	r, err := record(ctx, tx, sp, m, &entry, how{once: o, action: entryID, report: true}, now)
+	if err != nil {
+		return Sent{}, err
+	}
+	out := Sent{Entry: entry, Pending: true, Woke: r.woke, Held: r.held}
+	if r.held != "" {
+		return out, nil // it waits for the budget: nothing to deliver
+	}
+	if r.woke && o.Then != nil {
+		// The wake wrote a new wish: the record as it stands now.
+		if sp, err = tx.Spore(ctx, m.To); err != nil {
+			return Sent{}, err
+		}
+	}
+	return out, o.then(ctx, tx, sp)
 }
 
 // Once says how SendOnce recognises a repeat.
