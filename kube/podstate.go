@@ -72,18 +72,24 @@ func ready(p *corev1.Pod) bool {
 
 // startedRecently reports whether the bridge's container runs, has
 // started (the kubelet's containerStatuses[].started: with no startup
-// probe, as soon as it runs) and started within
-// reconcile.BridgeStartingWindow of now: its bridge may answer before the
-// readiness probe's next run makes the pod Ready. startedAt is the node's
-// clock, now ours: a skew of more than the window either way reads as
-// not recent, and the pod's readiness decides alone, as it did before.
+// probe, as soon as it runs), is not ready by its own status yet, and
+// started within reconcile.BridgeStartingWindow of now: its bridge may
+// answer before the readiness probe's next run makes the pod Ready.
+//
+// The container's own ready matters: when its node stops reporting, the
+// node controller turns the pod's Ready condition False and leaves the
+// container statuses as the kubelet last wrote them (ready), and such a
+// pod is not coming up but cut off, whose bridge the pass must not take
+// for Up. startedAt is the node's clock, now ours: a skew of more than
+// the window either way reads as not recent, and the pod's readiness
+// decides alone, as it did before.
 func startedRecently(p *corev1.Pod, now time.Time) bool {
 	for _, c := range p.Status.ContainerStatuses {
 		if c.Name != containerName {
 			continue
 		}
 		r := c.State.Running
-		if r == nil || c.Started == nil || !*c.Started || r.StartedAt.IsZero() {
+		if r == nil || c.Ready || c.Started == nil || !*c.Started || r.StartedAt.IsZero() {
 			return false
 		}
 		age := now.Sub(r.StartedAt.Time)

@@ -152,6 +152,8 @@ func TestPodObservationStarting(t *testing.T) {
 	crashLoop := corev1.ContainerStatus{Name: containerName, RestartCount: 3,
 		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 2}}}
+	readyContainer := running(10*time.Second, &yes)
+	readyContainer.Ready = true
 	restarted := running(2*time.Second, &yes)
 	restarted.RestartCount = 1
 	restarted.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}
@@ -172,6 +174,10 @@ func TestPodObservationStarting(t *testing.T) {
 		{"no start time", pod(false, corev1.ContainerStatus{Name: containerName, Started: &yes,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), false},
 		{"waiting to restart after a crash", pod(false, crashLoop), false},
+		// The node stopped reporting: the node controller turned the
+		// pod's Ready condition False, the container's status is the
+		// kubelet's last (ready). Cut off, not coming up.
+		{"node lost: pod not ready, its container still ready", pod(false, readyContainer), false},
 		{"restarted after a crash 2 s ago", pod(false, restarted), true},
 		{"another container started, not the bridge", pod(false, corev1.ContainerStatus{Name: "sidecar", Started: &yes,
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now)}}}), false},
