@@ -78,9 +78,9 @@ func TestRealNodeSpore(t *testing.T) {
 		// container's ready false) is Starting, so the pass asks its
 		// bridge; ready, it is asked as ready; with only the pod's Ready
 		// condition False, as the node controller leaves a pod whose node
-		// stopped reporting, it is not.
-		p, err := n.Client.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{})
-		require.NoError(t, err)
+		// stopped reporting, it is not. (Healthy may come before Ready:
+		// the pod is read once Ready.)
+		p := waitPod(t, n, ns, pod, "Ready", podReady)
 		assert.False(t, kube.PodObservationForTest(s.ID, p).Starting, "ready")
 		for i := range p.Status.Conditions {
 			if p.Status.Conditions[i].Type == corev1.PodReady {
