@@ -232,6 +232,13 @@ func (w *waker) wake(spores []state.Spore, probes string, prompt bool) map[strin
 	})
 	wg.Wait()
 	<-upDone
+	// Up may now come before Ready (the pass asks a started pod's
+	// bridge): the watch runs until it saw every pod Ready too.
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = kube.ObjectName(id)
+	}
+	rec.waitFor(ctx, names, stReady)
 	cancel()
 	<-watchDone
 	parallel(b, len(spores), func(i int) error { return w.rt.Stop(w.b.Context(), spores[i].ID) })
@@ -344,7 +351,8 @@ func waitIdle(ctx context.Context, c *bridge.Client) {
 }
 
 // untilUp polls one observation of ids, as a pass makes it, until every
-// bridge is up (BridgeUp: the pod Running and Ready, its status answered).
+// bridge is up (BridgeUp: the pod Running, Ready or its container started
+// in the last minute, its status answered).
 func (w *waker) untilUp(ctx context.Context, rec *stageRecorder, ids []string, start time.Time) {
 	up := map[string]bool{}
 	for len(up) < len(ids) && ctx.Err() == nil {
@@ -470,6 +478,24 @@ func (r *stageRecorder) seen(name, stage string, d time.Duration) {
 	}
 	if _, ok := r.at[name][stage]; !ok {
 		r.at[name][stage] = d
+	}
+}
+
+// waitFor waits until stage was seen of every one of names, or ctx ends.
+func (r *stageRecorder) waitFor(ctx context.Context, names []string, stage string) {
+	for ctx.Err() == nil {
+		r.mu.Lock()
+		all := true
+		for _, name := range names {
+			if _, ok := r.at[name][stage]; !ok {
+				all = false
+			}
+		}
+		r.mu.Unlock()
+		if all {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,7 +57,7 @@ func (r *Runtime) Hosts(ctx context.Context) (reconcile.HostList, error) {
 		if id == "" || !Owned(p.ObjectMeta, id) {
 			continue
 		}
-		o := podObservation(id, p)
+		o := podObservation(id, p, time.Now())
 		h := reconcile.Host{Name: p.Name, Spore: id, State: string(o.State), Restarts: o.Restarts}
 		if p.Status.StartTime != nil {
 			h.Started = p.Status.StartTime.UTC()

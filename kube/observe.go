@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -45,7 +46,7 @@ func (r *Runtime) Observe(ctx context.Context, ids []string) (reconcile.FleetObs
 	if err != nil {
 		return reconcile.FleetObservation{}, fmt.Errorf("observe: list claims in %s: %w", r.opts.Namespace, err)
 	}
-	out := fleet(pods.Items, claims.Items, r.opts.InCluster)
+	out := fleet(pods.Items, claims.Items, r.opts.InCluster, time.Now())
 	if len(ids) > 0 {
 		want := make(map[string]bool, len(ids))
 		for _, id := range ids {
@@ -56,11 +57,11 @@ func (r *Runtime) Observe(ctx context.Context, ids []string) (reconcile.FleetObs
 	return out, nil
 }
 
-// fleet folds the two lists into one observation per spore. direct (in
-// the cluster, where bridges are dialled at their pods' addresses) keeps
-// each pod's IP in the observation, for BridgeEndpoints: the pass lists
-// the pods once.
-func fleet(pods []corev1.Pod, claims []corev1.PersistentVolumeClaim, direct bool) reconcile.FleetObservation {
+// fleet folds the two lists, read at now, into one observation per
+// spore. direct (in the cluster, where bridges are dialled at their
+// pods' addresses) keeps each pod's IP in the observation, for
+// BridgeEndpoints: the pass lists the pods once.
+func fleet(pods []corev1.Pod, claims []corev1.PersistentVolumeClaim, direct bool, now time.Time) reconcile.FleetObservation {
 	byID := map[string][]*corev1.Pod{}
 	for i := range pods {
 		p := &pods[i]
@@ -71,7 +72,7 @@ func fleet(pods []corev1.Pod, claims []corev1.PersistentVolumeClaim, direct bool
 	out := reconcile.FleetObservation{Spores: make(map[string]reconcile.PodObservation, len(byID)+len(claims))}
 	for id, ps := range byID {
 		p := primary(id, ps)
-		o := podObservation(id, p)
+		o := podObservation(id, p, now)
 		o.Count = len(ps)
 		if direct {
 			o.IP = p.Status.PodIP

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sporectl/sporectl/reconcile"
@@ -13,16 +15,18 @@ const (
 	ReasonCompleted = "Completed" // the bridge exited 0, which it never should
 )
 
-// podObservation maps one pod to what reconcile needs. It is a pure
-// function of the pod so the mapping table in docs/runtimes.md can be
-// tested line by line:
+// podObservation maps one pod, seen at now, to what reconcile needs. It
+// is a pure function of the pod and now so the mapping table in
+// docs/runtimes.md can be tested line by line:
 //
 //	deletionTimestamp set          -> Terminating (never Exited)
 //	phase Pending (or not yet set) -> Pending
-//	phase Running                  -> Running, Ready from the Ready condition
+//	phase Running                  -> Running, Ready from the Ready condition,
+//	                                  Starting when not Ready and the bridge's
+//	                                  container started less than a minute ago
 //	phase Failed / Succeeded       -> Failed
 //	phase Unknown (node lost)      -> Unknown
-func podObservation(id string, p *corev1.Pod) reconcile.PodObservation {
+func podObservation(id string, p *corev1.Pod, now time.Time) reconcile.PodObservation {
 	o := reconcile.PodObservation{
 		ID:       id,
 		Owned:    Owned(p.ObjectMeta, id),
@@ -43,6 +47,7 @@ func podObservation(id string, p *corev1.Pod) reconcile.PodObservation {
 	case p.Status.Phase == corev1.PodRunning:
 		o.State = reconcile.PodRunning
 		o.Ready = ready(p)
+		o.Starting = !o.Ready && startedRecently(p, now)
 	case p.Status.Phase == corev1.PodFailed:
 		o.State = reconcile.PodFailed
 	case p.Status.Phase == corev1.PodSucceeded:
@@ -61,6 +66,34 @@ func ready(p *corev1.Pod) bool {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
 		}
+	}
+	return false
+}
+
+// startedRecently reports whether the bridge's container runs, has
+// started (the kubelet's containerStatuses[].started: with no startup
+// probe, as soon as it runs), is not ready by its own status yet, and
+// started within reconcile.BridgeStartingWindow of now: its bridge may
+// answer before the readiness probe's next run makes the pod Ready.
+//
+// The container's own ready matters: when its node stops reporting, the
+// node controller turns the pod's Ready condition False and leaves the
+// container statuses as the kubelet last wrote them (ready), and such a
+// pod is not coming up but cut off, whose bridge the pass must not take
+// for Up. startedAt is the node's clock, now ours: a skew of more than
+// the window either way reads as not recent, and the pod's readiness
+// decides alone, as it did before.
+func startedRecently(p *corev1.Pod, now time.Time) bool {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Name != containerName {
+			continue
+		}
+		r := c.State.Running
+		if r == nil || c.Ready || c.Started == nil || !*c.Started || r.StartedAt.IsZero() {
+			return false
+		}
+		age := now.Sub(r.StartedAt.Time)
+		return age > -reconcile.BridgeStartingWindow && age < reconcile.BridgeStartingWindow
 	}
 	return false
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
@@ -41,7 +42,7 @@ func TestPodObservationEdgeRows(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := podObservation("x", &c.pod)
+			got := podObservation("x", &c.pod, now.Time)
 			c.want.ID, c.want.Count = "x", 1
 			assert.Equal(t, c.want, got)
 		})
@@ -100,7 +101,7 @@ func TestPodObservationExited(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{c.cs}}}
-			got := podObservation("x", p)
+			got := podObservation("x", p, time.Now())
 			assert.Equal(t, c.exited, got.Exited)
 			assert.Equal(t, c.log, got.ExitLog)
 		})
@@ -110,12 +111,12 @@ func TestPodObservationExited(t *testing.T) {
 	// keeps waiting for the new pod instead of failing with exit 9.
 	now := metav1.Now()
 	gone := podObservation("x", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
-		ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 143, Reason: "Error", Message: words}}}}}})
+		ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 143, Reason: "Error", Message: words}}}}}}, now.Time)
 	assert.Equal(t, reconcile.PodTerminating, gone.State)
 	assert.False(t, gone.Exited, "a terminating pod's bridge did not exit at start")
 	assert.Empty(t, gone.ExitLog)
 	assert.Equal(t, "the end", bridge.FatalError(podObservation("x", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed,
-		ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: term(long)}}}}}).ExitLog))
+		ContainerStatuses: []corev1.ContainerStatus{{Name: containerName, State: corev1.ContainerState{Terminated: term(long)}}}}}, now.Time).ExitLog))
 }
 
 // logOptions are kubectl logs' flags on the bridge container.
@@ -125,4 +126,80 @@ func TestLogOptions(t *testing.T) {
 	assert.Equal(t, &corev1.PodLogOptions{Container: containerName}, logOptions(reconcile.LogOptions{Tail: -1}))
 	assert.Equal(t, &corev1.PodLogOptions{Container: containerName, Follow: true, Previous: true, TailLines: &three},
 		logOptions(reconcile.LogOptions{Tail: 3, Follow: true, Previous: true}))
+}
+
+// A Running pod that is not Ready is Starting only while its bridge's
+// container has started and started less than a minute ago (by the
+// node's clock against ours, either way): then its bridge may already
+// answer. A long-running pod whose readiness fails is not Starting: the
+// pass reads it as before, not ready.
+func TestPodObservationStarting(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	yes, no := true, false
+	running := func(ago time.Duration, started *bool) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: containerName, Started: started,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now.Add(-ago))}}}
+	}
+	pod := func(ready bool, cs ...corev1.ContainerStatus) *corev1.Pod {
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		return &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning,
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: st}},
+			ContainerStatuses: cs}}
+	}
+	crashLoop := corev1.ContainerStatus{Name: containerName, RestartCount: 3,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 2}}}
+	readyContainer := running(10*time.Second, &yes)
+	readyContainer.Ready = true
+	restarted := running(2*time.Second, &yes)
+	restarted.RestartCount = 1
+	restarted.LastTerminationState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}
+	cases := []struct {
+		name     string
+		pod      *corev1.Pod
+		starting bool
+	}{
+		{"started 0.1 s ago, not ready", pod(false, running(100*time.Millisecond, &yes)), true},
+		{"started 59 s ago, not ready", pod(false, running(59*time.Second, &yes)), true},
+		{"started a minute ago: readiness alone decides", pod(false, running(time.Minute, &yes)), false},
+		{"ran for a day, readiness failing", pod(false, running(24*time.Hour, &yes)), false},
+		{"ready: asked as ready, not starting", pod(true, running(time.Second, &yes)), false},
+		{"running, not yet started (a startup probe)", pod(false, running(time.Second, &no)), false},
+		{"running, started not reported", pod(false, running(time.Second, nil)), false},
+		{"node's clock 30 s ahead", pod(false, running(-30*time.Second, &yes)), true},
+		{"node's clock 2 min ahead", pod(false, running(-2*time.Minute, &yes)), false},
+		{"no start time", pod(false, corev1.ContainerStatus{Name: containerName, Started: &yes,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}), false},
+		{"waiting to restart after a crash", pod(false, crashLoop), false},
+		// The node stopped reporting: the node controller turned the
+		// pod's Ready condition False, the container's status is the
+		// kubelet's last (ready). Cut off, not coming up.
+		{"node lost: pod not ready, its container still ready", pod(false, readyContainer), false},
+		{"restarted after a crash 2 s ago", pod(false, restarted), true},
+		{"another container started, not the bridge", pod(false, corev1.ContainerStatus{Name: "sidecar", Started: &yes,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(now)}}}), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := podObservation("x", c.pod, now)
+			assert.Equal(t, reconcile.PodRunning, got.State)
+			assert.Equal(t, c.starting, got.Starting)
+		})
+	}
+	// Only a Running pod: one Pending, Terminating or Failed is never
+	// Starting, whatever its container says.
+	del := metav1.NewTime(now)
+	for name, p := range map[string]*corev1.Pod{
+		"pending":     {Status: corev1.PodStatus{Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{running(time.Second, &yes)}}},
+		"terminating": {ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &del}, Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{running(time.Second, &yes)}}},
+		"failed":      {Status: corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{running(time.Second, &yes)}}},
+	} {
+		assert.False(t, podObservation("x", p, now).Starting, name)
+	}
+	restartedObs := podObservation("x", pod(false, restarted), now)
+	assert.Equal(t, "OOMKilled", restartedObs.Reason, "a restarted bridge coming up keeps its last termination")
+	assert.False(t, restartedObs.Exited)
 }

@@ -71,6 +71,26 @@ func TestRealNodeSpore(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "echo", st.Agent)
 		assert.True(t, st.Healthy)
+
+		// What the real kubelet writes of a started container is what
+		// the runtime reads as Starting: the same pod as it was a moment
+		// before its readiness probe passed (its Ready condition and its
+		// container's ready false) is Starting, so the pass asks its
+		// bridge; ready, it is asked as ready; with only the pod's Ready
+		// condition False, as the node controller leaves a pod whose node
+		// stopped reporting, it is not. (Healthy may come before Ready:
+		// the pod is read once Ready.)
+		p := waitPod(t, n, ns, pod, "Ready", podReady)
+		assert.False(t, kube.PodObservationForTest(s.ID, p).Starting, "ready")
+		for i := range p.Status.Conditions {
+			if p.Status.Conditions[i].Type == corev1.PodReady {
+				p.Status.Conditions[i].Status = corev1.ConditionFalse
+			}
+		}
+		assert.False(t, kube.PodObservationForTest(s.ID, p).Starting, "cut off from its node, not coming up")
+		require.Len(t, p.Status.ContainerStatuses, 1)
+		p.Status.ContainerStatuses[0].Ready = false
+		assert.True(t, kube.PodObservationForTest(s.ID, p).Starting, "started a moment ago, not ready yet: %+v", p.Status.ContainerStatuses)
 	}), "each step needs the one before")
 
 	require.True(t, t.Run("a prompt is answered", func(t *testing.T) {

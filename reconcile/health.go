@@ -127,6 +127,14 @@ func Health(desired state.Desired, o Observed, breakerOpen bool) Verdict {
 		}
 		return v(policy.Suspect, ReasonBridgeNotAnswer, "bridge not answering")
 	}
+	if o.BridgeProblem == ReasonBridgeStarting {
+		if o.LastTermination != "" {
+			// Restarted after a crash and coming up again: the crash is
+			// the telling part, as for a bridge Down after one.
+			return v(policy.Suspect, o.LastTermination, o.termination())
+		}
+		return v(policy.Suspect, ReasonBridgeStarting, "bridge starting: its container started a moment ago and it does not answer yet")
+	}
 	if o.BridgeProblem == ReasonBridgeNotAsked {
 		return v(policy.Suspect, ReasonBridgeNotAsked, "bridge not asked: the pass's time for asking bridges ran out before its turn")
 	}

@@ -34,6 +34,11 @@ func TestHealth(t *testing.T) {
 		{"failed without a reason", state.Running, Observed{Pod: PodFailed, Bridge: BridgeDown}, false, policy.Dead, ReasonFailed, "failed"},
 		{"bridge down", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1}, false, policy.Suspect, ReasonBridgeNotAnswer, "bridge not answering"},
 		{"bridge refused by the proxy", state.Running, Observed{Pod: PodRunning, Bridge: BridgeDown, Pods: 1, BridgeProblem: ReasonBridgeRefused}, false, policy.Suspect, ReasonBridgeRefused, "the way to the bridge refused the call"},
+		// Its container started a moment ago and it does not answer yet:
+		// coming up, not down; after a crash, the crash says more.
+		{"bridge starting", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 1, BridgeProblem: ReasonBridgeStarting}, false, policy.Suspect, ReasonBridgeStarting, "bridge starting: its container started a moment ago and it does not answer yet"},
+		{"bridge starting after a crash", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 1, BridgeProblem: ReasonBridgeStarting, LastTermination: ReasonOOMKilled}, false, policy.Suspect, ReasonOOMKilled, "OOMKilled"},
+		{"bridge starting while asleep", state.Paused, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 1, BridgeProblem: ReasonBridgeStarting}, false, policy.Diverged, ReasonRunsWhileAsleep, "Running while desired Paused"},
 		{"bridge unknown", state.Running, Observed{Pod: PodRunning, Bridge: BridgeUnknown, Pods: 1}, false, policy.Suspect, ReasonBridgeUnknown, "bridge state unknown"},
 		{"pending", state.Running, Observed{Pod: PodPending, Bridge: BridgeUnknown, Pods: 1}, false, policy.Suspect, ReasonPending, "pending"},
 		{"unknown pod", state.Running, Observed{Pod: PodUnknown}, false, policy.Suspect, ReasonUnknown, "runtime state unknown"},

@@ -18,6 +18,12 @@ import (
 // after it is Unknown (BridgeNotAsked). docs/health.md.
 const DefaultObserveDeadline = 3 * time.Second
 
+// startingAskTimeout bounds the ask of a bridge that is not Ready yet
+// (PodObservation.Starting): one that listens answers in milliseconds,
+// and one that hangs while it starts costs a pass this, not the whole
+// deadline, for at most BridgeStartingWindow after it started.
+const startingAskTimeout = time.Second
+
 // bridgeWorkers bounds concurrent bridge calls. Each waits mostly on the
 // network, so many in flight cost little.
 const bridgeWorkers = 64
@@ -31,7 +37,8 @@ type observation struct {
 }
 
 // Observe looks at the whole fleet once through rt, then asks every
-// running, ready bridge of ids for its status, concurrently, under one
+// running bridge of ids that is ready, or started and not ready yet
+// (PodObservation.Starting), for its status, concurrently, under one
 // deadline. ids are the spores the store knows; runtime objects of other
 // ids are returned as orphans. Nothing observed is ever stored.
 func Observe(ctx context.Context, rt Runtime, ids []string) (map[string]Observed, []string, error) {
@@ -67,11 +74,15 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, looked *FleetObservat
 	}
 	out := observation{spores: make(map[string]Observed, len(ask)), clients: map[string]BridgeClient{}}
 	var toAsk []string
+	starting := map[string]bool{}
 	for _, id := range ask {
 		po, ok := fleet.Spores[id]
-		o, asked := podObserved(po, ok)
-		if asked {
+		o, how := podObserved(po, ok)
+		if how != askNot {
 			toAsk = append(toAsk, id)
+		}
+		if how == askStarting {
+			starting[id] = true
 		}
 		out.spores[id] = o
 	}
@@ -100,20 +111,25 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, looked *FleetObservat
 			out.spores[id] = o
 			return
 		}
-		c, st, err := askBridge(ctx, rt, dial, eps, id)
-		if err == nil {
-			err = bridge.CheckStatus(st)
-		}
+		c, st, err := askStatus(ctx, rt, dial, eps, id, starting[id])
 		mu.Lock()
 		defer mu.Unlock()
 		o := out.spores[id]
-		if err != nil {
+		switch {
+		case err != nil && starting[id] && bridgeProblem(err) == ReasonBridgeNotAnswer:
+			// Not Ready, and started a moment ago: not listening yet is
+			// what a bridge coming up does. The kubelet's probe, and so
+			// the next pass, say Ready or not in a moment.
+			o.Bridge, o.BridgeErr, o.BridgeProblem = BridgeUnknown, err, ReasonBridgeStarting
+		case err != nil:
 			// A bridge that broke its contract is not asked for lines nor
 			// given prompts this pass: it is Down to the pass, with why.
 			o.Bridge, o.BridgeErr = BridgeDown, err
 			o.BridgeProblem = bridgeProblem(err)
 			o.Breach = breachText(err)
-		} else {
+		default:
+			// Up, Ready or not yet: an answer is an answer, checked as
+			// any bridge's (askStatus).
 			o.Bridge, o.Activity = BridgeUp, st.State
 			o.BridgeLastSeq, o.Queue, o.SessionID = st.LastSeq, max(st.Queue, 0), statusText(st.SessionID)
 			o.AgentError = statusText(st.AgentError)
@@ -131,12 +147,21 @@ func observe(ctx context.Context, rt Runtime, dial Dialer, looked *FleetObservat
 	return out, nil
 }
 
+// askHow says whether, and how, a spore's bridge is asked in a pass.
+type askHow int
+
+const (
+	askNot      askHow = iota // its bridge is not asked: nothing there answers
+	askReady                  // a running, ready pod's: asked under the pass's deadline
+	askStarting               // a running pod's that started and is not ready yet: asked briefly, and not answering is coming up
+)
+
 // podObserved is what the runtime's look at a spore says of it (po; ok
 // false: it holds nothing of it), before its bridge is asked; ask says
-// its bridge is to be asked (a running, ready pod).
-func podObserved(po PodObservation, ok bool) (o Observed, ask bool) {
+// whether its bridge is asked, and how.
+func podObserved(po PodObservation, ok bool) (o Observed, ask askHow) {
 	if !ok {
-		return Observed{Pod: PodAbsent, Bridge: BridgeDown}, false
+		return Observed{Pod: PodAbsent, Bridge: BridgeDown}, askNot
 	}
 	o = Observed{Pod: po.State, Restarts: po.Restarts, Pods: po.Count, LastTermination: Reason(po.Reason),
 		Exited: po.Exited, Message: exitMessage(po.ExitLog)}
@@ -145,7 +170,14 @@ func podObserved(po PodObservation, ok bool) (o Observed, ask bool) {
 		o.Bridge = BridgeUnknown
 	case po.State == PodRunning && po.Ready:
 		o.Bridge = BridgeUnknown // until it answers
-		ask = true
+		ask = askReady
+	case po.State == PodRunning && po.Starting && !po.Exited:
+		// Its bridge may answer before the readiness probe says so: a
+		// woken spore is up at its bridge's first answer, not a probe
+		// period later. A pod that ran for long and stopped being ready
+		// is not Starting (the runtime bounds it): Down, as before.
+		o.Bridge = BridgeUnknown // until it answers
+		ask = askStarting
 	case po.State == PodRunning, po.State == PodFailed, po.State == PodTerminating, po.State == PodAbsent:
 		o.Bridge = BridgeDown
 	default:
@@ -268,6 +300,22 @@ func dialBridge(ctx context.Context, rt Runtime, dial Dialer, eps map[string]end
 		return nil, e.err
 	}
 	return dial(e.ep)
+}
+
+// askStatus asks id's bridge for its status and checks the answer
+// (bridge.CheckStatus: the bridge is the agent's, its answer untrusted);
+// a starting bridge (not ready yet) for at most startingAskTimeout.
+func askStatus(ctx context.Context, rt Runtime, dial Dialer, eps map[string]endpoint, id string, starting bool) (BridgeClient, bridge.Status, error) {
+	if starting {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startingAskTimeout)
+		defer cancel()
+	}
+	c, st, err := askBridge(ctx, rt, dial, eps, id)
+	if err == nil {
+		err = bridge.CheckStatus(st)
+	}
+	return c, st, err
 }
 
 func askBridge(ctx context.Context, rt Runtime, dial Dialer, eps map[string]endpoint, id string) (BridgeClient, bridge.Status, error) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/sporectl/sporectl/bridge"
 	"github.com/sporectl/sporectl/state"
@@ -140,8 +141,17 @@ type PodObservation struct {
 	ExitLog string
 	// Exited: the bridge's process ended and nothing replaced it yet.
 	Exited bool
-	Owned  bool // carries sporectl's ownership marks
-	Count  int  // pods found for this spore; >1 is reported, never guessed
+	// Starting: Running and not Ready, but the bridge's process started
+	// less than BridgeStartingWindow ago (kube: its container's started
+	// and state.running.startedAt), so its bridge may answer before the
+	// runtime's readiness says so (the kubelet's probe comes up to a
+	// second later). The pass asks such a bridge too, briefly
+	// (observe.go); one that does not answer yet is coming up, not down.
+	// A runtime whose Ready is its own ask of the bridge (local) leaves
+	// it false.
+	Starting bool
+	Owned    bool // carries sporectl's ownership marks
+	Count    int  // pods found for this spore; >1 is reported, never guessed
 	// IP is the address the runtime dials the bridge at directly, as this
 	// observation saw it (kube in the cluster: the pod's IP); "" where it
 	// dials no address of the pod's (kube from outside goes through the
@@ -149,6 +159,14 @@ type PodObservation struct {
 	// pass reads the pods once.
 	IP string
 }
+
+// BridgeStartingWindow bounds how long after its process started a
+// bridge that is not Ready yet is still asked (PodObservation.Starting):
+// a bridge that started and then hangs, or never listens, costs a pass
+// at most startingAskTimeout, and only within this window; after it the
+// runtime's readiness alone decides, as for a pod that ran for long and
+// stopped being Ready.
+const BridgeStartingWindow = time.Minute
 
 // FleetObservation is one observation of the fleet, or of the spores
 // named: every object marked as sporectl's, by spore id, whether or not

@@ -21,6 +21,10 @@ const (
 	// out before this one's turn (many bridges behind a slow way to
 	// them): its state is unknown, not down.
 	ReasonBridgeNotAsked Reason = "BridgeNotAsked"
+	// ReasonBridgeStarting: its pod runs and is not ready yet, its bridge
+	// started a moment ago (PodObservation.Starting) and does not answer
+	// yet: coming up, not down.
+	ReasonBridgeStarting Reason = "BridgeStarting"
 	// ReasonContractBreach: the bridge's answer broke its contract (too
 	// long, not JSON, a state none of the five, numbers that go back, a
 	// usage no turn can spend); the bridge is the agent's, so nothing

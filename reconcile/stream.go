@@ -118,8 +118,8 @@ func (ps *Pass) Stream(ctx context.Context, emit func(*SporeHealth) error) (Stre
 // lookQuietly is the runtime's one look at the fleet, for a streamed
 // pass (looked: it was made): ErrNotQuiet when the runtime cannot be
 // built or observed (Run judges every spore Suspect then) or holds a
-// running, ready spore whose bridge a pass asks, and whose lines it
-// ingests.
+// running spore whose bridge a pass asks (ready, or started and not
+// ready yet), and whose lines it ingests.
 func (ps *Pass) lookQuietly(ctx context.Context, settings state.Settings) (fleet FleetObservation, looked bool, err error) {
 	rt, err := ps.Runtime(ctx, settings)
 	if err != nil {
@@ -133,7 +133,7 @@ func (ps *Pass) lookQuietly(ctx context.Context, settings state.Settings) (fleet
 		return FleetObservation{}, false, ErrNotQuiet
 	}
 	for _, po := range fleet.Spores {
-		if _, ask := podObserved(po, true); ask {
+		if _, ask := podObserved(po, true); ask != askNot {
 			return fleet, true, ErrNotQuiet
 		}
 	}
