@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -52,8 +53,10 @@ type groupedSend struct {
 	o    outbox.Once
 	lead chan struct{} // closed: it records the queue
 	done chan struct{} // closed: sent and err are its answer
-	sent outbox.Sent
-	err  error
+	// leads: lead is closed (read and written under the group's mu).
+	leads bool
+	sent  outbox.Sent
+	err   error
 	// answered: done is closed (read and written by the leader alone).
 	answered bool
 }
@@ -69,17 +72,42 @@ func (s *Server) sendOnce(ctx context.Context, m outbox.Message, o outbox.Once) 
 	g.busy = true
 	g.mu.Unlock()
 	if !first {
-		// Not abandoned on the caller's context: the group may hand
-		// this send its lead, and a send being recorded is answered.
 		select {
 		case <-p.done:
 			return p.sent, p.err
 		case <-p.lead:
+		case <-ctx.Done():
+			// Its caller left while it waited: one still queued and not
+			// handed the lead leaves the queue, recorded by nobody, so a
+			// transaction stuck on a lock does not keep every caller of
+			// serve waiting behind it. One already taken into a batch is
+			// being recorded and is answered.
+			if g.leave(p) {
+				return outbox.Sent{}, ctx.Err()
+			}
+			select {
+			case <-p.done:
+				return p.sent, p.err
+			case <-p.lead:
+			}
 		}
 	}
 	s.leadGroup()
 	<-p.done
 	return p.sent, p.err
+}
+
+// leave takes p out of the queue if it is still there and has not been
+// handed the lead; it says whether it did.
+func (g *sendGroup) leave(p *groupedSend) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	i := slices.Index(g.queue, p)
+	if i < 0 || p.leads {
+		return false
+	}
+	g.queue = slices.Delete(g.queue, i, i+1)
+	return true
 }
 
 // leadGroup records what is queued, then hands the lead to the first
@@ -88,8 +116,10 @@ func (s *Server) leadGroup() {
 	g := &s.sends
 	g.mu.Lock()
 	n := min(len(g.queue), maxGroup)
-	batch := g.queue[:n:n]
-	g.queue = g.queue[n:]
+	batch := slices.Clone(g.queue[:n])
+	// The queue keeps no pointer to a send it handed on (its request and
+	// context would live as long as the backing array).
+	g.queue = slices.Delete(g.queue, 0, n)
 	g.mu.Unlock()
 
 	defer func() {
@@ -105,6 +135,7 @@ func (s *Server) leadGroup() {
 		if len(g.queue) == 0 {
 			g.busy = false
 		} else {
+			g.queue[0].leads = true
 			close(g.queue[0].lead)
 		}
 		g.mu.Unlock()
@@ -137,7 +168,10 @@ func (s *Server) recordGroup(batch []*groupedSend) {
 // recordTogether records ps in one transaction, tries times at most
 // before each is recorded alone.
 func (s *Server) recordTogether(ctx context.Context, ps []*groupedSend, tries int) {
-	if len(ps) == 1 || tries == 0 {
+	if len(ps) == 0 {
+		return
+	}
+	if len(ps) == 1 || tries <= 0 {
 		for _, p := range ps {
 			p.answer(outbox.SendOnce(ctx, s.Store, p.m, p.o, s.now()))
 		}
@@ -175,13 +209,36 @@ func (s *Server) recordTogether(ctx context.Context, ps []*groupedSend, tries in
 		}
 	case failed >= 0 && !errors.Is(err, context.Canceled):
 		// That send's own refusal, or its statement's fault: it alone
-		// is judged again in a transaction of its own.
+		// is judged again in a transaction of its own, after the sends
+		// before it and before those after it, so each is judged in the
+		// order they came (the rate limit counts the ones before).
+		s.recordTogether(ctx, ps[:failed], tries-1)
 		s.recordTogether(ctx, ps[failed:failed+1], 0)
-		rest := append(ps[:failed:failed], ps[failed+1:]...)
-		s.recordTogether(ctx, rest, tries-1)
+		s.recordTogether(ctx, ps[failed+1:], tries-1)
+	case nothingCommitted(err):
+		// The store could not be reached, or every caller left: nothing
+		// of the group was written, and recording each alone would only
+		// wait as long again for each, with every other send of serve
+		// queued behind them.
+		for _, p := range ps {
+			p.answer(outbox.Sent{}, err)
+		}
 	default:
+		// A lost COMMIT (the repeat probe by id tells each send whether
+		// it landed) or any other fault: each is recorded alone.
 		s.recordTogether(ctx, ps, 0)
 	}
+}
+
+// nothingCommitted says err is a transaction's failure that surely wrote
+// nothing: the store unavailable (not a COMMIT whose answer was lost) or
+// the group's callers all gone.
+func nothingCommitted(err error) bool {
+	if errors.Is(err, state.ErrOutcomeUnknown) {
+		return false
+	}
+	var ue *state.UnavailableError
+	return errors.As(err, &ue) || errors.Is(err, context.Canceled)
 }
 
 // answer hands p its answer.

@@ -3,6 +3,7 @@ package mycelia
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -86,7 +87,7 @@ func newGroupRig(t *testing.T, st state.Store) *groupRig {
 
 // tell is one forced tell from the [arch] to to: its status and body.
 func (r *groupRig) tell(to, requestID string) (int, string) {
-	body, _ := json.Marshal(TellRequest{Text: "please look at " + to, Force: true})
+	body, _ := json.Marshal(TellRequest{Text: "please look at " + to + " (" + requestID + ")", Force: true})
 	req, err := http.NewRequest(http.MethodPost, r.ts.URL+"/spores/"+to+"/prompt", strings.NewReader(string(body)))
 	if err != nil {
 		return 0, err.Error()
@@ -133,9 +134,13 @@ func TestSendsQueuedMeanwhileShareATransaction(t *testing.T) {
 		// alone, then the group's; a refusal rolls the group back and
 		// takes one of its own and one for the others.
 		updates int64
+		// together is the sends committed in a shared transaction.
+		together int64
 	}{
-		{name: "all land", queued: []string{"t-1", "t-0", "t-1"}, updates: 2},
-		{name: "one refused", queued: []string{"t-1", "nobody", "t-0"}, refused: "nobody", updates: 4},
+		{name: "all land", queued: []string{"t-1", "t-0", "t-1"}, updates: 2, together: 3},
+		// The refused one is judged again alone, after the one before
+		// it and before the one after it, each of them alone.
+		{name: "one refused", queued: []string{"t-1", "nobody", "t-0"}, refused: "nobody", updates: 5, together: 0},
 	}
 	for store, open := range stores {
 		for _, tc := range cases {
@@ -181,7 +186,7 @@ func TestSendsQueuedMeanwhileShareATransaction(t *testing.T) {
 					landed[res.ID] = a.to
 				}
 				require.Equal(t, tc.updates, r.gate.updates.Load(), "the sends' transactions")
-				require.EqualValues(t, len(landed)-1, r.srv.sends.together.Load(), "every queued tell that landed was recorded together")
+				require.Equal(t, tc.together, r.srv.sends.together.Load(), "the tells recorded together")
 
 				messages := map[string]int{}
 				for _, to := range []string{"t-0", "t-1"} {
@@ -268,4 +273,159 @@ func TestAPanicWhileRecordingHangsNoSend(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the send after the panic found no leader")
 	}
+}
+
+// faultStore fails, in its second Update (a group's, behind the gate's
+// first), the second repeat probe (FindAction, once a send): the second
+// send of the group fails on its own statement, once.
+type faultStore struct {
+	state.Store
+	updates atomic.Int64
+}
+
+func (f *faultStore) Update(ctx context.Context, fn func(state.Tx) error) error {
+	if f.updates.Add(1) != 2 {
+		return f.Store.Update(ctx, fn)
+	}
+	return f.Store.Update(ctx, func(tx state.Tx) error {
+		return fn(&faultTx{Tx: tx})
+	})
+}
+
+type faultTx struct {
+	state.Tx
+	probes int
+}
+
+func (f *faultTx) FindAction(ctx context.Context, id string, kind state.EventKind, action string, since time.Time) (state.Event, bool, error) {
+	if f.probes++; f.probes == 2 {
+		return state.Event{}, false, errors.New("injected: the statement failed")
+	}
+	return f.Tx.FindAction(ctx, id, kind, action, since)
+}
+
+// TestAGroupsFailedSendKeepsTheOrder: when a send of a group fails on
+// its own, the sends before it are recorded before it and those after
+// it after: two tells to one spore, the second failing in the group,
+// reach its log in the order they came.
+func TestAGroupsFailedSendKeepsTheOrder(t *testing.T) {
+	st := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
+	r := newGroupRig(t, st)
+	r.srv.Store = &faultStore{Store: r.gate}
+	done := make(chan int, 3)
+	tell := func(to, id string) {
+		go func() {
+			status, _ := r.tell(to, id)
+			done <- status
+		}()
+	}
+	tell("t-1", "first")
+	<-r.gate.entered
+	for i, id := range []string{"a", "b"} {
+		tell("t-0", id)
+		require.Eventually(t, func() bool { return r.queued() == i+1 }, 10*time.Second, time.Millisecond)
+	}
+	close(r.gate.open)
+	for range 3 {
+		require.Equal(t, http.StatusAccepted, <-done)
+	}
+	var order []string
+	for _, ev := range statetest.Events(t, r.st, "t-0") {
+		if ev.Kind == state.KindMessage {
+			switch {
+			case strings.Contains(ev.Text, "(a)"):
+				order = append(order, "a")
+			case strings.Contains(ev.Text, "(b)"):
+				order = append(order, "b")
+			}
+		}
+	}
+	require.Equal(t, []string{"a", "b"}, order, "the tells to t-0 in its log's order")
+}
+
+// TestACallerThatLeavesWhileQueuedIsNotRecorded: a send whose caller
+// leaves while it waits behind a transaction (stuck on a lock, say)
+// leaves the queue at once, answered with its caller's error, and is
+// never recorded.
+func TestACallerThatLeavesWhileQueuedIsNotRecorded(t *testing.T) {
+	st := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
+	r := newGroupRig(t, st)
+	first := make(chan int, 1)
+	go func() {
+		status, _ := r.tell("t-1", "first")
+		first <- status
+	}()
+	<-r.gate.entered
+	var opened sync.Once
+	openGate := func() { opened.Do(func() { close(r.gate.open) }) }
+	defer openGate() // a failure below must not leave the first tell waiting
+	ctx, cancel := context.WithCancel(context.Background())
+	left := make(chan error, 1)
+	go func() {
+		_, err := r.srv.sendOnce(ctx, outbox.Message{To: "t-0", Kind: state.KindMessage, Text: "never mind"},
+			outbox.Once{ID: "left", Sender: "arch", Window: DedupWindow})
+		left <- err
+	}()
+	require.Eventually(t, func() bool { return r.queued() == 1 }, 10*time.Second, time.Millisecond)
+	cancel()
+	select {
+	case err := <-left:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a send whose caller left still waits behind the transaction in flight")
+	}
+	require.Zero(t, r.queued(), "it left the queue")
+	openGate()
+	require.Equal(t, http.StatusAccepted, <-first)
+	for _, ev := range statetest.Events(t, r.st, "t-0") {
+		require.NotEqual(t, state.KindMessage, ev.Kind, "the send whose caller left was recorded: %+v", ev)
+	}
+	r.srv.sends.mu.Lock()
+	defer r.srv.sends.mu.Unlock()
+	require.False(t, r.srv.sends.busy, "the group ended with its last send")
+}
+
+// downStore is a store that cannot be reached from its second Update on.
+type downStore struct {
+	state.Store
+	updates atomic.Int64
+}
+
+func (d *downStore) Update(ctx context.Context, fn func(state.Tx) error) error {
+	if d.updates.Add(1) == 1 {
+		return d.Store.Update(ctx, fn)
+	}
+	return &state.UnavailableError{Op: "begin", Err: errors.New("connection refused")}
+}
+
+// TestAGroupOnAStoreGoneIsAnsweredAtOnce: a group whose transaction
+// could not reach the store (nothing was written) is answered with that
+// error in one go, not recorded again send by send, each waiting as long
+// for the store again with every other send queued behind it.
+func TestAGroupOnAStoreGoneIsAnsweredAtOnce(t *testing.T) {
+	st := statetest.Dir(t, state.Settings{Runtime: "local", DefaultSpec: state.DefaultSpec()})
+	r := newGroupRig(t, st)
+	down := &downStore{Store: r.gate}
+	r.srv.Store = down
+	statuses := make(chan int, 3)
+	tell := func(to, id string) {
+		go func() {
+			status, _ := r.tell(to, id)
+			statuses <- status
+		}()
+	}
+	tell("t-1", "first")
+	<-r.gate.entered
+	for i := range 2 {
+		tell("t-0", fmt.Sprint("queued-", i))
+		require.Eventually(t, func() bool { return r.queued() == i+1 }, 10*time.Second, time.Millisecond)
+	}
+	close(r.gate.open)
+	got := map[int]int{}
+	for range 3 {
+		got[<-statuses]++
+	}
+	require.Equal(t, 1, got[http.StatusAccepted], "the first tell lands: %v", got)
+	require.Equal(t, 2, got[http.StatusServiceUnavailable], "the group's tells are told the store is unavailable: %v", got)
+	require.EqualValues(t, 2, down.updates.Load(), "the first tell's transaction and the group's, none again alone")
 }
