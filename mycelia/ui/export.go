@@ -12,14 +12,11 @@ import (
 	"io/fs"
 	"maps"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
@@ -104,7 +101,9 @@ func readRecords(ctx context.Context, tx state.Tx) (map[string]*state.Spore, err
 func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.Time, prev map[string]string) (map[string][]byte, error) {
 	hour := now.UTC().Truncate(time.Hour)
 	h := &Handler{Store: st, Now: func() time.Time { return hour }}
-	files := map[string][]byte{}
+	// A page and a record's digest a spore: the maps are made their size,
+	// not grown to it a dozen times over.
+	files := make(map[string][]byte, len(res.Spores)+8)
 	// The records are read, and each digested, only when the store has
 	// changed since the export that wrote prev: a store at rest costs its
 	// revision, not a read and an encoding of every record.
@@ -127,7 +126,7 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	if err != nil {
 		return nil, fmt.Errorf("export: read the spores: %w", err)
 	}
-	stamps := map[string]string{}
+	stamps := make(map[string]string, 2*len(res.Spores)+2)
 	if rev != "" {
 		stamps[revisionStamp] = rev
 	}
@@ -294,37 +293,6 @@ func WriteExport(d ExportDir, files map[string][]byte) ([]string, error) {
 	}
 	w, err := d.Put(map[string][]byte{ExportStamps: stamps}, nil)
 	return append(written, w...), err
-}
-
-// ReadExportStamps reads what the export in dir last wrote to
-// ExportStamps, keeping only entries whose file is still there (and
-// those that name no file: the revision and the records'). Anything
-// unreadable counts as no stamps (every page is rendered again).
-func ReadExportStamps(dir string) map[string]string {
-	var stamps map[string]string
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ExportStamps)))
-	if err != nil || jsonv1.Unmarshal(b, &stamps) != nil {
-		return nil
-	}
-	have := map[string]bool{}
-	if _, err := os.Stat(filepath.Join(dir, ExportIndex)); err == nil {
-		have[ExportIndex] = true
-	}
-	// Names only: the entries' types would cost a stat each here.
-	var names []string
-	if d, err := os.Open(filepath.Join(dir, ExportSpores)); err == nil {
-		names, _ = d.Readdirnames(-1)
-		d.Close()
-	}
-	for _, name := range names {
-		have[ExportSpores+"/"+name] = true
-	}
-	for rel := range stamps {
-		if !have[rel] && !strings.HasPrefix(rel, ".") {
-			delete(stamps, rel)
-		}
-	}
-	return stamps
 }
 
 // recordDigest is a short digest of a spore's record: of its JSON, the
