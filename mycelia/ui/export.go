@@ -126,7 +126,18 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	if err != nil {
 		return nil, fmt.Errorf("export: read the spores: %w", err)
 	}
-	stamps := make(map[string]string, 2*len(res.Spores)+2)
+	var fleet string
+	if rev != "" {
+		fleet = fleetStamp(res, hour, rev)
+		if recs == nil && atRest(prev, res, fleet) {
+			kept := keptExport(res)
+			if err := addStylesheets(kept); err != nil {
+				return nil, err
+			}
+			return kept, nil
+		}
+	}
+	stamps := make(map[string]string, 2*len(res.Spores)+3)
 	// same: every stamp put so far is prev's. With as many as prev has,
 	// the stamps are prev's, which an export of a fleet at rest then
 	// knows without comparing 20,000 of them again.
@@ -137,6 +148,7 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	}
 	if rev != "" {
 		put(revisionStamp, rev)
+		put(exportStamp, fleet)
 	}
 
 	// A spore's page shows its record and its last events (its LastSeq
@@ -259,22 +271,30 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		files[ExportStamps] = append(b, '\n')
 	}
 
+	if err := addStylesheets(files); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// addStylesheets adds the export's stylesheets to files.
+func addStylesheets(files map[string][]byte) error {
 	css, err := fs.Sub(staticFS, "static")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ents, err := fs.ReadDir(css, ".")
 	if err != nil {
-		return nil, fmt.Errorf("export the stylesheets: %w", err)
+		return fmt.Errorf("export the stylesheets: %w", err)
 	}
 	for _, e := range ents {
 		b, err := fs.ReadFile(css, e.Name())
 		if err != nil {
-			return nil, fmt.Errorf("export the stylesheets: %w", err)
+			return fmt.Errorf("export the stylesheets: %w", err)
 		}
 		files[ExportStatic+"/"+e.Name()] = b
 	}
-	return files, nil
+	return nil
 }
 
 // ExportDir is where an export is written (reconcile/views.Dir): files
