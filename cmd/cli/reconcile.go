@@ -130,7 +130,6 @@ func (o *reconcileOptions) run(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	defer o.batchGC()()
 	rep, err := o.pass(ctx, st)
 	if err != nil {
 		return err
