@@ -15,21 +15,33 @@ import (
 // Stopped, and one whose start the runtime refused is Dead with that
 // reason. Beside each row, in the same order, what policy.NeedsAttention
 // is asked of it. A dry run acted on nothing: its rows are as observed.
+// The rows are the outcome's own until a row changes (then a copy): a
+// pass that acted on nothing copies no fleet of rows to say so. They are
+// for reading.
 func (o *Outcome) AfterAct(dryRun bool) (Result, []policy.After) {
-	r := Result{Spores: slices.Clone(o.Spores), Orphans: o.Orphans}
+	r := Result{Spores: o.Spores, Orphans: o.Orphans}
 	afters := make([]policy.After, len(r.Spores))
+	copied := false
 	for i := range r.Spores {
 		if len(o.Plans) != len(r.Spores) {
 			afters[i] = policy.After{Health: r.Spores[i].Effective}
 			continue
 		}
-		r.Spores[i], afters[i] = o.Plans[i].afterAct(r.Spores[i], dryRun)
+		h, changed, a := o.Plans[i].afterAct(r.Spores[i], dryRun)
+		afters[i] = a
+		if changed {
+			if !copied {
+				r.Spores, copied = slices.Clone(r.Spores), true
+			}
+			r.Spores[i] = h
+		}
 	}
 	return r, afters
 }
 
-// afterAct is h, the plan's row of the Result, after act (AfterAct).
-func (p *SporePlan) afterAct(h SporeHealth, dryRun bool) (SporeHealth, policy.After) {
+// afterAct is h, the plan's row of the Result, after act (AfterAct), and
+// whether it is another than h.
+func (p *SporePlan) afterAct(h SporeHealth, dryRun bool) (SporeHealth, bool, policy.After) {
 	sp := p.Spore
 	a := policy.After{
 		NotBefore:  sp.NotBefore,
@@ -40,10 +52,13 @@ func (p *SporePlan) afterAct(h SporeHealth, dryRun bool) (SporeHealth, policy.Af
 	if !p.Due.IsZero() {
 		a.NotBefore = p.Due
 	}
+	changed := true
 	switch {
 	case dryRun:
+		changed = false
 	case p.OpenBreaker:
 		// Error already (result): committed in this pass.
+		changed = false
 	case p.Start && p.StartErr == nil:
 		h.Effective, h.Code = policy.Starting, ""
 		switch {
@@ -72,9 +87,11 @@ func (p *SporePlan) afterAct(h SporeHealth, dryRun bool) (SporeHealth, policy.Af
 		case v.Text == "":
 			_, h.Reason = sleptBy(sp, state.Settings{}, v, p.OverText)
 		}
+	default:
+		changed = false
 	}
 	a.Health = h.Effective
-	return h, a
+	return h, changed, a
 }
 
 // comingUp reports whether o is of a spore on its way up: its pod

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -61,6 +62,43 @@ func TestAfterAct(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Fatalf("AfterAct (-want +got):\n%s", diff)
 			}
+			// The outcome's rows stay as observed, whatever AfterAct made.
+			if out.Spores[0] != h {
+				t.Fatalf("AfterAct changed the outcome's row: %+v", out.Spores[0])
+			}
 		})
+	}
+}
+
+// A pass that acted on nothing makes no copy of the fleet's rows; one
+// that acted on one spore copies them once, and the others' rows are as
+// observed.
+func TestAfterActCopiesOnlyWhenARowChanges(t *testing.T) {
+	dead := Observed{Pod: PodAbsent, LastTermination: ReasonExited}
+	rows := []SporeHealth{{ID: "a", Effective: policy.Paused}, {ID: "b", Effective: policy.Dead, Reason: "Exited"}, {ID: "c", Effective: policy.Paused}}
+	plans := func(start bool) []*SporePlan {
+		var ps []*SporePlan
+		for _, r := range rows {
+			p := &SporePlan{Spore: state.Spore{Wish: state.Wish{ID: r.ID, Desired: state.Paused}}}
+			if r.ID == "b" && start {
+				p.Spore.Desired, p.Observed, p.Start, p.Verdict = state.Running, dead, true, Verdict{policy.Dead, ReasonExited, "Exited"}
+			}
+			ps = append(ps, p)
+		}
+		return ps
+	}
+	quiet := &Outcome{Result: Result{Spores: slices.Clone(rows)}, Plans: plans(false)}
+	res, _ := quiet.AfterAct(false)
+	if &res.Spores[0] != &quiet.Spores[0] || !slices.Equal(res.Spores, rows) {
+		t.Fatalf("a pass that acted on nothing copied its rows or changed them: %+v", res.Spores)
+	}
+
+	acted := &Outcome{Result: Result{Spores: slices.Clone(rows)}, Plans: plans(true)}
+	res, _ = acted.AfterAct(false)
+	if &res.Spores[0] == &acted.Spores[0] || !slices.Equal(acted.Spores, rows) {
+		t.Fatal("the outcome's rows were changed, not copied")
+	}
+	if res.Spores[1].Effective != policy.Starting || res.Spores[0] != rows[0] || res.Spores[2] != rows[2] {
+		t.Fatalf("after act: %+v", res.Spores)
 	}
 }

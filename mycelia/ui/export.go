@@ -12,14 +12,11 @@ import (
 	"io/fs"
 	"maps"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
 
@@ -104,7 +101,9 @@ func readRecords(ctx context.Context, tx state.Tx) (map[string]*state.Spore, err
 func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.Time, prev map[string]string) (map[string][]byte, error) {
 	hour := now.UTC().Truncate(time.Hour)
 	h := &Handler{Store: st, Now: func() time.Time { return hour }}
-	files := map[string][]byte{}
+	// A page and a record's digest a spore: the maps are made their size,
+	// not grown to it a dozen times over.
+	files := make(map[string][]byte, len(res.Spores)+8)
 	// The records are read, and each digested, only when the store has
 	// changed since the export that wrote prev: a store at rest costs its
 	// revision, not a read and an encoding of every record.
@@ -127,9 +126,29 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	if err != nil {
 		return nil, fmt.Errorf("export: read the spores: %w", err)
 	}
-	stamps := map[string]string{}
+	var fleet string
 	if rev != "" {
-		stamps[revisionStamp] = rev
+		fleet = fleetStamp(res, hour, rev)
+		if recs == nil && atRest(prev, res, fleet) {
+			kept := keptExport(res)
+			if err := addStylesheets(kept); err != nil {
+				return nil, err
+			}
+			return kept, nil
+		}
+	}
+	stamps := make(map[string]string, 2*len(res.Spores)+3)
+	// same: every stamp put so far is prev's. With as many as prev has,
+	// the stamps are prev's, which an export of a fleet at rest then
+	// knows without comparing 20,000 of them again.
+	same := true
+	put := func(k, v string) {
+		stamps[k] = v
+		same = same && prev[k] == v
+	}
+	if rev != "" {
+		put(revisionStamp, rev)
+		put(exportStamp, fleet)
 	}
 
 	// A spore's page shows its record and its last events (its LastSeq
@@ -166,10 +185,10 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	})
 	for i, s := range res.Spores {
 		if recDigests[i] != "" {
-			stamps[recordStamp+s.ID] = recDigests[i]
+			put(recordStamp+s.ID, recDigests[i])
 		}
 	}
-	stamps[ExportIndex] = indexStamp(res.Orphans, hour, lineStamps)
+	put(ExportIndex, indexStamp(res.Orphans, hour, lineStamps))
 	if prev[ExportIndex] == stamps[ExportIndex] {
 		files[ExportIndex] = nil
 	} else {
@@ -199,7 +218,7 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 			continue // not a file name, or deleted since the pass
 		}
 		rel := ExportSpores + "/" + s.ID + ".html"
-		stamps[rel] = pageStamps[i]
+		put(rel, pageStamps[i])
 		if prev[rel] == stamps[rel] {
 			files[rel] = nil
 			continue
@@ -239,7 +258,7 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		}
 		files[rel] = b
 	}
-	if maps.Equal(stamps, prev) {
+	if same && len(stamps) == len(prev) || maps.Equal(stamps, prev) {
 		// Every page is still there and made from what it was: the file
 		// says so already (an entry it has for a page gone is one that
 		// ReadExportStamps drops).
@@ -252,22 +271,30 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		files[ExportStamps] = append(b, '\n')
 	}
 
+	if err := addStylesheets(files); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// addStylesheets adds the export's stylesheets to files.
+func addStylesheets(files map[string][]byte) error {
 	css, err := fs.Sub(staticFS, "static")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ents, err := fs.ReadDir(css, ".")
 	if err != nil {
-		return nil, fmt.Errorf("export the stylesheets: %w", err)
+		return fmt.Errorf("export the stylesheets: %w", err)
 	}
 	for _, e := range ents {
 		b, err := fs.ReadFile(css, e.Name())
 		if err != nil {
-			return nil, fmt.Errorf("export the stylesheets: %w", err)
+			return fmt.Errorf("export the stylesheets: %w", err)
 		}
 		files[ExportStatic+"/"+e.Name()] = b
 	}
-	return files, nil
+	return nil
 }
 
 // ExportDir is where an export is written (reconcile/views.Dir): files
@@ -294,37 +321,6 @@ func WriteExport(d ExportDir, files map[string][]byte) ([]string, error) {
 	}
 	w, err := d.Put(map[string][]byte{ExportStamps: stamps}, nil)
 	return append(written, w...), err
-}
-
-// ReadExportStamps reads what the export in dir last wrote to
-// ExportStamps, keeping only entries whose file is still there (and
-// those that name no file: the revision and the records'). Anything
-// unreadable counts as no stamps (every page is rendered again).
-func ReadExportStamps(dir string) map[string]string {
-	var stamps map[string]string
-	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(ExportStamps)))
-	if err != nil || jsonv1.Unmarshal(b, &stamps) != nil {
-		return nil
-	}
-	have := map[string]bool{}
-	if _, err := os.Stat(filepath.Join(dir, ExportIndex)); err == nil {
-		have[ExportIndex] = true
-	}
-	// Names only: the entries' types would cost a stat each here.
-	var names []string
-	if d, err := os.Open(filepath.Join(dir, ExportSpores)); err == nil {
-		names, _ = d.Readdirnames(-1)
-		d.Close()
-	}
-	for _, name := range names {
-		have[ExportSpores+"/"+name] = true
-	}
-	for rel := range stamps {
-		if !have[rel] && !strings.HasPrefix(rel, ".") {
-			delete(stamps, rel)
-		}
-	}
-	return stamps
 }
 
 // recordDigest is a short digest of a spore's record: of its JSON, the

@@ -158,8 +158,9 @@ func TestExportIntoViews(t *testing.T) {
 	require.Empty(t, written, "nothing changed, nothing written")
 	// From its stamps: nothing rendered, nothing written, nothing removed.
 	stamps := ReadExportStamps(dir.Path)
-	require.Len(t, stamps, 12, "the index and five spore pages, the revision and five records")
+	require.Len(t, stamps, 13, "the index and five spore pages, the revision, the fleet and five records")
 	require.Contains(t, stamps, revisionStamp)
+	require.Contains(t, stamps, exportStamp)
 	written, err = WriteExport(dir, f.export(t0, stamps))
 	require.NoError(t, err)
 	require.Empty(t, written)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,7 +112,8 @@ func readStamps(root string) (stamps, []byte) {
 }
 
 func parseStamps(raw []byte) (stamps, bool) {
-	s := stamps{transcripts: map[string]transcriptStamp{}}
+	// A line a transcript, near enough: the map is not grown 10 times.
+	s := stamps{transcripts: make(map[string]transcriptStamp, bytes.Count(raw, []byte{'\n'}))}
 	body, ok := bytes.CutPrefix(raw, []byte(stampsHeader))
 	if !ok {
 		return stamps{}, false
@@ -174,6 +176,11 @@ func parseID(f []string) (fileID, bool) {
 	size, err2 := strconv.ParseInt(f[1], 10, 64)
 	mtime, err3 := strconv.ParseInt(f[2], 10, 64)
 	return fileID{ino: ino, size: size, mtime: mtime}, err1 == nil && err2 == nil && err3 == nil
+}
+
+// equal says whether s and o hold the same stamps.
+func (s stamps) equal(o stamps) bool {
+	return s.fleet == o.fleet && maps.Equal(s.transcripts, o.transcripts)
 }
 
 // marshal is the stamps file's bytes: transcripts sorted by id, so the

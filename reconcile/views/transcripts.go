@@ -29,16 +29,16 @@ type fileStamp struct {
 // transcriptPath is the transcript of spore id, relative to the views.
 func transcriptPath(id string) string { return filepath.Join(TranscriptsDir, id+".md") }
 
-// stampAt is the stamp of the transcript at p: the one the stamps file
-// recorded (known) when p is still that file, which costs one lstat, else
-// the one it ends with, when the file is what that stamp describes
-// (readStamp).
-func stampAt(p string, recorded transcriptStamp, known bool) fileStamp {
-	if known && isFile(p, recorded.id) {
+// stampAt is the stamp of the transcript name in dir: the one the stamps
+// file recorded (known) when it is still that file, which costs one
+// lstat, else the one it ends with, when the file is what that stamp
+// describes (readStamp).
+func stampAt(dir *statDir, name string, recorded transcriptStamp, known bool) fileStamp {
+	if known && dir.isFile(name, recorded.id) {
 		return fileStamp{s: recorded.s, ok: true, id: recorded.id}
 	}
 	var fst fileStamp
-	fst.s, fst.ok, fst.id, fst.err = readStamp(p)
+	fst.s, fst.ok, fst.id, fst.err = readStamp(filepath.Join(dir.path, name))
 	return fst
 }
 
@@ -51,17 +51,19 @@ func stampAt(p string, recorded transcriptStamp, known bool) fileStamp {
 // into place).
 func (d *Dir) transcripts(ctx context.Context, c *changes, st state.Store, res reconcile.Result, scope Scope, old, next stamps, rendered map[string]stamp) error {
 	var errs []error
-	keep := map[string]bool{}
+	keep := make(map[string]bool, len(res.Spores))
 	spores := sorted(res)
 	// The stamps first, checked on every core: in a fleet at rest they
 	// are all a projection looks at, an lstat each.
 	stamps := make([]fileStamp, len(spores))
+	dir := openStatDir(filepath.Join(c.root, TranscriptsDir))
 	parallel.For(len(spores), 256, func(i int) {
 		if id := spores[i].ID; state.ValidateID(id) == nil {
 			recorded, known := old.transcripts[id]
-			stamps[i] = stampAt(filepath.Join(c.root, transcriptPath(id)), recorded, known)
+			stamps[i] = stampAt(dir, id+".md", recorded, known)
 		}
 	})
+	dir.Close()
 	err := st.View(ctx, func(tx state.Tx) error {
 		for i, s := range spores {
 			if err := ctx.Err(); err != nil {

@@ -78,7 +78,13 @@ func (d *Dir) Project(ctx context.Context, st state.Store, res reconcile.Result,
 	if err := c.sync(); err != nil {
 		errs = append(errs, err)
 	} else if ctx.Err() == nil {
-		errs = append(errs, writeStamps(d.Path, stampsFor(c, kept, rendered, digest), oldRaw))
+		next := stampsFor(c, kept, rendered, digest)
+		// Stamps that say what the file read says need no new file: a
+		// projection of a fleet at rest does not encode 10,000 lines to
+		// find them the same.
+		if oldRaw == nil || !next.equal(old) {
+			errs = append(errs, writeStamps(d.Path, next, oldRaw))
+		}
 	}
 	slices.Sort(c.written)
 	if err := errors.Join(errs...); err != nil {
