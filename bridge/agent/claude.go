@@ -43,8 +43,7 @@ type Claude struct {
 	// Prestart keeps the next turn's process started and waiting for its
 	// prompt (Prepare, prestart.go), so Claude Code's start overlaps the
 	// wait for a prompt instead of delaying the reply. It costs one idle
-	// Claude Code process (about 155 MiB) while the bridge has none
-	// running.
+	// Claude Code process (about 150 MiB) while no turn runs.
 	Prestart bool
 
 	mu   sync.Mutex
@@ -57,9 +56,9 @@ var _ Starter = (*Claude)(nil)
 // Name is KindClaude.
 func (c *Claude) Name() string { return KindClaude }
 
-// args returns the command line of a turn, without the binary; stdin
-// says how the prompt comes: as text, or as one stream-json user message
-// (the prestarted process's way, prestart.go).
+// args returns the command line of a turn, without the binary; streamIn
+// when the prompt comes as one stream-json user message (the prestarted
+// process's way, prestart.go) rather than as text.
 func (c *Claude) args(t Turn, streamIn bool) []string {
 	args := []string{"-p", "--output-format", "stream-json"}
 	if streamIn {

@@ -14,9 +14,11 @@ import (
 )
 
 // promptGap is how long a bridge is idle before each prompt of
-// BenchmarkClaudeFirstReply ($SPORECTL_BENCH_PROMPT_GAP, default 1.5 s): a
-// prompt comes some time after the last turn ended (or after the bridge
-// started), time the prestarted Claude Code spends starting.
+// BenchmarkClaudeFirstReply ($SPORECTL_BENCH_PROMPT_GAP, default 1.5 s),
+// and so how long the prestarted Claude Code has had to start when its
+// prompt comes: 0 is the worst case (a prompt that comes as the bridge
+// starts), a few seconds a prompt that comes after the last turn's
+// answer was read.
 func promptGap(b *testing.B) time.Duration {
 	v := os.Getenv("SPORECTL_BENCH_PROMPT_GAP")
 	if v == "" {
@@ -78,6 +80,12 @@ func BenchmarkClaudeFirstReply(b *testing.B) {
 func firstReply(b *testing.B, h *harness, ag *agent.Claude, id string) time.Duration {
 	b.Helper()
 	ctx := context.Background()
+	if ag.Prestart {
+		// Started afresh now, so that it has had promptGap, not the other
+		// bridge's turn as well, to start when the prompt comes.
+		ag.DropPrepared()
+		h.srv.prepareNext(ctx)
+	}
 	time.Sleep(promptGap(b))
 	after := h.srv.log.Last()
 	start := time.Now()
