@@ -269,9 +269,14 @@ exec cat
 	require.NoError(t, c.Prepare(context.Background(), turn))
 	waiting := c.PreparedPID()
 	require.Eventually(t, func() bool {
+		// sleep runs, without stdin.
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(waiting) + "/comm")
 		_, err := os.Stat("/proc/" + strconv.Itoa(waiting) + "/fd/0")
-		return os.IsNotExist(err)
+		return string(comm) == "sleep\n" && os.IsNotExist(err)
 	}, 10*time.Second, 5*time.Millisecond, "the waiting process closed its stdin")
+	// The kernel names the new program before it closes the shell's
+	// close-on-exec copies of stdin: let it finish.
+	time.Sleep(200 * time.Millisecond)
 
 	turn.Prompt = "a prompt\nwith two lines and \"quotes\""
 	p, err := c.Start(context.Background(), turn)
