@@ -144,13 +144,14 @@ func (c *Claude) watch(ctx context.Context, p *prepared) {
 		c.gen++
 	}
 	gen := c.gen
+	relaunchAfter := idleRelaunchAfter // under c.mu: tests change it
 	c.mu.Unlock()
 	if !mine {
 		return // a turn took it, or it was dropped
 	}
 	p.discard()
 	lived := time.Since(p.born)
-	relaunch := lived >= idleRelaunchAfter
+	relaunch := lived >= relaunchAfter
 	c.logger().Warn("the agent waiting for a prompt exited", "pid", p.proc.PID(), "waited", lived.Round(time.Millisecond),
 		"exit", p.proc.cmd.ProcessState.String(), "stderr", p.proc.LastStderr(), "replaced", relaunch)
 	if relaunch {

@@ -213,8 +213,13 @@ func TestPrestartedProcessThatDiedIsReplaced(t *testing.T) {
 		return pid
 	}
 
-	defer func(d time.Duration) { idleRelaunchAfter = d }(idleRelaunchAfter)
-	idleRelaunchAfter = time.Hour
+	relaunchAfter := func(d time.Duration) { // under c.mu, as watch reads it
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		idleRelaunchAfter = d
+	}
+	defer relaunchAfter(idleRelaunchAfter)
+	relaunchAfter(time.Hour)
 	dead := prepareAndKill()
 	turn.Prompt = "after a death"
 	pid, lines := runTurn(t, c, turn)
@@ -229,7 +234,7 @@ func TestPrestartedProcessThatDiedIsReplaced(t *testing.T) {
 	require.Eventually(t, func() bool { return c.PreparedPID() == 0 && gone(dead) }, 10*time.Second, 10*time.Millisecond,
 		"noticed and reaped while waiting; not replaced, it had not waited long")
 
-	idleRelaunchAfter = 0
+	relaunchAfter(0)
 	dead = prepareAndKill()
 	require.Eventually(t, func() bool { p := c.PreparedPID(); return p != 0 && p != dead }, 10*time.Second, 10*time.Millisecond,
 		"replaced")
