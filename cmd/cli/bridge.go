@@ -39,7 +39,7 @@ type bridgeOptions struct {
 func newCmdBridge(f *Factory, runF func(context.Context, *bridgeOptions) error) *cobra.Command {
 	o := &bridgeOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "bridge [--addr :8080] [--home DIR] [--agent claude|echo] [-- extra agent args]",
+		Use:   "bridge [--addr :8080] [--home DIR] [--agent claude|echo] [--prestart=false] [-- extra agent args]",
 		Short: "Run the bridge around Claude Code inside a spore",
 		Long: `Run the bridge: the HTTP server inside a spore that queues prompts, runs them one
 turn at a time through Claude Code on one resumed session, numbers every line the
