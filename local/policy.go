@@ -35,7 +35,8 @@ func Root(store state.Info, stateDir func() (string, error)) (string, error) {
 }
 
 // InheritedEnv is what a bridge inherits of env, the environment of the
-// command that starts it (Config.Env): how to run Claude Code and, in
+// command that starts it (Config.Env): how to run Claude Code (its
+// binary, whether to start it before a prompt) and, in
 // direct mode, reach the model; nothing else (no credential of the
 // person's, no store URL). Behind the gateway (gateway true) no model
 // variable (agent.ModelVar: every ANTHROPIC_*, the subscription token, the
@@ -50,7 +51,7 @@ func InheritedEnv(env []string, gateway bool) []string {
 			continue
 		}
 		switch {
-		case strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_"), k == sporeenv.ClaudeBin,
+		case strings.HasPrefix(k, "ANTHROPIC_"), strings.HasPrefix(k, "CLAUDE_"), k == sporeenv.ClaudeBin, k == sporeenv.BridgePrestart,
 			k == "HTTPS_PROXY", k == "HTTP_PROXY", k == "NO_PROXY", k == "LANG", k == "TZ":
 			out = append(out, kv)
 		}

@@ -59,10 +59,10 @@ func TestRoot(t *testing.T) {
 func TestInheritedEnv(t *testing.T) {
 	env := []string{
 		"ANTHROPIC_API_KEY=k", "ANTHROPIC_BASE_URL=http://m", "CLAUDE_CONFIG_DIR=/c", sporeenv.ClaudeBin + "=/bin/claude",
-		"HTTPS_PROXY=p", "HTTP_PROXY=p", "NO_PROXY=n", "LANG=C.UTF-8", "TZ=UTC",
+		"HTTPS_PROXY=p", "HTTP_PROXY=p", "NO_PROXY=n", "LANG=C.UTF-8", "TZ=UTC", sporeenv.BridgePrestart + "=false",
 		"HOME=/home/me", "PATH=/bin", "SPORECTL_STORE=postgres://secret", "AWS_SECRET_ACCESS_KEY=s", "SSH_AUTH_SOCK=/s", "ANTHROPIC", "=x",
 	}
-	want := env[:9]
+	want := env[:10]
 	if diff := cmp.Diff(want, local.InheritedEnv(env, false)); diff != "" {
 		t.Errorf("direct mode: inherited (-want +got):\n%s", diff)
 	}
@@ -71,7 +71,7 @@ func TestInheritedEnv(t *testing.T) {
 	gw := append(slices.Clone(env), "ANTHROPIC_AUTH_TOKEN=t", "CLAUDE_CODE_OAUTH_TOKEN=o", "CLAUDE_CODE_USE_BEDROCK=1",
 		"AWS_BEARER_TOKEN_BEDROCK=b", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
 	want = []string{"CLAUDE_CONFIG_DIR=/c", sporeenv.ClaudeBin + "=/bin/claude",
-		"HTTPS_PROXY=p", "HTTP_PROXY=p", "NO_PROXY=n", "LANG=C.UTF-8", "TZ=UTC", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
+		"HTTPS_PROXY=p", "HTTP_PROXY=p", "NO_PROXY=n", "LANG=C.UTF-8", "TZ=UTC", sporeenv.BridgePrestart + "=false", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
 	if diff := cmp.Diff(want, local.InheritedEnv(gw, true)); diff != "" {
 		t.Errorf("gateway: inherited (-want +got):\n%s", diff)
 	}

@@ -14,9 +14,9 @@ import (
 func TestClaudeArgs(t *testing.T) {
 	c := &Claude{Bin: "claude", Args: []string{"--permission-mode", "acceptEdits"}}
 	require.Equal(t, []string{"-p", "--output-format", "stream-json", "--verbose", "--session-id", "S", "--permission-mode", "acceptEdits"},
-		c.args(Turn{SessionID: "S"}))
+		c.args(Turn{SessionID: "S"}, false))
 	require.Equal(t, []string{"-p", "--output-format", "stream-json", "--verbose", "--resume", "S", "--permission-mode", "acceptEdits"},
-		c.args(Turn{SessionID: "S", Resume: true}))
+		c.args(Turn{SessionID: "S", Resume: true}, false))
 }
 
 func TestAgentEnvDropsTokenAndSetsHome(t *testing.T) {

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,7 +21,8 @@ import (
 //
 //	claude -p --output-format stream-json --verbose (--session-id|--resume) ID [Args…]
 //
-// with the prompt on stdin (no argv length limit, not visible in ps).
+// with the prompt on stdin (no argv length limit, not visible in ps); with
+// Prestart, --input-format stream-json and the prompt as one user message.
 type Claude struct {
 	// Bin is the claude executable.
 	Bin string
@@ -37,6 +40,15 @@ type Claude struct {
 	// KillAfter is how long an interrupted turn may take to exit before
 	// its process group is killed.
 	KillAfter time.Duration
+	// Prestart keeps the next turn's process started and waiting for its
+	// prompt (Prepare, prestart.go), so Claude Code's start overlaps the
+	// wait for a prompt instead of delaying the reply. It costs one idle
+	// Claude Code process (about 150 MiB) while no turn runs.
+	Prestart bool
+
+	mu   sync.Mutex
+	next *prepared // the process Prepare started, nil when none waits
+	gen  int       // bumped by every take and drop: a late relaunch is not kept
 }
 
 var _ Starter = (*Claude)(nil)
@@ -44,9 +56,15 @@ var _ Starter = (*Claude)(nil)
 // Name is KindClaude.
 func (c *Claude) Name() string { return KindClaude }
 
-// Args returns the command line of a turn, without the binary.
-func (c *Claude) args(t Turn) []string {
-	args := []string{"-p", "--output-format", "stream-json", "--verbose"}
+// args returns the command line of a turn, without the binary; streamIn
+// when the prompt comes as one stream-json user message (the prestarted
+// process's way, prestart.go) rather than as text.
+func (c *Claude) args(t Turn, streamIn bool) []string {
+	args := []string{"-p", "--output-format", "stream-json"}
+	if streamIn {
+		args = append(args, "--input-format", "stream-json")
+	}
+	args = append(args, "--verbose")
 	if t.Resume {
 		args = append(args, "--resume", t.SessionID)
 	} else {
@@ -55,12 +73,44 @@ func (c *Claude) args(t Turn) []string {
 	return append(args, c.Args...)
 }
 
-// Start starts one turn.
+// Start starts one turn: with Prestart, on the process Prepare started
+// for it when that one is still right for the turn (prestart.go), else
+// on a new one.
 func (c *Claude) Start(ctx context.Context, t Turn) (Process, error) {
-	cmd := exec.Command(c.Bin, c.args(t)...)
-	cmd.Dir = t.Home
-	cmd.Env = agentEnv(os.Environ(), t.Home, c.Env, c.Gateway)
-	cmd.Stdin = strings.NewReader(t.Prompt)
+	if c.Prestart {
+		return c.startStreamed(ctx, t)
+	}
+	p, err := c.launch(c.spec(t, false), strings.NewReader(t.Prompt))
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// spec is what a turn's process is started as: all of it, so that a
+// process started before its prompt can be told to be the one the turn
+// would start. It holds the agent's environment, keys included: it is
+// compared, never logged.
+type spec struct {
+	bin, dir string
+	args     []string
+	env      []string
+}
+
+func (c *Claude) spec(t Turn, streamIn bool) spec {
+	return spec{bin: c.Bin, dir: t.Home, args: c.args(t, streamIn), env: agentEnv(os.Environ(), t.Home, c.Env, c.Gateway)}
+}
+
+func (s spec) equal(o spec) bool {
+	return s.bin == o.bin && s.dir == o.dir && slices.Equal(s.args, o.args) && slices.Equal(s.env, o.env)
+}
+
+// launch starts a process as s says, its stdin read from stdin.
+func (c *Claude) launch(s spec, stdin io.Reader) (*osProcess, error) {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Dir = s.dir
+	cmd.Env = s.env
+	cmd.Stdin = stdin
 	// Its own process group, so an interrupt reaches the tools it runs;
 	// Pdeathsig so a SIGKILLed bridge does not leave it writing into the
 	// session behind the next bridge's back.
@@ -74,21 +124,25 @@ func (c *Claude) Start(ctx context.Context, t Turn) (Process, error) {
 		return nil, fmt.Errorf("start claude: %w", err)
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start claude %s: %w", c.Bin, err)
+		return nil, fmt.Errorf("start claude %s: %w", s.bin, err)
 	}
 	p := &osProcess{cmd: cmd, stdout: stdout, killAfter: c.KillAfter, stderrDone: make(chan struct{})}
 	if p.killAfter == 0 {
 		p.killAfter = 5 * time.Second
 	}
-	logger := c.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger := c.logger()
 	go func() {
 		defer close(p.stderrDone)
 		p.lastStderr = logStderr(logger, cmd.Process.Pid, stderr)
 	}()
 	return p, nil
+}
+
+func (c *Claude) logger() *slog.Logger {
+	if c.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return c.Logger
 }
 
 // agentEnv is the bridge's environment with HOME set to the spore's home,

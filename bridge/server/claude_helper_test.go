@@ -37,7 +37,7 @@ func helperMain() int {
 	defer stop()
 	var ag agent.Starter = agent.Echo{}
 	if bin := os.Getenv(helperClaudeEnv); bin != "" {
-		ag = &agent.Claude{Bin: bin, Args: []string{"--permission-mode", "acceptEdits"}, Logger: logger}
+		ag = &agent.Claude{Bin: bin, Args: []string{"--permission-mode", "acceptEdits"}, Logger: logger, Prestart: true}
 	}
 	if v := os.Getenv(helperNofileEnv); v != "" {
 		n, err := strconv.ParseUint(v, 10, 64)

@@ -17,14 +17,19 @@ import (
 )
 
 // startClaudeBridge runs an in-process bridge around the real Claude Code
-// talking to a fake Messages API.
+// talking to a fake Messages API, each next turn's process prestarted as
+// `sporectl bridge` does by default.
 func startClaudeBridge(t *testing.T, api *fakeapi.Server) *harness {
+	return startClaudeBridgeWith(t, api, true)
+}
+
+func startClaudeBridgeWith(t *testing.T, api *fakeapi.Server, prestart bool) *harness {
 	bin := fakeapi.ClaudeBin(t)
 	apiSrv := api.Start()
 	t.Cleanup(apiSrv.Close)
 	home := t.TempDir()
-	ag := &agent.Claude{Bin: bin, Args: []string{"--permission-mode", "acceptEdits"}, Env: fakeapi.ClaudeEnv(apiSrv.URL),
-		Logger: testLogger(t), KillAfter: 2 * time.Second}
+	ag := &recordingClaude{Claude: &agent.Claude{Bin: bin, Args: []string{"--permission-mode", "acceptEdits"}, Env: fakeapi.ClaudeEnv(apiSrv.URL),
+		Logger: testLogger(t), KillAfter: 2 * time.Second, Prestart: prestart}}
 	return startBridge(t, home, ag, func(c *Config) { c.BackoffBase = 100 * time.Millisecond })
 }
 
@@ -40,9 +45,17 @@ func resultText(evs []bridge.Event) []string {
 	return out
 }
 
+// TestClaudeTurnsResumeToolsCompactBlocked: a conversation, the same
+// whether each turn's Claude Code was started before its prompt (and
+// handed it as a stream-json message) or for it (the prompt as text).
 func TestClaudeTurnsResumeToolsCompactBlocked(t *testing.T) {
+	t.Run("prestarted", func(t *testing.T) { claudeTurnsResumeToolsCompactBlocked(t, true) })
+	t.Run("started for each prompt", func(t *testing.T) { claudeTurnsResumeToolsCompactBlocked(t, false) })
+}
+
+func claudeTurnsResumeToolsCompactBlocked(t *testing.T, prestart bool) {
 	api := fakeapi.New()
-	h := startClaudeBridge(t, api)
+	h := startClaudeBridgeWith(t, api, prestart)
 	notes := filepath.Join(h.home, "notes.txt")
 	api.Script(
 		fakeapi.Rule{Match: "write the notes", Steps: []fakeapi.Reply{fakeapi.Write(notes, "hello from the fake model\n"), fakeapi.Text("wrote notes.txt")}},

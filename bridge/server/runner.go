@@ -25,6 +25,8 @@ func (s *Server) RunAgent(ctx context.Context) {
 	s.bridgeLine("bridge_started", map[string]any{"session_id": s.sess.ID, "agent": s.cfg.Agent.Name(),
 		"last_seq": s.log.Last(), "queue": s.queue.len()})
 	s.setState(bridge.StateIdle)
+	defer s.dropPrepared()
+	s.prepareNext(ctx)
 	for ctx.Err() == nil {
 		changed := s.queue.wait()
 		p, ok := s.queue.head()
@@ -50,6 +52,9 @@ func (s *Server) RunAgent(ctx context.Context) {
 			s.failures = 0
 			s.mu.Unlock()
 			s.finish(ctx, p.ID)
+			if out == finished {
+				s.prepareNext(ctx)
+			}
 		case died:
 			s.mu.Lock()
 			s.restarts++
@@ -104,9 +109,7 @@ func (s *Server) finish(ctx context.Context, id string) {
 
 // turn runs one prompt to its end.
 func (s *Server) turn(ctx context.Context, p Prompt) (outcome, string) {
-	s.mu.Lock()
-	resume := s.sess.Started || claudeHasSession(s.cfg.Home, s.sess.ID)
-	s.mu.Unlock()
+	resume := s.resume()
 	text := p.Text
 	if p.Attempts > 1 {
 		// The agent died in this prompt before; tell it, so it checks what
@@ -172,8 +175,19 @@ func exitDetail(waitErr, readErr error) string {
 	return "exited without a result"
 }
 
-// Interrupt stops the running turn; false when none runs.
+// resume says whether the next turn resumes the session rather than
+// creating it.
+func (s *Server) resume() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sess.Started || claudeHasSession(s.cfg.Home, s.sess.ID)
+}
+
+// Interrupt stops the running turn; false when none runs. A process
+// waiting for the next prompt is ended too: a person who stops the agent
+// leaves none running (the next one starts after the next finished turn).
 func (s *Server) Interrupt() (bool, error) {
+	s.dropPrepared()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proc == nil {

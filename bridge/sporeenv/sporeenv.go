@@ -29,6 +29,10 @@ const (
 	// ClaudeBin names the claude executable the bridge runs when
 	// --claude-bin is not given.
 	ClaudeBin = "SPORECTL_CLAUDE_BIN"
+	// BridgePrestart, "false", stops the bridge from keeping the next
+	// turn's Claude Code started and waiting for its prompt when
+	// --prestart is not given (docs/bridge.md).
+	BridgePrestart = "SPORECTL_BRIDGE_PRESTART"
 	// ModelURL is the base URL of serve's model gateway (the API URL and
 	// "/model"), set by the runtimes when the store's gateway is on. The
 	// bridge then gives its agent that as ANTHROPIC_BASE_URL, the spore's

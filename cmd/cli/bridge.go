@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,11 @@ type bridgeOptions struct {
 	ClaudeBin      string
 	PermissionMode string
 	ExtraArgs      []string
+	// Prestart keeps the next turn's Claude Code started and waiting for
+	// its prompt (agent.Claude.Prestart): from --prestart, else
+	// $SPORECTL_BRIDGE_PRESTART, else on.
+	Prestart    bool
+	prestartSet bool // --prestart was given
 }
 
 // newCmdBridge builds the command; runF, when not nil, is called instead of
@@ -33,7 +39,7 @@ type bridgeOptions struct {
 func newCmdBridge(f *Factory, runF func(context.Context, *bridgeOptions) error) *cobra.Command {
 	o := &bridgeOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "bridge [--addr :8080] [--home DIR] [--agent claude|echo] [-- extra agent args]",
+		Use:   "bridge [--addr :8080] [--home DIR] [--agent claude|echo] [--prestart=false] [-- extra agent args]",
 		Short: "Run the bridge around Claude Code inside a spore",
 		Long: `Run the bridge: the HTTP server inside a spore that queues prompts, runs them one
 turn at a time through Claude Code on one resumed session, numbers every line the
@@ -41,7 +47,9 @@ agent writes into a durable log in the home, and serves status and events.
 
 The bearer token comes from $SPORECTL_BRIDGE_TOKEN or HOME/.sporectl-bridge/token.
 --agent echo runs a built-in demo agent instead of Claude Code: it answers every
-prompt with "echo: <prompt>" and needs no key. The HTTP API is in the docs, under "The bridge".`,
+prompt with "echo: <prompt>" and needs no key. With Claude Code, the next turn's
+process is started while the bridge waits for a prompt (--prestart, on by default:
+one idle Claude Code, about 155 MiB). The HTTP API is in the docs, under "The bridge".`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if n := cmd.ArgsLenAtDash(); n == 0 || (n < 0 && len(args) == 0) {
 				return nil
@@ -50,6 +58,7 @@ prompt with "echo: <prompt>" and needs no key. The HTTP API is in the docs, unde
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ExtraArgs = args
+			o.prestartSet = cmd.Flags().Changed("prestart")
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -65,6 +74,7 @@ prompt with "echo: <prompt>" and needs no key. The HTTP API is in the docs, unde
 	fl.StringVar(&o.Agent, "agent", agent.Default, "agent: claude, or echo (built-in demo, not Claude)")
 	fl.StringVar(&o.ClaudeBin, "claude-bin", "", "claude executable (default $"+sporeenv.ClaudeBin+", else claude on $PATH)")
 	fl.StringVar(&o.PermissionMode, "permission-mode", "acceptEdits", "Claude Code --permission-mode for every turn (empty: do not pass one)")
+	fl.BoolVar(&o.Prestart, "prestart", true, "keep the next turn's Claude Code started and waiting for its prompt: a faster reply for one idle process (default $"+sporeenv.BridgePrestart+", else true)")
 	return cmd
 }
 
@@ -74,6 +84,15 @@ func (o *bridgeOptions) validate() error {
 	}
 	if o.Agent == agent.KindEcho && len(o.ExtraArgs) > 0 {
 		return usageErrorf("the echo agent takes no agent arguments")
+	}
+	if !o.prestartSet {
+		if v := o.f.Getenv(sporeenv.BridgePrestart); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return usageErrorf("invalid value %s for $%s: use true or false", quote.Value(v), sporeenv.BridgePrestart)
+			}
+			o.Prestart = b
+		}
 	}
 	if o.Home == "" {
 		o.Home = o.f.Getenv("HOME")
@@ -115,7 +134,7 @@ func (o *bridgeOptions) starter() (agent.Starter, error) {
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
-	c := &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.logger(), Gateway: gw}
+	c := &agent.Claude{Bin: bin, Args: append(args, o.ExtraArgs...), Logger: o.logger(), Gateway: gw, Prestart: o.Prestart}
 	// A named path that is not there (or not executable) is said now, as
 	// the bridge's last words, rather than by every prompt's turn dying.
 	if err := c.Check(); err != nil {

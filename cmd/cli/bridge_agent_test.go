@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,51 @@ func TestBridgeWhoseClaudeCannotRunDoesNotStart(t *testing.T) {
 			require.NotContains(t, errb.String(), "sbt_x")
 			_, err := os.Stat(filepath.Join(home, ".sporectl-bridge"))
 			require.ErrorIs(t, err, os.ErrNotExist, "nothing of the bridge's was made")
+		})
+	}
+}
+
+// TestBridgePrestartFromEnvironment: --prestart's default is
+// $SPORECTL_BRIDGE_PRESTART's, the flag wins over it, and a value that is
+// not a boolean stops the bridge with a usage error.
+func TestBridgePrestartFromEnvironment(t *testing.T) {
+	cases := []struct {
+		env  string
+		args []string
+		want bool
+		err  string
+	}{
+		{"", nil, true, ""},
+		{"false", nil, false, ""},
+		{"0", []string{"--prestart"}, true, ""},
+		{"true", []string{"--prestart=false"}, false, ""},
+		{"maybe", nil, false, `invalid value "maybe" for $SPORECTL_BRIDGE_PRESTART`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.env+strings.Join(tc.args, " "), func(t *testing.T) {
+			f := NewFactory(IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
+			f.Getenv = func(k string) string {
+				switch k {
+				case sporeenv.BridgePrestart:
+					return tc.env
+				case "HOME":
+					return "/home/spore"
+				}
+				return ""
+			}
+			var got *bridgeOptions
+			cmd := newCmdBridge(f, func(_ context.Context, o *bridgeOptions) error { got = o; return nil })
+			cmd.SetArgs(tc.args)
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			err := cmd.ExecuteContext(t.Context())
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				require.Nil(t, got)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got.Prestart)
 		})
 	}
 }

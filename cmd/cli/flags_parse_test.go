@@ -147,6 +147,11 @@ func TestFlagsParseIntoOptions(t *testing.T) {
 		assert.Equal(t, "127.0.0.1:9", o.Addr)
 		assert.Equal(t, "echo", o.Agent)
 		assert.Empty(t, o.PermissionMode)
+		assert.True(t, o.Prestart, "on by default")
+
+		o, err = parse(t, newCmdBridge, "--prestart=false")
+		require.NoError(t, err)
+		assert.False(t, o.Prestart)
 
 		o, err = parse(t, newCmdBridge, "--agent", "gpt")
 		require.Error(t, err)
