@@ -264,7 +264,7 @@ func TestPromptNotTakenGoesToANewProcessOnce(t *testing.T) {
 	require.NoError(t, os.WriteFile(bin, []byte(`#!/bin/sh
 n=$(cat "$COUNT" 2>/dev/null || echo 0)
 echo $((n+1)) > "$COUNT"
-if [ "$n" = 0 ]; then exec sleep 60 <&-; fi
+if [ "$n" = 0 ]; then exec 0<&-; : > "$COUNT.closed"; exec sleep 60; fi
 exec cat
 `), 0o755))
 	var logs testutil.Buffer
@@ -274,14 +274,11 @@ exec cat
 	require.NoError(t, c.Prepare(context.Background(), turn))
 	waiting := c.PreparedPID()
 	require.Eventually(t, func() bool {
-		// sleep runs, without stdin.
-		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(waiting) + "/comm")
-		_, err := os.Stat("/proc/" + strconv.Itoa(waiting) + "/fd/0")
-		return string(comm) == "sleep\n" && os.IsNotExist(err)
+		// The shell closed its stdin (it keeps no copy: exec with no
+		// command makes a redirection its own) before it made the file.
+		_, err := os.Stat(count + ".closed")
+		return err == nil
 	}, 10*time.Second, 5*time.Millisecond, "the waiting process closed its stdin")
-	// The kernel names the new program before it closes the shell's
-	// close-on-exec copies of stdin: let it finish.
-	time.Sleep(200 * time.Millisecond)
 
 	turn.Prompt = "a prompt\nwith two lines and \"quotes\""
 	p, err := c.Start(context.Background(), turn)
