@@ -138,17 +138,9 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		}
 	}
 	stamps := make(map[string]string, 2*len(res.Spores)+3)
-	// same: every stamp put so far is prev's. With as many as prev has,
-	// the stamps are prev's, which an export of a fleet at rest then
-	// knows without comparing 20,000 of them again.
-	same := true
-	put := func(k, v string) {
-		stamps[k] = v
-		same = same && prev[k] == v
-	}
 	if rev != "" {
-		put(revisionStamp, rev)
-		put(exportStamp, fleet)
+		stamps[revisionStamp] = rev
+		stamps[exportStamp] = fleet
 	}
 
 	// A spore's page shows its record and its last events (its LastSeq
@@ -185,10 +177,10 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 	})
 	for i, s := range res.Spores {
 		if recDigests[i] != "" {
-			put(recordStamp+s.ID, recDigests[i])
+			stamps[recordStamp+s.ID] = recDigests[i]
 		}
 	}
-	put(ExportIndex, indexStamp(res.Orphans, hour, lineStamps))
+	stamps[ExportIndex] = indexStamp(res.Orphans, hour, lineStamps)
 	if prev[ExportIndex] == stamps[ExportIndex] {
 		files[ExportIndex] = nil
 	} else {
@@ -218,7 +210,7 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 			continue // not a file name, or deleted since the pass
 		}
 		rel := ExportSpores + "/" + s.ID + ".html"
-		put(rel, pageStamps[i])
+		stamps[rel] = pageStamps[i]
 		if prev[rel] == stamps[rel] {
 			files[rel] = nil
 			continue
@@ -258,7 +250,7 @@ func Export(ctx context.Context, st state.Store, res reconcile.Result, now time.
 		}
 		files[rel] = b
 	}
-	if same && len(stamps) == len(prev) || maps.Equal(stamps, prev) {
+	if maps.Equal(stamps, prev) {
 		// Every page is still there and made from what it was: the file
 		// says so already (an entry it has for a page gone is one that
 		// ReadExportStamps drops).
