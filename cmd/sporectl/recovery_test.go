@@ -911,15 +911,24 @@ type bridgeProxy struct {
 	seen []string
 }
 
-// proxyBridge puts a proxy in front of the spore's running bridge.
+// proxyBridge puts a proxy in front of the spore's running bridge: its
+// run file then records that bridge's process at the proxy's address.
+// The bridge is the one the runtime locates, which need not be the one
+// the run file recorded: a reconcile SIGKILLed between spawning a bridge
+// and recording it leaves the run file naming a dead one, and the runtime
+// finds the live one by its mark (a run file that does not describe a
+// live process would send every command past the proxy, to it).
 func (r *rig) proxyBridge(id string) *bridgeProxy {
 	r.t.Helper()
 	path := filepath.Join(r.root, "run", id+".json")
-	b, err := os.ReadFile(path)
+	live := r.bridgePIDs(id)
+	require.Len(r.t, live, 1, "the running bridges of %s", id)
+	pid := live[0]
+	target, startTime := bridgeProcess(r.t, pid)
+	bootID, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	require.NoError(r.t, err)
-	var doc map[string]any
-	require.NoError(r.t, json.Unmarshal(b, &doc))
-	target := doc["addr"].(string)
+	doc := map[string]any{"pid": pid, "start_time": startTime, "boot_id": strings.TrimSpace(string(bootID)),
+		"started": time.Now().UTC()}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(r.t, err)
 	p := &bridgeProxy{t: r.t, addr: ln.Addr().String(), target: target}
@@ -962,6 +971,24 @@ func (r *rig) proxyBridge(id string) *bridgeProxy {
 	writeJSONFile(r.t, path, doc)
 	r.t.Cleanup(func() { _ = p.srv.Close() })
 	return p
+}
+
+// bridgeProcess reads a bridge process's address (its --addr) and its
+// start time (field 22 of /proc/PID/stat, which a run file records).
+func bridgeProcess(t *testing.T, pid int) (addr string, startTime uint64) {
+	t.Helper()
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	require.NoError(t, err)
+	args := strings.Split(string(cmdline), "\x00")
+	i := slices.Index(args, "--addr")
+	require.True(t, i >= 0 && i+1 < len(args), "bridge %d has no --addr: %q", pid, args)
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	require.NoError(t, err)
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	require.Greater(t, len(f), 19, "/proc/%d/stat", pid)
+	startTime, err = strconv.ParseUint(f[19], 10, 64)
+	require.NoError(t, err)
+	return args[i+1], startTime
 }
 
 // detach points the run file back at the bridge (if it is still the one
